@@ -1,0 +1,234 @@
+"""The exceptions lingodoc raises.
+
+Every exception is a :class:`LingodocError`; catch that to catch them all::
+
+    LingodocError
+    ├── ConfigurationError            bad arguments or environment at construction
+    ├── APIConnectionError            network failure after retries (cause chained)
+    │   └── APITimeoutError
+    ├── APIError                      the service answered with an error
+    │   ├── BadRequest                400, and any 4xx with no better class
+    │   │   ├── InvalidLanguage       INVALID_LANGUAGE (also raised locally)
+    │   │   └── TextTooLong           TEXT_TOO_LONG (also raised locally)
+    │   ├── Unauthorized              401 / UNAUTHORIZED
+    │   ├── NotFound                  404
+    │   ├── RateLimited               429; .retry_after
+    │   ├── ServerError               5xx
+    │   └── UnexpectedResponse        a body that is not the service's envelope
+    ├── TranslationFailed             a document translation ended in "failed"
+    └── WaitTimeout                   wait_for_translation ran out of time
+
+The error code chooses the class first and the HTTP status second, so an
+unknown code still gets the class of its status and keeps ``.code``.
+
+Every exception pickles with its fields (for multiprocessing and task queues)
+and none holds the API key: messages are redacted before they get here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lingodoc._models import RateLimit, TranslationStatus
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APITimeoutError",
+    "BadRequest",
+    "ConfigurationError",
+    "InvalidLanguage",
+    "LingodocError",
+    "NotFound",
+    "RateLimited",
+    "ServerError",
+    "TextTooLong",
+    "TranslationFailed",
+    "Unauthorized",
+    "UnexpectedResponse",
+    "WaitTimeout",
+]
+
+
+def _rebuild(cls: type[LingodocError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
+
+class LingodocError(Exception):
+    """The base class of every exception lingodoc raises."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The subclasses take keyword-only fields, which the default
+        # Exception pickling (cls(*self.args)) would drop or refuse.
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+class ConfigurationError(LingodocError):
+    """The client was given, or found in the environment, a setting it cannot use.
+
+    The message names the argument and the environment variable concerned.
+    """
+
+
+class APIConnectionError(LingodocError):
+    """The service could not be reached, or the connection failed mid-request.
+
+    Raised once the retries are spent; the underlying ``httpx`` error is the
+    ``__cause__``.
+    """
+
+
+class APITimeoutError(APIConnectionError):
+    """A connect, read, write or pool timeout, after the retries were spent."""
+
+
+class APIError(LingodocError):
+    """The service answered with an error.
+
+    Attributes:
+        message: The human-readable message (the key, if echoed, is masked).
+        status_code: The HTTP status, or ``None`` for an error raised locally
+            before any request was sent.
+        code: The machine-readable error code, such as ``"TEXT_TOO_LONG"``,
+            or ``None`` if the response had none.
+        rate_limit: The rate-limit state the response reported, if any.
+        request_id: The ``X-Request-Id`` the service sent, if any; quote it
+            when reporting a problem.
+        retry_after: Seconds the service asked the client to wait before
+            trying again (``Retry-After``), if it said; ``None`` otherwise.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        code: str | None = None,
+        rate_limit: RateLimit | None = None,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+        self.code = code
+        self.rate_limit = rate_limit
+        self.request_id = request_id
+        self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        if self.status_code is None:
+            return f"{self.code or 'error'}: {self.message}"
+        if self.code is None:
+            return f"HTTP {self.status_code}: {self.message}"
+        return f"{self.code} ({self.status_code}): {self.message}"
+
+
+class BadRequest(APIError):
+    """The request was refused as invalid (400, or a 4xx with no better class)."""
+
+
+class InvalidLanguage(BadRequest):
+    """A language code is malformed (raised locally) or not supported by the service."""
+
+
+class TextTooLong(BadRequest):
+    """A text exceeds the service's limit of 10,000 characters."""
+
+
+class Unauthorized(APIError):
+    """The API key is missing, unknown, revoked, expired or lacks the permission (401)."""
+
+
+class NotFound(APIError):
+    """The document, translation or path does not exist (404)."""
+
+
+class RateLimited(APIError):
+    """The rate limit is spent (429).
+
+    ``retry_after`` is the seconds to wait before trying again: from the
+    ``Retry-After`` header if sent, else from ``X-RateLimit-Reset``; ``None``
+    if the response said neither.
+    """
+
+
+class ServerError(APIError):
+    """The service failed (5xx)."""
+
+
+class UnexpectedResponse(APIError):
+    """The response is not the service's envelope.
+
+    HTML from a proxy, truncated or invalid JSON, ``success: true`` without
+    ``data``, or data of the wrong shape.
+
+    Attributes:
+        body: The start of the response body, for diagnosis.
+    """
+
+    def __init__(self, message: str, *, body: str = "", **fields: Any) -> None:
+        super().__init__(message, **fields)
+        self.body = body
+
+
+class TranslationFailed(LingodocError):
+    """A document translation ended in the ``failed`` state.
+
+    Attributes:
+        status: The last :class:`~lingodoc.TranslationStatus` read.
+    """
+
+    def __init__(self, status: TranslationStatus) -> None:
+        super().__init__(f"translation {status.translation_id} failed")
+        self.status = status
+
+
+class WaitTimeout(LingodocError):
+    """``wait_for_translation`` gave up before the translation finished.
+
+    Attributes:
+        status: The last :class:`~lingodoc.TranslationStatus` read, or ``None``
+            if no poll succeeded.
+        timeout: The timeout, in seconds, that ran out.
+    """
+
+    def __init__(self, status: TranslationStatus | None, timeout: float) -> None:
+        where = f" (last state {status.status}, {status.progress}%)" if status else ""
+        translation = f"translation {status.translation_id}" if status else "the translation"
+        super().__init__(f"{translation} did not finish within {timeout:g} s{where}")
+        self.status = status
+        self.timeout = timeout
+
+
+_CLASS_BY_CODE: dict[str, type[APIError]] = {
+    "INVALID_LANGUAGE": InvalidLanguage,
+    "TEXT_TOO_LONG": TextTooLong,
+    "UNAUTHORIZED": Unauthorized,
+    "NOT_FOUND": NotFound,
+    "RATE_LIMITED": RateLimited,
+}
+
+_CLASS_BY_STATUS: dict[int, type[APIError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    404: NotFound,
+    429: RateLimited,
+}
+
+
+def error_class(code: str | None, status_code: int) -> type[APIError]:
+    """Choose the exception class for an error response: code first, then status."""
+    if code in _CLASS_BY_CODE:
+        return _CLASS_BY_CODE[code]
+    if status_code in _CLASS_BY_STATUS:
+        return _CLASS_BY_STATUS[status_code]
+    if 400 <= status_code < 500:
+        return BadRequest
+    if status_code >= 500:
+        return ServerError
+    return APIError

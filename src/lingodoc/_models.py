@@ -1,0 +1,151 @@
+"""Typed results of the service, and the rate-limit state.
+
+Results accept fields they do not know (``extra="allow"``) and status values
+they do not know, so a newer server never breaks an older SDK. Timestamps are
+timezone-aware; one sent without an offset is read as UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Annotated
+
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr
+
+__all__ = [
+    "BatchTranslation",
+    "Document",
+    "RateLimit",
+    "TextTranslation",
+    "TranslationJob",
+    "TranslationState",
+    "TranslationStatus",
+]
+
+# X-RateLimit-Reset is only "an integer indicating when the limit resets": a
+# value this large can only be a Unix time; anything smaller is a delay.
+_UNIX_TIME_THRESHOLD = 10**9
+
+
+def _as_utc(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+UTCDateTime = Annotated[datetime, AfterValidator(_as_utc)]
+
+
+class TranslationState(str, Enum):
+    """The states of a document translation job."""
+
+    PENDING = "pending"
+    PROCESSING = "processing"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# Known states become TranslationState members; unknown ones stay plain strings.
+State = Annotated[TranslationState | str, Field(union_mode="left_to_right")]
+
+
+class RateLimit(BaseModel):
+    """The rate-limit state a response reported in its ``X-RateLimit-*`` headers.
+
+    Attributes:
+        limit: Requests allowed in the period.
+        remaining: Requests left in the period.
+        reset: The raw ``X-RateLimit-Reset`` value.
+        reset_at: When the period resets: ``reset`` read as a Unix time if
+            above 10^9, else as seconds from when the response arrived.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    limit: int
+    remaining: int
+    reset: int
+    reset_at: datetime
+
+    def seconds_until_reset(self, now: float) -> float:
+        """Return the seconds from ``now`` (Unix time) until the reset, never negative."""
+        return max(0.0, self.reset_at.timestamp() - now)
+
+
+def parse_rate_limit(headers: Mapping[str, str], now: float) -> RateLimit | None:
+    """Read the ``X-RateLimit-*`` headers; ``None`` unless all three are integers."""
+    try:
+        limit = int(headers["x-ratelimit-limit"])
+        remaining = int(headers["x-ratelimit-remaining"])
+        reset = int(headers["x-ratelimit-reset"])
+    except (KeyError, ValueError):
+        return None
+    at = reset if reset > _UNIX_TIME_THRESHOLD else now + max(reset, 0)
+    try:
+        reset_at = datetime.fromtimestamp(at, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+    # Headers were checked above; validation would only cost time on every call.
+    rate_limit: RateLimit = RateLimit.model_construct(
+        limit=limit, remaining=remaining, reset=reset, reset_at=reset_at
+    )
+    return rate_limit
+
+
+class _Result(BaseModel):
+    """A result of the service, which carries the rate limit of its response."""
+
+    model_config = ConfigDict(extra="allow")
+
+    _rate_limit: RateLimit | None = PrivateAttr(default=None)
+
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        """The rate-limit state reported by the response this result came from."""
+        return self._rate_limit
+
+
+class TextTranslation(_Result):
+    """The translation of one text."""
+
+    translated_text: str
+    source_language: str
+    target_language: str
+
+
+class BatchTranslation(_Result):
+    """The translations of a batch, one per input text, in input order."""
+
+    translations: list[str]
+
+
+class TranslationJob(_Result):
+    """A document translation job, as returned when it is started.
+
+    Pass it to ``wait_for_translation`` to wait for the result.
+    """
+
+    document_id: str
+    translation_id: str
+    status: State = TranslationState.PROCESSING
+    estimated_completion: UTCDateTime | None = None
+
+
+class TranslationStatus(_Result):
+    """The state of a document translation job."""
+
+    translation_id: str
+    status: State
+    progress: int = 0
+    document_id: str | None = None
+    target_language: str | None = None
+    completed_at: UTCDateTime | None = None
+
+
+class Document(_Result):
+    """A stored document: its id (also read from a field named ``id``) and whatever else is sent."""
+
+    document_id: str = Field(validation_alias=AliasChoices("document_id", "id"))
