@@ -1,0 +1,43 @@
+"""Where lingodoc reads the time and sleeps.
+
+Every wait in the SDK (retry backoff, 429 waits, polling) and every reading of
+the time (rate-limit resets, poll deadlines) goes through the clock returned by
+:func:`current`. Tests swap it for a :class:`lingodoc.testing.FakeClock`, so no
+test of the SDK, or of an application built on it, has to really sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+
+class SystemClock:
+    """The real clock: ``time.monotonic``, ``time.time`` and real sleeps."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def time(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    async def async_sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+_current: SystemClock = SystemClock()
+
+
+def current() -> SystemClock:
+    """Return the clock in force (the system clock unless a test swapped it)."""
+    return _current
+
+
+def install(clock: SystemClock) -> SystemClock:
+    """Make ``clock`` the clock in force and return the one it replaces."""
+    global _current
+    previous, _current = _current, clock
+    return previous

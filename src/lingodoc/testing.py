@@ -1,0 +1,103 @@
+"""Helpers for testing code that uses lingodoc, without waiting for real.
+
+Retries back off, a 429 waits for the rate-limit reset and
+``wait_for_translation`` polls every 5 seconds: all of that is real sleeping in
+production and must not be in a test suite. :func:`fake_clock` swaps the SDK's
+clock for a :class:`FakeClock` whose sleeps return at once and move its time
+forward, so deadlines and timeouts still behave exactly as they would::
+
+    from lingodoc.testing import fake_clock
+
+    def test_waits_for_the_document(client):
+        with fake_clock() as clock:
+            status = client.wait_for_translation("tr_123")
+        assert clock.sleeps == [5.0, 5.0]
+
+The in-process emulator (``lingodoc.emulator``) reads the same clock, so its
+translation jobs advance as the fake time does.
+
+This module is public API; nothing in it is imported by ``import lingodoc``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from lingodoc import _clock
+
+__all__ = ["FakeClock", "fake_clock"]
+
+
+class FakeClock(_clock.SystemClock):
+    """A clock that only moves when something sleeps on it or calls :meth:`advance`.
+
+    Attributes:
+        sleeps: Every sleep requested through this clock, in seconds, in order.
+    """
+
+    def __init__(self, *, start: float | None = None) -> None:
+        """Create a fake clock.
+
+        Args:
+            start: The wall-clock time (Unix seconds) it starts at; defaults to
+                the real time now, so timestamps it produces look plausible.
+        """
+        self._lock = threading.Lock()
+        self._monotonic = 0.0
+        self._wall = time.time() if start is None else float(start)
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        """Return the fake monotonic time: seconds slept since the clock was made."""
+        return self._monotonic
+
+    def time(self) -> float:
+        """Return the fake wall-clock time, in Unix seconds."""
+        return self._wall
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock forward without recording a sleep.
+
+        Raises:
+            ValueError: If ``seconds`` is negative.
+        """
+        if seconds < 0:
+            raise ValueError("a clock cannot go backwards")
+        with self._lock:
+            self._monotonic += seconds
+            self._wall += seconds
+
+    def sleep(self, seconds: float) -> None:
+        """Record the sleep and move the clock forward; return at once."""
+        seconds = max(0.0, float(seconds))
+        with self._lock:
+            self.sleeps.append(seconds)
+            self._monotonic += seconds
+            self._wall += seconds
+
+    async def async_sleep(self, seconds: float) -> None:
+        """Like :meth:`sleep`, and yield to the event loop once, as a real sleep would."""
+        self.sleep(seconds)
+        await asyncio.sleep(0)
+
+
+@contextmanager
+def fake_clock(clock: FakeClock | None = None) -> Iterator[FakeClock]:
+    """Make every lingodoc wait instant for the duration of the ``with`` block.
+
+    Args:
+        clock: The clock to install; a new :class:`FakeClock` by default.
+
+    Yields:
+        The installed clock, to inspect ``sleeps`` or call ``advance``.
+    """
+    installed = FakeClock() if clock is None else clock
+    previous = _clock.install(installed)
+    try:
+        yield installed
+    finally:
+        _clock.install(previous)
