@@ -1,0 +1,141 @@
+"""The retry policy, shared by Client and AsyncClient.
+
+=====================================  ==========================  ===================
+failure                                reads, translate, batch     translate_document
+=====================================  ==========================  ===================
+could not connect (nothing was sent)   retried                     retried
+429 with the reset within 60 s         waits for the reset         waits for the reset
+429 with the reset further off         raised at once              raised at once
+503                                    retried                     retried
+500, 502, 504                          retried                     raised
+read timeout, dropped connection       retried                     raised
+any other 4xx                          raised                      raised
+=====================================  ==========================  ===================
+
+``max_retries`` bounds the extra attempts. Waits grow exponentially with
+jitter, capped, unless the response said how long to wait (``Retry-After``,
+or the rate-limit reset for a 429); a wait longer than 60 s is not waited out.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+
+import httpx
+import tenacity
+
+from lingodoc import _clock
+from lingodoc._exceptions import APIConnectionError, APIError, RateLimited
+
+logger = logging.getLogger("lingodoc")
+
+MAX_SERVER_WAIT = 60.0
+BACKOFF_INITIAL = 0.5
+BACKOFF_MAX = 8.0
+
+_RETRIED_STATUSES = frozenset({500, 502, 503, 504})
+# Statuses that prove the server did not act on the request, so even a call
+# that starts something (a document translation) can be sent again.
+_NOT_STARTED_STATUSES = frozenset({429, 503})
+# Failures before the request left this machine.
+_NOT_SENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def server_wait(error: BaseException) -> float | None:
+    """Return the wait the service asked for (``Retry-After``, or a 429's reset)."""
+    if isinstance(error, APIError):
+        wait: float | None = error.retry_after
+        return wait
+    return None
+
+
+def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
+    """Whether another attempt may be made after ``error``.
+
+    Args:
+        error: What the attempt raised.
+        idempotent: Whether the request is safe to repeat even if the server
+            may have acted on it.
+    """
+    wait = server_wait(error)
+    if wait is not None and wait > MAX_SERVER_WAIT:
+        return False
+    if isinstance(error, APIConnectionError):
+        return idempotent or isinstance(error.__cause__, _NOT_SENT_ERRORS)
+    if isinstance(error, APIError) and error.status_code is not None:
+        if error.status_code in _NOT_STARTED_STATUSES or isinstance(error, RateLimited):
+            return True
+        return idempotent and error.status_code in _RETRIED_STATUSES
+    return False
+
+
+def backoff(attempt: int) -> float:
+    """Return the wait before attempt ``attempt + 1``: exponential, capped, with jitter."""
+    ceiling = min(BACKOFF_MAX, BACKOFF_INITIAL * 2.0 ** (attempt - 1))
+    # Half fixed, half random: never a burst of instant retries, and clients
+    # that failed together spread out.
+    return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+def _wait(state: tenacity.RetryCallState) -> float:
+    assert state.outcome is not None
+    error = state.outcome.exception()
+    wait = server_wait(error) if error is not None else None
+    return wait if wait is not None else backoff(state.attempt_number)
+
+
+def _sleep(seconds: float) -> None:
+    _clock.current().sleep(seconds)
+
+
+async def _async_sleep(seconds: float) -> None:
+    await _clock.current().async_sleep(seconds)
+
+
+def _options(max_retries: int, idempotent: bool, description: str) -> dict[str, Any]:
+    def retry(state: tenacity.RetryCallState) -> bool:
+        assert state.outcome is not None
+        error = state.outcome.exception()
+        return error is not None and is_retryable(error, idempotent=idempotent)
+
+    def log(state: tenacity.RetryCallState) -> None:
+        assert state.outcome is not None
+        assert state.next_action is not None
+        logger.info(
+            "retrying %s in %.2f s after %s (attempt %d of %d)",
+            description,
+            state.next_action.sleep,
+            _summary(state.outcome.exception()),
+            state.attempt_number + 1,
+            max_retries + 1,
+        )
+
+    return {
+        "stop": tenacity.stop_after_attempt(max_retries + 1),
+        "retry": retry,
+        "wait": _wait,
+        "before_sleep": log,
+        "reraise": True,
+    }
+
+
+def _summary(error: BaseException | None) -> str:
+    if isinstance(error, APIError):
+        return f"{type(error).__name__} {error.status_code}"
+    return type(error).__name__
+
+
+def retrying(max_retries: int, *, idempotent: bool, description: str) -> tenacity.Retrying:
+    """Return the attempts of one sync call, as a tenacity iterator."""
+    return tenacity.Retrying(sleep=_sleep, **_options(max_retries, idempotent, description))
+
+
+def async_retrying(
+    max_retries: int, *, idempotent: bool, description: str
+) -> tenacity.AsyncRetrying:
+    """Return the attempts of one async call, as a tenacity async iterator."""
+    return tenacity.AsyncRetrying(
+        sleep=_async_sleep, **_options(max_retries, idempotent, description)
+    )
