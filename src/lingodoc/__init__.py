@@ -1,0 +1,76 @@
+"""lingodoc: the Python SDK of the lingodoc translation and document service.
+
+>>> import lingodoc
+>>> with lingodoc.Client() as client:                       # doctest: +SKIP
+...     client.translate("Hello", source_language="en", target_language="de")
+
+:class:`Client` blocks, :class:`AsyncClient` awaits; both read
+``LINGODOC_API_KEY`` and ``LINGODOC_BASE_URL``. Errors are subclasses of
+:class:`LingodocError`. ``lingodoc.testing`` makes waits instant in tests, and
+``lingodoc.emulator`` runs a local stand-in for the service.
+"""
+
+from lingodoc._client import AsyncClient, Client
+from lingodoc._exceptions import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    BadRequest,
+    ConfigurationError,
+    InvalidLanguage,
+    LingodocError,
+    NotFound,
+    RateLimited,
+    ServerError,
+    TextTooLong,
+    TranslationFailed,
+    Unauthorized,
+    UnexpectedResponse,
+    WaitTimeout,
+)
+from lingodoc._models import (
+    BatchTranslation,
+    Document,
+    RateLimit,
+    TextTranslation,
+    TranslationJob,
+    TranslationState,
+    TranslationStatus,
+)
+from lingodoc._version import __version__
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APITimeoutError",
+    "AsyncClient",
+    "BadRequest",
+    "BatchTranslation",
+    "Client",
+    "ConfigurationError",
+    "Document",
+    "InvalidLanguage",
+    "LingodocError",
+    "NotFound",
+    "RateLimit",
+    "RateLimited",
+    "ServerError",
+    "TextTooLong",
+    "TextTranslation",
+    "TranslationFailed",
+    "TranslationJob",
+    "TranslationState",
+    "TranslationStatus",
+    "Unauthorized",
+    "UnexpectedResponse",
+    "WaitTimeout",
+    "__version__",
+]
+
+# Public classes show as lingodoc.X in reprs, tracebacks and docs, not as the
+# private module that defines them.
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type):
+        _obj.__module__ = __name__
+del _name, _obj

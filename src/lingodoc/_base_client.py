@@ -1,0 +1,526 @@
+"""What Client and AsyncClient share: configuration, and all logic that does no I/O.
+
+The two clients only send, read, sleep and close; building requests, reading
+responses, checking arguments and deciding when a wait is over live here, so
+the sync and async paths cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import httpx
+import pydantic
+
+from lingodoc import _clock, _envelope, _validation
+from lingodoc._exceptions import (
+    APIConnectionError,
+    APITimeoutError,
+    ConfigurationError,
+    LingodocError,
+    TranslationFailed,
+    UnexpectedResponse,
+    WaitTimeout,
+)
+from lingodoc._logging import configure_from_env, logger
+from lingodoc._models import (
+    BatchTranslation,
+    Document,
+    RateLimit,
+    TextTranslation,
+    TranslationJob,
+    TranslationState,
+    TranslationStatus,
+    _Result,
+    parse_rate_limit,
+)
+from lingodoc._version import __version__
+
+T = TypeVar("T")
+ModelT = TypeVar("ModelT", bound=_Result)
+HttpClientT = TypeVar("HttpClientT", httpx.Client, httpx.AsyncClient)
+Self = TypeVar("Self", bound="BaseClient[Any]")
+
+API_KEY_ENV = "LINGODOC_API_KEY"
+BASE_URL_ENV = "LINGODOC_BASE_URL"
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_POLL_INTERVAL = 5.0
+# A success body is read whole; an error body only far enough to show its
+# start, so a broken proxy cannot make a client load megabytes of HTML.
+MAX_BODY_BYTES = 32 * 1024 * 1024
+MAX_ERROR_BODY_BYTES = 64 * 1024
+# Methods that HTTP defines as safe to repeat.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+
+USER_AGENT = (
+    f"lingodoc-python/{__version__} httpx/{httpx.__version__} "
+    f"python/{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}"
+)
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One API call, ready to send: what to send and how to read the answer."""
+
+    method: str
+    path: str
+    parse: Callable[[Any, RateLimit | None], T]
+    json: Any = None
+    params: Mapping[str, Any] | None = None
+    idempotent: bool = True
+
+    @property
+    def description(self) -> str:
+        """``METHOD /path``, for logs."""
+        return f"{self.method} {self.path}"
+
+
+class _Pool(Generic[HttpClientT]):
+    """The connection pool and state that a client shares with its ``with_options`` copies."""
+
+    def __init__(self, http: HttpClientT, *, owned: bool) -> None:
+        self.http: HttpClientT = http
+        self.owned = owned
+        self.closed = False
+        self.rate_limit: RateLimit | None = None
+
+
+def mask(api_key: str) -> str:
+    """Return the key as it may be shown: at most its last 4 characters."""
+    return f"****{api_key[-4:]}" if len(api_key) >= 12 else "****"
+
+
+def _resolve(value: str | None, argument: str, variable: str) -> str:
+    if value is None:
+        value = os.environ.get(variable)
+    if not value or not value.strip():
+        raise ConfigurationError(
+            f"no {argument.replace('_', ' ')} given: pass {argument}=... "
+            f"or set the {variable} environment variable"
+        )
+    return value.strip()
+
+
+def _check_api_key(api_key: object) -> str:
+    if api_key is not None and not isinstance(api_key, str):
+        raise ConfigurationError(f"api_key must be a str, not {type(api_key).__name__}")
+    key = _resolve(api_key, "api_key", API_KEY_ENV)
+    if not key.isprintable() or any(c.isspace() for c in key) or not key.isascii():
+        raise ConfigurationError(
+            f"api_key (or {API_KEY_ENV}) holds spaces or characters that cannot be "
+            "sent in a header; check it was copied whole"
+        )
+    return key
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_base_url(base_url: object) -> str:
+    if base_url is not None and not isinstance(base_url, str):
+        raise ConfigurationError(f"base_url must be a str, not {type(base_url).__name__}")
+    raw = _resolve(base_url, "base_url", BASE_URL_ENV)
+    try:
+        url = httpx.URL(raw)
+    except httpx.InvalidURL as exc:
+        raise ConfigurationError(f"base_url {raw!r} is not a valid URL: {exc}") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ConfigurationError(
+            f"base_url must be an absolute https:// URL such as "
+            f"'https://api.example.com/v1', not {raw!r} (from base_url or {BASE_URL_ENV})"
+        )
+    if url.scheme == "http" and not _is_loopback(url.host):
+        raise ConfigurationError(
+            f"base_url {raw!r} uses http://, which would send the API key in clear text; "
+            "use https:// (http:// is allowed only for localhost and loopback addresses)"
+        )
+    if url.query or url.fragment:
+        raise ConfigurationError(f"base_url must not have a query or fragment: {raw!r}")
+    return str(url).rstrip("/")
+
+
+def _check_timeout(timeout: object) -> httpx.Timeout:
+    if isinstance(timeout, httpx.Timeout):
+        return timeout
+    if timeout is None:
+        return httpx.Timeout(None)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ConfigurationError(
+            f"timeout must be a positive number of seconds, an httpx.Timeout or None, "
+            f"not {timeout!r}"
+        )
+    return httpx.Timeout(float(timeout))
+
+
+def _check_max_retries(max_retries: object) -> int:
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ConfigurationError(f"max_retries must be an int >= 0, not {max_retries!r}")
+    return max_retries
+
+
+def _model(cls: type[ModelT]) -> Callable[[Any, RateLimit | None], ModelT]:
+    """Return a parser that validates ``data`` as ``cls`` and attaches the rate limit."""
+
+    def parse(data: Any, rate_limit: RateLimit | None) -> ModelT:
+        try:
+            result = cls.model_validate(data)
+        except pydantic.ValidationError as exc:
+            raise _shape_error(cls.__name__, data, exc) from None
+        result._rate_limit = rate_limit
+        return result
+
+    return parse
+
+
+def _shape_error(what: str, data: Any, exc: pydantic.ValidationError) -> UnexpectedResponse:
+    problems = "; ".join(
+        f"{'.'.join(map(str, e['loc'])) or 'data'}: {e['msg']}" for e in exc.errors()[:3]
+    )
+    return UnexpectedResponse(
+        f"the response data is not a {what} ({problems})",
+        status_code=200,
+        body=json.dumps(data, default=str)[: _envelope.BODY_EXCERPT_CHARS],
+    )
+
+
+def _parse_documents(data: Any, rate_limit: RateLimit | None) -> list[Document]:
+    items = data.get("documents") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise UnexpectedResponse(
+            "the document listing is neither a list nor an object with a 'documents' list",
+            status_code=200,
+            body=json.dumps(data, default=str)[: _envelope.BODY_EXCERPT_CHARS],
+        )
+    parse = _model(Document)
+    return [parse(item, rate_limit) for item in items]
+
+
+def _parse_data(data: Any, rate_limit: RateLimit | None) -> Any:
+    return data
+
+
+def _check_relative_path(path: object) -> str:
+    if not isinstance(path, str):
+        raise TypeError(f"path must be a str, not {type(path).__name__}")
+    refused = (
+        "://" in path.split("?", 1)[0]
+        or path.startswith(("//", "\\", "/\\"))
+        or any(part in (".", "..") for part in path.split("?", 1)[0].split("/"))
+        or ":" in path.split("/", 1)[0]
+    )
+    if refused:
+        raise ValueError(
+            f"path must be relative to base_url, such as '/documents', not {path!r}: "
+            "requests never leave base_url, so the API key never goes to another host"
+        )
+    return path if path.startswith("/") else f"/{path}"
+
+
+class Waiter:
+    """The rules of ``wait_for_translation``, apart from the polling and sleeping."""
+
+    def __init__(
+        self,
+        job_or_id: TranslationJob | str,
+        *,
+        poll_interval: float,
+        timeout: float | None,
+        on_progress: Callable[[TranslationStatus], object] | None,
+    ) -> None:
+        if isinstance(job_or_id, TranslationJob):
+            job_or_id = job_or_id.translation_id
+        _validation.path_segment(job_or_id, "translation_id")
+        if isinstance(poll_interval, bool) or not isinstance(poll_interval, (int, float)):
+            raise TypeError(f"poll_interval must be a number, not {poll_interval!r}")
+        if poll_interval <= 0:
+            raise ValueError(f"poll_interval must be positive, not {poll_interval!r}")
+        if timeout is not None and (isinstance(timeout, bool) or timeout < 0):
+            raise ValueError(f"timeout must be None or >= 0 seconds, not {timeout!r}")
+        if on_progress is not None and not callable(on_progress):
+            raise TypeError("on_progress must be callable")
+        self.translation_id: str = job_or_id
+        self.poll_interval = float(poll_interval)
+        self.timeout = timeout
+        self.on_progress = on_progress
+        self.last: TranslationStatus | None = None
+        self.deadline = None if timeout is None else _clock.current().monotonic() + timeout
+
+    def finished(self, status: TranslationStatus) -> bool:
+        """Record a poll's status; ``True`` if it is completed.
+
+        Raises:
+            TranslationFailed: If the translation failed.
+        """
+        self.last = status
+        if self.on_progress is not None:
+            self.on_progress(status)
+        if status.status == TranslationState.COMPLETED:
+            return True
+        if status.status == TranslationState.FAILED:
+            raise TranslationFailed(status)
+        return False
+
+    def delay(self, wanted: float | None = None) -> float:
+        """Return how long to sleep before the next poll.
+
+        Args:
+            wanted: A wait the service asked for (a 429's reset), instead of
+                the poll interval.
+
+        Raises:
+            WaitTimeout: If the deadline has passed, or falls before the end
+                of a wait the service asked for.
+        """
+        delay = self.poll_interval if wanted is None else wanted
+        if self.deadline is None:
+            return delay
+        remaining = self.deadline - _clock.current().monotonic()
+        if remaining <= 0 or (wanted is not None and wanted > remaining):
+            assert self.timeout is not None
+            raise WaitTimeout(self.last, self.timeout)
+        return min(delay, remaining)
+
+
+class BaseClient(Generic[HttpClientT]):
+    """Configuration and I/O-free logic shared by :class:`Client` and :class:`AsyncClient`."""
+
+    _http_client_type: type[HttpClientT]
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        default_headers: Mapping[str, str] | None = None,
+        http_client: HttpClientT | None = None,
+    ) -> None:
+        configure_from_env()
+        self._api_key = _check_api_key(api_key)
+        self.base_url = _check_base_url(base_url)
+        self.timeout = _check_timeout(timeout)
+        self.max_retries = _check_max_retries(max_retries)
+        if http_client is not None and not isinstance(http_client, self._http_client_type):
+            raise ConfigurationError(
+                f"http_client must be an {self._http_client_type.__module__}."
+                f"{self._http_client_type.__qualname__}, not {type(http_client).__name__}"
+            )
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers.update(default_headers or {})
+        headers["Authorization"] = f"Bearer {self._api_key}"
+        self._headers = headers
+        self._pool: _Pool[HttpClientT] = (
+            _Pool(self._new_http_client(), owned=True)
+            if http_client is None
+            else _Pool(http_client, owned=False)
+        )
+        self._view_closed = False
+        self._is_copy = False
+
+    def _new_http_client(self) -> HttpClientT:
+        return self._http_client_type(
+            timeout=self.timeout, limits=DEFAULT_LIMITS, follow_redirects=False
+        )
+
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        """The rate-limit state of the most recent response that reported one, or ``None``."""
+        return self._pool.rate_limit
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether this client (or the client it was copied from) has been closed."""
+        return self._view_closed or self._pool.closed
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r}, api_key={mask(self._api_key)!r})"
+
+    def with_options(
+        self: Self,
+        *,
+        timeout: float | httpx.Timeout | None = None,
+        max_retries: int | None = None,
+    ) -> Self:
+        """Return a copy with other settings that shares this client's connection pool.
+
+        Closing the copy leaves the pool open; closing the original closes
+        both.
+
+        Args:
+            timeout: Seconds or an ``httpx.Timeout``; ``None`` keeps this
+                client's timeout.
+            max_retries: Extra attempts; ``None`` keeps this client's.
+
+        Raises:
+            ConfigurationError: If a setting is invalid.
+        """
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        if timeout is not None:
+            copy.timeout = _check_timeout(timeout)
+        if max_retries is not None:
+            copy.max_retries = _check_max_retries(max_retries)
+        copy._view_closed = False
+        copy._is_copy = True
+        return copy
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, mask(self._api_key)) if text else text
+
+    def _check_open(self) -> None:
+        if self.is_closed:
+            raise LingodocError(
+                f"this {type(self).__name__} has been closed; create a new one to send requests"
+            )
+
+    # Building calls -------------------------------------------------------
+
+    def _translate_call(
+        self, text: str, source_language: str, target_language: str, style: str | None
+    ) -> Call[TextTranslation]:
+        body = {
+            "text": _validation.text(text),
+            "source_language": _validation.language(source_language, "source_language"),
+            "target_language": _validation.language(target_language, "target_language"),
+        }
+        if _validation.optional(style, "style", str) is not None:
+            body["style"] = style  # type: ignore[assignment]
+        return Call("POST", "/translate", _model(TextTranslation), json=body)
+
+    def _translate_batch_call(
+        self, texts: Sequence[str], source_language: str, target_language: str
+    ) -> Call[BatchTranslation]:
+        body = {
+            "texts": _validation.texts(texts),
+            "source_language": _validation.language(source_language, "source_language"),
+            "target_language": _validation.language(target_language, "target_language"),
+        }
+        return Call("POST", "/translate/batch", _model(BatchTranslation), json=body)
+
+    def _translate_document_call(
+        self,
+        document_id: str,
+        target_language: str,
+        style: str | None,
+        use_translation_memory: bool | None,
+    ) -> Call[TranslationJob]:
+        path = f"/documents/{_validation.path_segment(document_id, 'document_id')}/translate"
+        body: dict[str, Any] = {
+            "target_language": _validation.language(target_language, "target_language")
+        }
+        if _validation.optional(style, "style", str) is not None:
+            body["style"] = style
+        if _validation.optional(use_translation_memory, "use_translation_memory", bool) is not None:
+            body["use_translation_memory"] = use_translation_memory
+        # Starting a job twice would translate (and bill) the document twice.
+        return Call("POST", path, _model(TranslationJob), json=body, idempotent=False)
+
+    def _get_translation_call(self, translation_id: str) -> Call[TranslationStatus]:
+        path = f"/translations/{_validation.path_segment(translation_id, 'translation_id')}"
+        return Call("GET", path, _model(TranslationStatus))
+
+    def _list_documents_call(self) -> Call[list[Document]]:
+        return Call("GET", "/documents", _parse_documents)
+
+    def _raw_call(
+        self, method: str, path: str, json: Any, params: Mapping[str, Any] | None
+    ) -> Call[Any]:
+        if not isinstance(method, str) or not method.isalpha():
+            raise ValueError(f"method must be an HTTP method such as 'GET', not {method!r}")
+        method = method.upper()
+        path = _check_relative_path(path)
+        return Call(
+            method, path, _parse_data, json=json, params=params,
+            idempotent=method in IDEMPOTENT_METHODS,
+        )  # fmt: skip
+
+    # Sending and reading --------------------------------------------------
+
+    def _build_request(self, call: Call[Any]) -> httpx.Request:
+        try:
+            return self._pool.http.build_request(
+                call.method,
+                self.base_url + call.path,
+                json=call.json,
+                params=call.params,
+                headers=self._headers,
+                timeout=self.timeout,
+            )
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"the request body cannot be sent as JSON: {exc}") from None
+
+    def _body_limit(self, response: httpx.Response) -> int:
+        return MAX_BODY_BYTES if response.is_success else MAX_ERROR_BODY_BYTES
+
+    def _connection_error(
+        self, call: Call[Any], exc: Exception, attempt: int, started: float
+    ) -> LingodocError:
+        if isinstance(exc, RuntimeError):
+            # httpx refuses to send through a client that was closed.
+            return LingodocError(
+                f"{call.description} could not be sent: {exc} (was the http_client closed?)"
+            )
+        cls = APITimeoutError if isinstance(exc, httpx.TimeoutException) else APIConnectionError
+        self._log(call, type(exc).__name__, attempt, started)
+        what = "timed out" if cls is APITimeoutError else "failed"
+        return cls(f"{call.description} {what}: {self._redact(str(exc)) or type(exc).__name__}")
+
+    def _read_response(
+        self,
+        call: Call[T],
+        response: httpx.Response,
+        body: bytes,
+        attempt: int,
+        started: float,
+    ) -> T:
+        self._log(call, response.status_code, attempt, started)
+        now = _clock.current().time()
+        rate_limit = parse_rate_limit(response.headers, now)
+        if rate_limit is not None:
+            self._pool.rate_limit = rate_limit
+        if len(body) > MAX_BODY_BYTES:
+            raise UnexpectedResponse(
+                f"the response body is larger than {MAX_BODY_BYTES:,} bytes",
+                status_code=response.status_code,
+                rate_limit=rate_limit,
+                request_id=response.headers.get("x-request-id"),
+            )
+        data = _envelope.unwrap(
+            response.status_code,
+            response.headers,
+            body,
+            rate_limit=rate_limit,
+            now=now,
+            redact=self._redact,
+        )
+        return call.parse(data, rate_limit)
+
+    def _log(self, call: Call[Any], outcome: object, attempt: int, started: float) -> None:
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "%s -> %s in %.1f ms (attempt %d)",
+                call.description,
+                outcome,
+                (time.perf_counter() - started) * 1000,
+                attempt,
+            )
+
+
+__all__ = ["BaseClient", "Call", "Waiter", "mask"]

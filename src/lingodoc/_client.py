@@ -1,0 +1,458 @@
+"""The clients: :class:`Client` (blocking) and :class:`AsyncClient` (asyncio).
+
+Both are thin: they send, read, sleep and close. Everything else is in
+``_base_client``. Keep the two classes line-for-line parallel.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from lingodoc import _clock, _retry
+from lingodoc._base_client import BaseClient, Call, Waiter
+from lingodoc._exceptions import RateLimited
+from lingodoc._models import (
+    BatchTranslation,
+    Document,
+    TextTranslation,
+    TranslationJob,
+    TranslationStatus,
+)
+
+T = TypeVar("T")
+ClientT = TypeVar("ClientT", bound="Client")
+AsyncClientT = TypeVar("AsyncClientT", bound="AsyncClient")
+
+ProgressCallback = Callable[[TranslationStatus], object]
+
+
+class Client(BaseClient[httpx.Client]):
+    """A blocking client for the lingodoc service.
+
+    Safe to share between threads. Use it as a context manager, or call
+    :meth:`close`, to release its connections::
+
+        with lingodoc.Client() as client:
+            print(client.translate("Hello", source_language="en", target_language="de"))
+
+    Args:
+        api_key: The API key; defaults to the ``LINGODOC_API_KEY`` environment
+            variable.
+        base_url: The service address up to and including ``/v1``; defaults
+            to ``LINGODOC_BASE_URL``. Must be ``https://`` unless the host is
+            loopback.
+        timeout: Seconds, or an ``httpx.Timeout``, for each attempt.
+        max_retries: Extra attempts after a failure that may pass; 0 disables
+            retries.
+        default_headers: Headers to send with every request.
+        http_client: An ``httpx.Client`` to send through (proxies, custom
+            transports). It stays the caller's: the SDK never closes it.
+
+    Raises:
+        ConfigurationError: If the key or the base URL is missing or unusable,
+            or another setting is invalid.
+    """
+
+    _http_client_type = httpx.Client
+
+    def __enter__(self: ClientT) -> ClientT:
+        self._check_open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the client and its connections (unless the ``http_client`` was passed in).
+
+        Closing a copy made by :meth:`with_options` closes only the copy.
+        """
+        if self._view_closed:
+            return
+        self._view_closed = True
+        if not self._is_copy:
+            self._pool.closed = True
+            if self._pool.owned:
+                self._pool.http.close()
+
+    def translate(
+        self,
+        text: str,
+        *,
+        source_language: str,
+        target_language: str,
+        style: str | None = None,
+    ) -> TextTranslation:
+        """Translate one text.
+
+        Args:
+            text: Up to 10,000 characters.
+            source_language: ISO 639-1 code of the text, such as ``"en"``.
+            target_language: ISO 639-1 code to translate into.
+            style: A style such as ``"formal"`` or ``"marketing"``.
+
+        Returns:
+            The translation.
+
+        Raises:
+            TextTooLong: If the text exceeds 10,000 characters (checked before sending).
+            InvalidLanguage: If a code is malformed (checked before sending) or
+                not supported by the service.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return self._send(self._translate_call(text, source_language, target_language, style))
+
+    def translate_batch(
+        self, texts: Sequence[str], *, source_language: str, target_language: str
+    ) -> BatchTranslation:
+        """Translate several texts in one request.
+
+        Args:
+            texts: The texts, a non-empty list of strings.
+            source_language: ISO 639-1 code of the texts.
+            target_language: ISO 639-1 code to translate into.
+
+        Returns:
+            The translations, one per text, in input order.
+
+        Raises:
+            ValueError: If ``texts`` is empty.
+            TypeError: If ``texts`` is not a list of strings.
+            InvalidLanguage: If a code is malformed or not supported.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return self._send(self._translate_batch_call(texts, source_language, target_language))
+
+    def translate_document(
+        self,
+        document_id: str,
+        *,
+        target_language: str,
+        style: str | None = None,
+        use_translation_memory: bool | None = None,
+    ) -> TranslationJob:
+        """Start translating a stored document.
+
+        The job runs on the service; pass the result to
+        :meth:`wait_for_translation`. Not retried where the service may
+        already have started the job.
+
+        Args:
+            document_id: The document's id.
+            target_language: ISO 639-1 code to translate into.
+            style: A style such as ``"formal"``.
+            use_translation_memory: Whether the service uses stored
+                translation memory; the service's default if ``None``.
+
+        Returns:
+            The started job (state ``processing``).
+
+        Raises:
+            NotFound: If there is no such document.
+            InvalidLanguage: If the code is malformed or not supported.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        call = self._translate_document_call(
+            document_id, target_language, style, use_translation_memory
+        )
+        return self._send(call)
+
+    def get_translation(self, translation_id: str) -> TranslationStatus:
+        """Read the state of a document translation.
+
+        Args:
+            translation_id: The job's id, from :meth:`translate_document`.
+
+        Returns:
+            Its state and progress.
+
+        Raises:
+            NotFound: If there is no such translation.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return self._send(self._get_translation_call(translation_id))
+
+    def wait_for_translation(
+        self,
+        job_or_id: TranslationJob | str,
+        *,
+        poll_interval: float = 5.0,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> TranslationStatus:
+        """Poll a document translation until it completes.
+
+        A 429 while polling is waited out (until the rate-limit reset), even
+        with ``max_retries=0``.
+
+        Args:
+            job_or_id: The job from :meth:`translate_document`, or its translation id.
+            poll_interval: Seconds between polls.
+            timeout: Seconds to wait in all; ``None`` waits as long as it takes.
+            on_progress: Called with each status read, after every poll.
+
+        Returns:
+            The completed status.
+
+        Raises:
+            TranslationFailed: If the translation failed; ``.status`` holds it.
+            WaitTimeout: If ``timeout`` passed first; ``.status`` holds the last state.
+            APIError: For an error other than 429 while polling.
+            APIConnectionError: If the service cannot be reached.
+        """
+        waiter = Waiter(
+            job_or_id, poll_interval=poll_interval, timeout=timeout, on_progress=on_progress
+        )
+        while True:
+            try:
+                status = self.get_translation(waiter.translation_id)
+            except RateLimited as exc:
+                delay = waiter.delay(wanted=exc.retry_after)
+            else:
+                if waiter.finished(status):
+                    return status
+                delay = waiter.delay()
+            _clock.current().sleep(delay)
+
+    def list_documents(self) -> list[Document]:
+        """List the stored documents.
+
+        Returns:
+            The documents, each with at least a ``document_id``.
+
+        Raises:
+            APIError: For an error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return self._send(self._list_documents_call())
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Call any endpoint under ``base_url``, for parts of the service the SDK does not wrap.
+
+        Same authentication, envelope, errors, retries and rate-limit
+        tracking as the other methods. Only GET, HEAD, OPTIONS, PUT and
+        DELETE are retried after a failure the server may have acted on.
+
+        Args:
+            method: The HTTP method, such as ``"GET"``.
+            path: A path relative to ``base_url``, such as ``"/documents/doc_1"``;
+                absolute URLs and ``..`` are refused.
+            json: A JSON body; none if ``None``.
+            params: Query parameters.
+
+        Returns:
+            The ``data`` of the envelope, as plain JSON values.
+
+        Raises:
+            ValueError: If ``path`` would leave ``base_url``.
+            APIError: For an error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return self._send(self._raw_call(method, path, json, params))
+
+    def _send(self, call: Call[T]) -> T:
+        self._check_open()
+        request = self._build_request(call)
+        retrying = _retry.retrying(
+            self.max_retries, idempotent=call.idempotent, description=call.description
+        )
+        for attempt in retrying:
+            with attempt:
+                return self._send_once(call, request, attempt.retry_state.attempt_number)
+        raise AssertionError("unreachable: tenacity reraises the last error")
+
+    def _send_once(self, call: Call[T], request: httpx.Request, attempt: int) -> T:
+        started = time.perf_counter()
+        try:
+            response = self._pool.http.send(request, stream=True, follow_redirects=False)
+            try:
+                body = self._read_body(response)
+            finally:
+                response.close()
+        except (httpx.TransportError, RuntimeError) as exc:
+            raise self._connection_error(call, exc, attempt, started) from exc
+        return self._read_response(call, response, body, attempt, started)
+
+    def _read_body(self, response: httpx.Response) -> bytes:
+        limit, chunks, size = self._body_limit(response), [], 0
+        for chunk in response.iter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                break
+        return b"".join(chunks)
+
+
+class AsyncClient(BaseClient[httpx.AsyncClient]):
+    """An asyncio client for the lingodoc service.
+
+    Use it with ``async with``, or await :meth:`aclose`, to release its
+    connections::
+
+        async with lingodoc.AsyncClient() as client:
+            result = await client.translate("Hello", source_language="en", target_language="de")
+
+    Takes the same arguments as :class:`Client`; ``http_client`` must be an
+    ``httpx.AsyncClient``.
+
+    Raises:
+        ConfigurationError: If the key or the base URL is missing or unusable,
+            or another setting is invalid.
+    """
+
+    _http_client_type = httpx.AsyncClient
+
+    async def __aenter__(self: AsyncClientT) -> AsyncClientT:
+        self._check_open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the client and its connections (unless the ``http_client`` was passed in).
+
+        Closing a copy made by :meth:`with_options` closes only the copy.
+        """
+        if self._view_closed:
+            return
+        self._view_closed = True
+        if not self._is_copy:
+            self._pool.closed = True
+            if self._pool.owned:
+                await self._pool.http.aclose()
+
+    async def translate(
+        self,
+        text: str,
+        *,
+        source_language: str,
+        target_language: str,
+        style: str | None = None,
+    ) -> TextTranslation:
+        """Translate one text. See :meth:`Client.translate`."""
+        return await self._send(self._translate_call(text, source_language, target_language, style))
+
+    async def translate_batch(
+        self, texts: Sequence[str], *, source_language: str, target_language: str
+    ) -> BatchTranslation:
+        """Translate several texts in one request. See :meth:`Client.translate_batch`."""
+        return await self._send(self._translate_batch_call(texts, source_language, target_language))
+
+    async def translate_document(
+        self,
+        document_id: str,
+        *,
+        target_language: str,
+        style: str | None = None,
+        use_translation_memory: bool | None = None,
+    ) -> TranslationJob:
+        """Start translating a stored document. See :meth:`Client.translate_document`."""
+        call = self._translate_document_call(
+            document_id, target_language, style, use_translation_memory
+        )
+        return await self._send(call)
+
+    async def get_translation(self, translation_id: str) -> TranslationStatus:
+        """Read the state of a document translation. See :meth:`Client.get_translation`."""
+        return await self._send(self._get_translation_call(translation_id))
+
+    async def wait_for_translation(
+        self,
+        job_or_id: TranslationJob | str,
+        *,
+        poll_interval: float = 5.0,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> TranslationStatus:
+        """Poll a document translation until it completes. See :meth:`Client.wait_for_translation`.
+
+        Cancelling the awaiting task stops the polling at once and leaves no
+        task or connection behind.
+        """
+        waiter = Waiter(
+            job_or_id, poll_interval=poll_interval, timeout=timeout, on_progress=on_progress
+        )
+        while True:
+            try:
+                status = await self.get_translation(waiter.translation_id)
+            except RateLimited as exc:
+                delay = waiter.delay(wanted=exc.retry_after)
+            else:
+                if waiter.finished(status):
+                    return status
+                delay = waiter.delay()
+            await _clock.current().async_sleep(delay)
+
+    async def list_documents(self) -> list[Document]:
+        """List the stored documents. See :meth:`Client.list_documents`."""
+        return await self._send(self._list_documents_call())
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Call any endpoint under ``base_url``. See :meth:`Client.request`."""
+        return await self._send(self._raw_call(method, path, json, params))
+
+    async def _send(self, call: Call[T]) -> T:
+        self._check_open()
+        request = self._build_request(call)
+        retrying = _retry.async_retrying(
+            self.max_retries, idempotent=call.idempotent, description=call.description
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await self._send_once(call, request, attempt.retry_state.attempt_number)
+        raise AssertionError("unreachable: tenacity reraises the last error")
+
+    async def _send_once(self, call: Call[T], request: httpx.Request, attempt: int) -> T:
+        started = time.perf_counter()
+        try:
+            response = await self._pool.http.send(request, stream=True, follow_redirects=False)
+            try:
+                body = await self._read_body(response)
+            finally:
+                await response.aclose()
+        except (httpx.TransportError, RuntimeError) as exc:
+            raise self._connection_error(call, exc, attempt, started) from exc
+        return self._read_response(call, response, body, attempt, started)
+
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        limit, chunks, size = self._body_limit(response), [], 0
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                break
+        return b"".join(chunks)
