@@ -1,0 +1,133 @@
+"""Arguments the service would certainly refuse are refused before any request is sent."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import respx
+
+import lingodoc
+from tests.conftest import call, envelope
+
+TRANSLATION = {"translated_text": "x", "source_language": "en", "target_language": "de"}
+
+
+@pytest.fixture
+def any_route(api: respx.MockRouter) -> respx.Route:
+    return api.route().respond(json=envelope(TRANSLATION))
+
+
+async def test_upper_case_language_codes_are_folded(
+    client: lingodoc.Client, any_route: respx.Route
+) -> None:
+    await call(client, "translate", "Hi", source_language="EN", target_language="De")
+    sent = json.loads(any_route.calls.last.request.content)
+    assert (sent["source_language"], sent["target_language"]) == ("en", "de")
+
+
+@pytest.mark.parametrize("code", ["eng", "e", "", "e1", "en-US", "zh_CN", "ü1", "éé", None, 12])
+@pytest.mark.parametrize("argument", ["source_language", "target_language"])
+async def test_malformed_language_code_raises_invalid_language_locally(
+    client: lingodoc.Client, any_route: respx.Route, code: object, argument: str
+) -> None:
+    languages = {"source_language": "en", "target_language": "de", argument: code}
+    with pytest.raises(lingodoc.InvalidLanguage) as caught:
+        await call(client, "translate", "Hi", **languages)
+    error = caught.value
+    assert (error.status_code, error.code) == (None, "INVALID_LANGUAGE")
+    assert argument in error.message
+    assert not any_route.called
+
+
+@pytest.mark.parametrize(
+    ("method", "args", "kwargs"),
+    [
+        ("translate_batch", (["a"],), {"source_language": "english", "target_language": "de"}),
+        ("translate_document", ("doc_1",), {"target_language": "deu"}),
+    ],
+)
+async def test_other_methods_check_language_codes_too(
+    client: lingodoc.Client, any_route: respx.Route, method: str, args: tuple, kwargs: dict
+) -> None:
+    with pytest.raises(lingodoc.InvalidLanguage):
+        await call(client, method, *args, **kwargs)
+    assert not any_route.called
+
+
+async def test_text_of_exactly_10000_characters_is_sent(
+    client: lingodoc.Client, any_route: respx.Route
+) -> None:
+    await call(client, "translate", "x" * 10_000, source_language="en", target_language="de")
+    assert any_route.call_count == 1
+
+
+async def test_text_over_10000_characters_raises_text_too_long_locally(
+    client: lingodoc.Client, any_route: respx.Route
+) -> None:
+    with pytest.raises(lingodoc.TextTooLong) as caught:
+        await call(client, "translate", "é" * 10_001, source_language="fr", target_language="de")
+    assert (caught.value.status_code, caught.value.code) == (None, "TEXT_TOO_LONG")
+    assert str(caught.value) == "TEXT_TOO_LONG: text has 10,001 characters; the limit is 10,000"
+    assert not any_route.called
+
+
+@pytest.mark.parametrize("text", [None, b"bytes", 42, ["a"]])
+async def test_text_that_is_not_a_string_is_a_type_error(
+    client: lingodoc.Client, any_route: respx.Route, text: object
+) -> None:
+    with pytest.raises(TypeError, match="text must be a str"):
+        await call(client, "translate", text, source_language="en", target_language="de")
+    assert not any_route.called
+
+
+async def test_empty_batch_is_refused_locally(
+    client: lingodoc.Client, any_route: respx.Route
+) -> None:
+    with pytest.raises(ValueError, match="empty"):
+        await call(client, "translate_batch", [], source_language="en", target_language="de")
+    assert not any_route.called
+
+
+@pytest.mark.parametrize(
+    ("texts", "message"),
+    [("one text", "list of str, not str"), (["a", 2], r"texts\[1\]"), (None, "list of str")],
+)
+async def test_batch_that_is_not_a_list_of_strings_is_a_type_error(
+    client: lingodoc.Client, any_route: respx.Route, texts: object, message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        await call(client, "translate_batch", texts, source_language="en", target_language="de")
+    assert not any_route.called
+
+
+@pytest.mark.parametrize(
+    ("method", "kwargs", "message"),
+    [
+        ("translate", {"style": 1}, "style must be a str"),
+        ("translate_document", {"use_translation_memory": "yes"}, "use_translation_memory"),
+    ],
+)
+async def test_optional_arguments_of_the_wrong_type_are_type_errors(
+    client: lingodoc.Client, any_route: respx.Route, method: str, kwargs: dict, message: str
+) -> None:
+    first = "Hi" if method == "translate" else "doc_1"
+    languages = {"target_language": "de"} | (
+        {"source_language": "en"} if method == "translate" else {}
+    )
+    with pytest.raises(TypeError, match=message):
+        await call(client, method, first, **languages, **kwargs)
+    assert not any_route.called
+
+
+@pytest.mark.parametrize(
+    ("identifier", "error"), [("", ValueError), (None, TypeError), (7, TypeError)]
+)
+async def test_bad_ids_are_refused_locally(
+    client: lingodoc.Client, any_route: respx.Route, identifier: object, error: type
+) -> None:
+    with pytest.raises(error):
+        await call(client, "get_translation", identifier)
+    with pytest.raises(error):
+        await call(client, "translate_document", identifier, target_language="de")
+    assert not any_route.called
