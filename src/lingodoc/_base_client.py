@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -174,6 +175,14 @@ def _check_max_retries(max_retries: object) -> int:
     return max_retries
 
 
+class ShapeError(ValueError):
+    """The data of a success envelope is not of the shape the endpoint returns."""
+
+    def __init__(self, problem: str, data: Any) -> None:
+        super().__init__(problem)
+        self.data = data
+
+
 def _model(cls: type[ModelT]) -> Callable[[Any, RateLimit | None], ModelT]:
     """Return a parser that validates ``data`` as ``cls`` and attaches the rate limit."""
 
@@ -181,31 +190,22 @@ def _model(cls: type[ModelT]) -> Callable[[Any, RateLimit | None], ModelT]:
         try:
             result = cls.model_validate(data)
         except pydantic.ValidationError as exc:
-            raise _shape_error(cls.__name__, data, exc) from None
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'data'}: {e['msg']}" for e in exc.errors()[:3]
+            )
+            problem = f"the response data is not a {cls.__name__} ({problems})"
+            raise ShapeError(problem, data) from None
         result._rate_limit = rate_limit
         return result
 
     return parse
 
 
-def _shape_error(what: str, data: Any, exc: pydantic.ValidationError) -> UnexpectedResponse:
-    problems = "; ".join(
-        f"{'.'.join(map(str, e['loc'])) or 'data'}: {e['msg']}" for e in exc.errors()[:3]
-    )
-    return UnexpectedResponse(
-        f"the response data is not a {what} ({problems})",
-        status_code=200,
-        body=json.dumps(data, default=str)[: _envelope.BODY_EXCERPT_CHARS],
-    )
-
-
 def _parse_documents(data: Any, rate_limit: RateLimit | None) -> list[Document]:
     items = data.get("documents") if isinstance(data, dict) else data
     if not isinstance(items, list):
-        raise UnexpectedResponse(
-            "the document listing is neither a list nor an object with a 'documents' list",
-            status_code=200,
-            body=json.dumps(data, default=str)[: _envelope.BODY_EXCERPT_CHARS],
+        raise ShapeError(
+            "the document listing is neither a list nor an object with a 'documents' list", data
         )
     parse = _model(Document)
     return [parse(item, rate_limit) for item in items]
@@ -232,29 +232,32 @@ def _check_relative_path(path: object) -> str:
     return path if path.startswith("/") else f"/{path}"
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 class Waiter:
     """The rules of ``wait_for_translation``, apart from the polling and sleeping."""
 
     def __init__(
         self,
-        job_or_id: TranslationJob | str,
+        poll_call: Call[TranslationStatus],
         *,
         poll_interval: float,
         timeout: float | None,
         on_progress: Callable[[TranslationStatus], object] | None,
     ) -> None:
-        if isinstance(job_or_id, TranslationJob):
-            job_or_id = job_or_id.translation_id
-        _validation.path_segment(job_or_id, "translation_id")
-        if isinstance(poll_interval, bool) or not isinstance(poll_interval, (int, float)):
+        if not _is_number(poll_interval):
             raise TypeError(f"poll_interval must be a number, not {poll_interval!r}")
-        if poll_interval <= 0:
-            raise ValueError(f"poll_interval must be positive, not {poll_interval!r}")
-        if timeout is not None and (isinstance(timeout, bool) or timeout < 0):
+        if not (math.isfinite(poll_interval) and poll_interval > 0):
+            raise ValueError(f"poll_interval must be a positive number, not {poll_interval!r}")
+        if timeout is not None and not _is_number(timeout):
+            raise TypeError(f"timeout must be a number or None, not {timeout!r}")
+        if timeout is not None and not timeout >= 0:  # also refuses NaN
             raise ValueError(f"timeout must be None or >= 0 seconds, not {timeout!r}")
         if on_progress is not None and not callable(on_progress):
             raise TypeError("on_progress must be callable")
-        self.translation_id: str = job_or_id
+        self.poll_call = poll_call
         self.poll_interval = float(poll_interval)
         self.timeout = timeout
         self.on_progress = on_progress
@@ -436,6 +439,23 @@ class BaseClient(Generic[HttpClientT]):
         path = f"/translations/{_validation.path_segment(translation_id, 'translation_id')}"
         return Call("GET", path, _model(TranslationStatus))
 
+    def _waiter(
+        self,
+        job_or_id: TranslationJob | str,
+        poll_interval: float,
+        timeout: float | None,
+        on_progress: Callable[[TranslationStatus], object] | None,
+    ) -> Waiter:
+        translation_id = (
+            job_or_id.translation_id if isinstance(job_or_id, TranslationJob) else job_or_id
+        )
+        return Waiter(
+            self._get_translation_call(translation_id),
+            poll_interval=poll_interval,
+            timeout=timeout,
+            on_progress=on_progress,
+        )
+
     def _list_documents_call(self) -> Call[list[Document]]:
         return Call("GET", "/documents", _parse_documents)
 
@@ -510,7 +530,16 @@ class BaseClient(Generic[HttpClientT]):
             now=now,
             redact=self._redact,
         )
-        return call.parse(data, rate_limit)
+        try:
+            return call.parse(data, rate_limit)
+        except ShapeError as exc:
+            raise UnexpectedResponse(
+                self._redact(str(exc)),
+                body=_envelope.excerpt(json.dumps(exc.data, default=str), self._redact),
+                status_code=response.status_code,
+                rate_limit=rate_limit,
+                request_id=response.headers.get("x-request-id"),
+            ) from None
 
     def _log(self, call: Call[Any], outcome: object, attempt: int, started: float) -> None:
         if logger.isEnabledFor(logging.DEBUG):

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import httpx
 
 from lingodoc import _clock, _retry
-from lingodoc._base_client import BaseClient, Call, Waiter
+from lingodoc._base_client import BaseClient, Call
 from lingodoc._exceptions import RateLimited
 from lingodoc._models import (
     BatchTranslation,
@@ -214,12 +214,10 @@ class Client(BaseClient[httpx.Client]):
             APIError: For an error other than 429 while polling.
             APIConnectionError: If the service cannot be reached.
         """
-        waiter = Waiter(
-            job_or_id, poll_interval=poll_interval, timeout=timeout, on_progress=on_progress
-        )
+        waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress)
         while True:
             try:
-                status = self.get_translation(waiter.translation_id)
+                status = self._send(waiter.poll_call, deadline=waiter.deadline)
             except RateLimited as exc:
                 delay = waiter.delay(wanted=exc.retry_after)
             else:
@@ -271,11 +269,14 @@ class Client(BaseClient[httpx.Client]):
         """
         return self._send(self._raw_call(method, path, json, params))
 
-    def _send(self, call: Call[T]) -> T:
+    def _send(self, call: Call[T], *, deadline: float | None = None) -> T:
         self._check_open()
         request = self._build_request(call)
         retrying = _retry.retrying(
-            self.max_retries, idempotent=call.idempotent, description=call.description
+            self.max_retries,
+            idempotent=call.idempotent,
+            description=call.description,
+            deadline=deadline,
         )
         for attempt in retrying:
             with attempt:
@@ -396,12 +397,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         Cancelling the awaiting task stops the polling at once and leaves no
         task or connection behind.
         """
-        waiter = Waiter(
-            job_or_id, poll_interval=poll_interval, timeout=timeout, on_progress=on_progress
-        )
+        waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress)
         while True:
             try:
-                status = await self.get_translation(waiter.translation_id)
+                status = await self._send(waiter.poll_call, deadline=waiter.deadline)
             except RateLimited as exc:
                 delay = waiter.delay(wanted=exc.retry_after)
             else:
@@ -425,11 +424,14 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         """Call any endpoint under ``base_url``. See :meth:`Client.request`."""
         return await self._send(self._raw_call(method, path, json, params))
 
-    async def _send(self, call: Call[T]) -> T:
+    async def _send(self, call: Call[T], *, deadline: float | None = None) -> T:
         self._check_open()
         request = self._build_request(call)
         retrying = _retry.async_retrying(
-            self.max_retries, idempotent=call.idempotent, description=call.description
+            self.max_retries,
+            idempotent=call.idempotent,
+            description=call.description,
+            deadline=deadline,
         )
         async for attempt in retrying:
             with attempt:

@@ -14,7 +14,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from lingodoc._exceptions import APIError, RateLimited, UnexpectedResponse, error_class
-from lingodoc._models import RateLimit
+from lingodoc._models import RateLimit, reset_delay
 
 BODY_EXCERPT_CHARS = 500
 
@@ -42,40 +42,56 @@ def unwrap(
     try:
         envelope = json.loads(body)
     except (ValueError, RecursionError):
-        envelope = None
-    success = envelope.get("success") if isinstance(envelope, dict) else None
+        return _unexpected("the response body is not JSON", body, fields, headers, now, redact)
+    if not isinstance(envelope, dict) or not isinstance(envelope.get("success"), bool):
+        return _unexpected(
+            "the response body is not the service's envelope", body, fields, headers, now, redact
+        )
     is_2xx = 200 <= status_code < 300
 
-    if success is True and is_2xx and envelope.get("data") is not None:
-        return envelope["data"]
+    if envelope["success"]:
+        if is_2xx and envelope.get("data") is not None:
+            return envelope["data"]
+        problem = "holds no data" if is_2xx else "came with an error status"
+        return _unexpected(f"the success envelope {problem}", body, fields, headers, now, redact)
 
-    error = envelope.get("error") if success is False else None
-    if isinstance(error, dict):
-        code = error.get("code") if isinstance(error.get("code"), str) else None
-        message = error.get("message") if isinstance(error.get("message"), str) else None
-        cls = error_class(code, status_code)
-        if cls is not APIError or not is_2xx:
-            fields["retry_after"] = _retry_after(headers, rate_limit, now, cls)
-            raise cls(redact(message or "no message given"), code=code, **fields)
+    error = envelope.get("error")
+    if not isinstance(error, dict):
+        return _unexpected(
+            "the failure envelope holds no error object", body, fields, headers, now, redact
+        )
+    code = error.get("code") if isinstance(error.get("code"), str) else None
+    message = error.get("message") if isinstance(error.get("message"), str) else None
+    cls = error_class(code, status_code)
+    if cls is APIError and is_2xx:
+        fields["code"] = code
+        return _unexpected(
+            f"a failure envelope came with status {status_code}", body, fields, headers, now, redact
+        )
+    fields["retry_after"] = _retry_after(headers, rate_limit, now, cls)
+    raise cls(redact(message or "no message given"), code=code, **fields)
 
+
+def excerpt(text: str, redact: Callable[[str], str]) -> str:
+    """Return the start of a body for an error, with the key masked before it is cut."""
+    # Masking first: a key cut in two by the excerpt would no longer be found.
+    return redact(text[: BODY_EXCERPT_CHARS * 8])[:BODY_EXCERPT_CHARS]
+
+
+def _unexpected(
+    problem: str,
+    body: bytes,
+    fields: dict[str, Any],
+    headers: Mapping[str, str],
+    now: float,
+    redact: Callable[[str], str],
+) -> Any:
     raise UnexpectedResponse(
-        redact(_describe(envelope, success, is_2xx)),
-        body=redact(body[: BODY_EXCERPT_CHARS * 4].decode("utf-8", "replace")[:BODY_EXCERPT_CHARS]),
-        retry_after=_retry_after(headers, rate_limit, now, UnexpectedResponse),
+        problem,
+        body=excerpt(body[: BODY_EXCERPT_CHARS * 32].decode("utf-8", "replace"), redact),
+        retry_after=_retry_after(headers, fields["rate_limit"], now, UnexpectedResponse),
         **fields,
     )
-
-
-def _describe(envelope: Any, success: Any, is_2xx: bool) -> str:
-    if envelope is None:
-        return "the response body is not JSON"
-    if success is True and not is_2xx:
-        return "a success envelope came with an error status"
-    if success is True:
-        return "the success envelope holds no data"
-    if success is False:
-        return "the failure envelope holds no error object"
-    return "the response body is not the service's envelope"
 
 
 def _retry_after(
@@ -93,5 +109,7 @@ def _retry_after(
         except (TypeError, ValueError, IndexError, OverflowError):
             pass
     if cls is RateLimited and rate_limit is not None:
-        return rate_limit.seconds_until_reset(now)
+        # From the raw header: reset_at is rounded to the microsecond, and a
+        # wait a hair short of the reset would be refused again.
+        return reset_delay(rate_limit.reset, now)
     return None

@@ -75,6 +75,11 @@ class RateLimit(BaseModel):
         return max(0.0, self.reset_at.timestamp() - now)
 
 
+def reset_delay(reset: int, now: float) -> float:
+    """Return the seconds from ``now`` until the reset an ``X-RateLimit-Reset`` value names."""
+    return max(0.0, reset - now) if reset > _UNIX_TIME_THRESHOLD else float(max(reset, 0))
+
+
 def parse_rate_limit(headers: Mapping[str, str], now: float) -> RateLimit | None:
     """Read the ``X-RateLimit-*`` headers; ``None`` unless all three are integers."""
     try:

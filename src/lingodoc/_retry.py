@@ -94,7 +94,21 @@ async def _async_sleep(seconds: float) -> None:
     await _clock.current().async_sleep(seconds)
 
 
-def _options(max_retries: int, idempotent: bool, description: str) -> dict[str, Any]:
+class _Deadline(tenacity.stop.stop_base):
+    """Stop before a wait that would pass the caller's own deadline (the poller's)."""
+
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
+
+    def __call__(self, state: tenacity.RetryCallState) -> bool:
+        if self.deadline is None:
+            return False
+        return _clock.current().monotonic() + state.upcoming_sleep > self.deadline
+
+
+def _options(
+    max_retries: int, idempotent: bool, description: str, deadline: float | None
+) -> dict[str, Any]:
     def retry(state: tenacity.RetryCallState) -> bool:
         assert state.outcome is not None
         error = state.outcome.exception()
@@ -112,8 +126,17 @@ def _options(max_retries: int, idempotent: bool, description: str) -> dict[str, 
             max_retries + 1,
         )
 
+    def past_deadline(state: tenacity.RetryCallState) -> bool:
+        # A caller with a deadline of its own (the poller) gets the error
+        # rather than a wait that would outlast it.
+        return (
+            deadline is not None and _clock.current().monotonic() + state.upcoming_sleep > deadline
+        )
+
     return {
-        "stop": tenacity.stop_after_attempt(max_retries + 1),
+        "stop": tenacity.stop_any(
+            tenacity.stop_after_attempt(max_retries + 1), _Deadline(deadline)
+        ),
         "retry": retry,
         "wait": _wait,
         "before_sleep": log,
@@ -127,15 +150,24 @@ def _summary(error: BaseException | None) -> str:
     return type(error).__name__
 
 
-def retrying(max_retries: int, *, idempotent: bool, description: str) -> tenacity.Retrying:
-    """Return the attempts of one sync call, as a tenacity iterator."""
-    return tenacity.Retrying(sleep=_sleep, **_options(max_retries, idempotent, description))
+def retrying(
+    max_retries: int, *, idempotent: bool, description: str, deadline: float | None = None
+) -> tenacity.Retrying:
+    """Return the attempts of one sync call, as a tenacity iterator.
+
+    Args:
+        max_retries: Extra attempts allowed.
+        idempotent: Whether the call is safe to repeat after the server may have acted.
+        description: ``METHOD /path``, for the log.
+        deadline: A monotonic time on the SDK clock that no wait may pass.
+    """
+    options = _options(max_retries, idempotent, description, deadline)
+    return tenacity.Retrying(sleep=_sleep, **options)
 
 
 def async_retrying(
-    max_retries: int, *, idempotent: bool, description: str
+    max_retries: int, *, idempotent: bool, description: str, deadline: float | None = None
 ) -> tenacity.AsyncRetrying:
-    """Return the attempts of one async call, as a tenacity async iterator."""
-    return tenacity.AsyncRetrying(
-        sleep=_async_sleep, **_options(max_retries, idempotent, description)
-    )
+    """Return the attempts of one async call, as an async iterator (see :func:`retrying`)."""
+    options = _options(max_retries, idempotent, description, deadline)
+    return tenacity.AsyncRetrying(sleep=_async_sleep, **options)
