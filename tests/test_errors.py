@@ -1,0 +1,462 @@
+"""Every error the service can answer becomes the contract's exception, on both clients."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from collections.abc import AsyncIterator
+from datetime import datetime, timezone
+from email.utils import formatdate
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+import lingodoc
+from lingodoc import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    BadRequest,
+    ConfigurationError,
+    InvalidLanguage,
+    LingodocError,
+    NotFound,
+    RateLimit,
+    RateLimited,
+    ServerError,
+    TextTooLong,
+    TranslationFailed,
+    TranslationStatus,
+    Unauthorized,
+    UnexpectedResponse,
+    WaitTimeout,
+)
+from lingodoc.testing import FakeClock
+from tests.conftest import API_KEY, BASE_URL, call, close, envelope, failure, rate_limit_headers
+
+MESSAGE = "Text exceeds 10,000 characters"
+MISSING = object()
+FIELDS = ("status_code", "code", "message", "rate_limit", "request_id", "retry_after", "body",
+          "status", "timeout")  # fmt: skip
+
+
+@pytest.fixture
+async def no_retry(
+    client_class: type[lingodoc.Client], api: respx.MockRouter
+) -> AsyncIterator[lingodoc.Client]:
+    """A client of the kind under test that never retries."""
+    instance = client_class(API_KEY, base_url=BASE_URL, max_retries=0)
+    yield instance
+    await close(instance)
+
+
+async def translate_error(client: lingodoc.Client, text: str = "Hello") -> Any:
+    """Call translate, which must raise; return what it raised."""
+    with pytest.raises(LingodocError) as caught:
+        await call(client, "translate", text, source_language="en", target_language="de")
+    return caught.value
+
+
+def assert_no_key(text: str) -> None:
+    """No run of 6 characters of the key shows (its last 4 may)."""
+    for i in range(len(API_KEY) - 5):
+        at = text.find(API_KEY[i : i + 6])
+        assert at < 0, f"the API key leaks: ...{text[max(0, at - 30) : at + 30]!r}..."
+
+
+def assert_same_after_pickle(error: LingodocError) -> None:
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error)
+    assert (str(copy), copy.args) == (str(error), error.args)
+    for field in FIELDS:
+        assert getattr(copy, field, MISSING) == getattr(error, field, MISSING), field
+
+
+# The class: code first, status second ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "expected"),
+    [
+        (400, "TEXT_TOO_LONG", TextTooLong),
+        (400, "INVALID_LANGUAGE", InvalidLanguage),
+        (401, "UNAUTHORIZED", Unauthorized),
+        (404, "NOT_FOUND", NotFound),
+        (422, "TEXT_TOO_LONG", TextTooLong),
+        (400, "UNAUTHORIZED", Unauthorized),
+    ],
+)
+async def test_known_code_chooses_the_class_whatever_the_status(
+    client: lingodoc.Client, api: respx.MockRouter, status: int, code: str, expected: type[APIError]
+) -> None:
+    api.post("/translate").respond(status, json=failure(code, MESSAGE))
+    error = await translate_error(client)
+    assert type(error) is expected
+    assert (error.status_code, error.code, error.message) == (status, code, MESSAGE)
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [(400, BadRequest), (403, BadRequest), (409, BadRequest), (422, BadRequest),
+     (401, Unauthorized), (404, NotFound)],
+)  # fmt: skip
+async def test_unknown_code_gets_the_class_of_its_status_and_keeps_code(
+    client: lingodoc.Client, api: respx.MockRouter, status: int, expected: type[APIError]
+) -> None:
+    api.post("/translate").respond(status, json=failure("SOMETHING_NEW", "new rule"))
+    error = await translate_error(client)
+    assert type(error) is expected
+    assert (error.status_code, error.code, error.message) == (status, "SOMETHING_NEW", "new rule")
+
+
+async def test_rate_limited_with_a_far_reset_is_raised_at_once(
+    client: lingodoc.Client, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    route = api.post("/translate").respond(
+        429, json=failure("RATE_LIMITED", "slow down"), headers=rate_limit_headers(remaining=0)
+    )
+    error = await translate_error(client)
+    assert type(error) is RateLimited
+    assert (error.status_code, error.code, error.message) == (429, "RATE_LIMITED", "slow down")
+    assert error.retry_after == pytest.approx(3600.0)
+    assert (route.call_count, clock.sleeps) == (1, [])
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+async def test_5xx_is_a_server_error(
+    no_retry: lingodoc.Client, api: respx.MockRouter, status: int
+) -> None:
+    route = api.post("/translate").respond(status, json=failure("INTERNAL", "oops"))
+    error = await translate_error(no_retry)
+    assert type(error) is ServerError
+    assert (error.status_code, error.code, error.message) == (status, "INTERNAL", "oops")
+    assert route.call_count == 1
+
+
+async def test_success_false_with_known_code_on_200_is_that_error(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    api.post("/translate").respond(200, json=failure("TEXT_TOO_LONG", MESSAGE))
+    error = await translate_error(client)
+    assert type(error) is TextTooLong
+    assert (error.status_code, error.code) == (200, "TEXT_TOO_LONG")
+
+
+# Fields and str() -------------------------------------------------------------------
+
+
+async def test_error_carries_request_id_and_rate_limit_from_headers(
+    client: lingodoc.Client, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    headers = {"X-Request-Id": "req_123", **rate_limit_headers(1000, 17, 3600)}
+    api.post("/translate").respond(400, json=failure("TEXT_TOO_LONG", MESSAGE), headers=headers)
+    error = await translate_error(client)
+    assert error.request_id == "req_123"
+    assert error.rate_limit == RateLimit(
+        limit=1000,
+        remaining=17,
+        reset=3600,
+        reset_at=datetime.fromtimestamp(clock.time() + 3600, tz=timezone.utc),
+    )
+    assert error.retry_after is None
+
+
+async def test_error_without_headers_has_no_request_id_rate_limit_or_retry_after(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    api.post("/translate").respond(404, json=failure("NOT_FOUND", "gone"))
+    error = await translate_error(client)
+    assert (error.request_id, error.rate_limit, error.retry_after) == (None, None, None)
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"Retry-After": "120"}, 120.0),
+        ({"Retry-After": "90", **rate_limit_headers(reset=3600)}, 90.0),  # Retry-After wins
+        (rate_limit_headers(reset=3600), 3600.0),  # no Retry-After: from the reset
+    ],
+)
+async def test_rate_limited_retry_after_comes_from_retry_after_else_the_reset(
+    client: lingodoc.Client, api: respx.MockRouter, headers: dict[str, str], expected: float
+) -> None:
+    api.post("/translate").respond(429, json=failure("RATE_LIMITED", "wait"), headers=headers)
+    error = await translate_error(client)
+    assert isinstance(error, RateLimited)
+    assert error.retry_after == pytest.approx(expected)
+
+
+async def test_retry_after_as_http_date_is_read_as_seconds_from_now(
+    client: lingodoc.Client, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    when = int(clock.time()) + 300
+    headers = {"Retry-After": formatdate(when, usegmt=True)}
+    api.post("/translate").respond(429, json=failure("RATE_LIMITED", "wait"), headers=headers)
+    error = await translate_error(client)
+    assert error.retry_after == pytest.approx(when - clock.time())
+
+
+async def test_server_error_keeps_retry_after(
+    no_retry: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    api.post("/translate").respond(503, json=failure("MAINTENANCE", "back soon"),
+                                   headers={"Retry-After": "30"})  # fmt: skip
+    error = await translate_error(no_retry)
+    assert (type(error), error.retry_after) == (ServerError, 30.0)
+
+
+async def test_str_reads_code_status_and_message(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    api.post("/translate").respond(400, json=failure("TEXT_TOO_LONG", MESSAGE))
+    error = await translate_error(client)
+    assert str(error) == f"TEXT_TOO_LONG (400): {MESSAGE}"
+
+
+async def test_local_error_str_has_no_status(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    error = await translate_error(client, "x" * 10_001)
+    assert type(error) is TextTooLong
+    assert (error.status_code, error.code) == (None, "TEXT_TOO_LONG")
+    assert str(error) == f"TEXT_TOO_LONG: {error.message}"
+    assert "10,001" in error.message
+    assert not api.calls
+
+
+# Bodies that are not the envelope ---------------------------------------------------
+
+HTML = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+MALFORMED = [
+    pytest.param(200, HTML, id="html-200"),
+    pytest.param(502, HTML, id="html-502"),
+    pytest.param(200, b'{"success": true, "data": {"translated_te', id="truncated-json"),
+    pytest.param(200, b"", id="empty"),
+    pytest.param(200, b"[1, 2]", id="json-list"),
+    pytest.param(200, b'"ok"', id="json-string"),
+    pytest.param(200, b"null", id="json-null"),
+    pytest.param(200, b'{"success": false}', id="failure-without-error"),
+    pytest.param(200, b'{"success": false, "error": "boom"}', id="error-not-an-object"),
+    pytest.param(200, json.dumps(failure("WHO_KNOWS")).encode(), id="200-failure-unknown-code"),
+    pytest.param(200, b'{"success": true}', id="success-without-data"),
+    pytest.param(200, b'{"success": true, "data": null}', id="success-data-null"),
+    pytest.param(500, json.dumps(envelope({"x": 1})).encode(), id="success-on-500"),
+    pytest.param(200, b'{"translated_text": "Hallo"}', id="no-envelope"),
+]
+
+
+@pytest.mark.parametrize(("status", "content"), MALFORMED)
+async def test_body_that_is_not_the_envelope_is_unexpected_response(
+    no_retry: lingodoc.Client, api: respx.MockRouter, status: int, content: bytes
+) -> None:
+    api.post("/translate").respond(status, content=content, headers={"X-Request-Id": "req_7"})
+    error = await translate_error(no_retry)
+    assert type(error) is UnexpectedResponse
+    assert (error.status_code, error.request_id) == (status, "req_7")
+    assert error.body == content.decode()
+    assert error.message
+
+
+@pytest.mark.parametrize("data", [{"foo": 1}, [1, 2], "text", {"translated_text": 5}])
+async def test_data_of_the_wrong_shape_is_unexpected_response(
+    client: lingodoc.Client, api: respx.MockRouter, data: object
+) -> None:
+    api.post("/translate").respond(content=json.dumps(envelope(data)).encode())
+    error = await translate_error(client)
+    assert type(error) is UnexpectedResponse
+    assert error.status_code == 200
+    assert error.body == json.dumps(data)
+    assert "TextTranslation" in error.message
+
+
+async def test_data_of_the_wrong_shape_keeps_request_id_and_rate_limit(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    headers = {"X-Request-Id": "req_8", **rate_limit_headers(remaining=42)}
+    api.post("/translate").respond(json=envelope({"foo": 1}), headers=headers)
+    error = await translate_error(client)
+    assert type(error) is UnexpectedResponse
+    assert error.request_id == "req_8"
+    assert error.rate_limit is not None
+    assert error.rate_limit.remaining == 42
+
+
+async def test_html_502_is_retried_then_unexpected_response(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    route = api.post("/translate").respond(502, content=HTML, headers={"Content-Type": "text/html"})
+    error = await translate_error(client)
+    assert (type(error), error.status_code, error.body) == (UnexpectedResponse, 502, HTML.decode())
+    assert route.call_count == 3  # max_retries=2
+
+
+async def test_huge_error_body_gives_a_short_excerpt(
+    no_retry: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    huge = b"<html>" + b"<p>internal error</p>" * 250_000  # about 5 MB
+    api.post("/translate").respond(500, content=huge)
+    error = await translate_error(no_retry)
+    assert (type(error), error.status_code) == (UnexpectedResponse, 500)
+    assert 0 < len(error.body) <= 500
+    assert error.body.startswith("<html><p>internal error</p>")
+
+
+# Transport failures -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("failure_", "expected"),
+    [
+        (httpx.ConnectError("connection refused"), APIConnectionError),
+        (httpx.ReadTimeout("read timed out"), APITimeoutError),
+        (httpx.ConnectTimeout("connect timed out"), APITimeoutError),
+    ],
+)
+async def test_transport_failure_is_a_connection_error_with_the_cause_chained(
+    no_retry: lingodoc.Client, api: respx.MockRouter, failure_: Exception, expected: type
+) -> None:
+    api.post("/translate").mock(side_effect=failure_)
+    error = await translate_error(no_retry)
+    assert type(error) is expected
+    assert isinstance(error, APIConnectionError)
+    assert isinstance(error.__cause__, type(failure_))
+    assert str(failure_) in str(error)
+
+
+# Pickling and the API key -----------------------------------------------------------
+
+
+async def provoke(kind: str, client: lingodoc.Client, api: respx.MockRouter) -> Any:
+    """Make the client raise one kind of error, echoing the key wherever a server could."""
+    headers = {"X-Request-Id": "req_9", **rate_limit_headers(remaining=0, reset=3600)}
+    route = api.post("/translate")
+    status = {"translation_id": "tr_1", "status": "processing", "progress": 40}
+    if kind == "bad-request":
+        route.respond(400, json=failure("TEXT_TOO_LONG", f"key {API_KEY}: {MESSAGE}"),
+                      headers=headers)  # fmt: skip
+    elif kind == "rate-limited":
+        route.respond(429, json=failure("RATE_LIMITED", f"{API_KEY} is spent"), headers=headers)
+    elif kind == "html":
+        route.respond(502, content=f"<html>Bearer {API_KEY}</html>".encode(), headers=headers)
+    elif kind == "wrong-shape":
+        route.respond(json=envelope({"echo": API_KEY}), headers=headers)
+    elif kind == "connect":
+        route.mock(side_effect=httpx.ConnectError(f"refused for {API_KEY}"))
+    elif kind == "failed":
+        api.get("/translations/tr_1").respond(json=envelope({**status, "status": "failed"}))
+    elif kind == "wait-timeout":
+        api.get("/translations/tr_1").respond(json=envelope(status))
+    if kind in ("failed", "wait-timeout"):
+        with pytest.raises(LingodocError) as caught:
+            await call(client, "wait_for_translation", "tr_1", timeout=10)
+        return caught.value
+    return await translate_error(client, "x" * 10_001 if kind == "local" else "Hello")
+
+
+KINDS: dict[str, type[LingodocError]] = {
+    "bad-request": TextTooLong, "rate-limited": RateLimited, "html": UnexpectedResponse,
+    "wrong-shape": UnexpectedResponse, "connect": APIConnectionError, "local": TextTooLong,
+    "failed": TranslationFailed, "wait-timeout": WaitTimeout,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_error_from_a_call_survives_pickle_with_its_fields(
+    no_retry: lingodoc.Client, api: respx.MockRouter, kind: str
+) -> None:
+    error = await provoke(kind, no_retry, api)
+    assert type(error) is KINDS[kind]
+    assert_same_after_pickle(error)
+
+
+STATE = TranslationStatus(translation_id="tr_1", status="failed", progress=40)
+LIMIT = RateLimit(limit=10, remaining=0, reset=60,
+                  reset_at=datetime(2030, 1, 1, tzinfo=timezone.utc))  # fmt: skip
+BUILT = [
+    LingodocError("this Client has been closed"),
+    ConfigurationError("no api key given"),
+    APIConnectionError("POST /translate failed"),
+    APITimeoutError("POST /translate timed out"),
+    APIError("teapot", status_code=418, code="TEAPOT"),
+    BadRequest("bad", status_code=409, code="CONFLICT", request_id="req_1"),
+    InvalidLanguage("source_language must be ...", code="INVALID_LANGUAGE"),
+    TextTooLong(MESSAGE, status_code=400, code="TEXT_TOO_LONG", rate_limit=LIMIT),
+    Unauthorized("revoked", status_code=401, code="UNAUTHORIZED"),
+    NotFound("gone", status_code=404, code="NOT_FOUND"),
+    RateLimited("wait", status_code=429, rate_limit=LIMIT, retry_after=12.5),
+    ServerError("oops", status_code=503, retry_after=30.0),
+    UnexpectedResponse("not JSON", status_code=502, body="<html>"),
+    TranslationFailed(STATE),
+    WaitTimeout(STATE, 30.0),
+    WaitTimeout(None, 5.0),
+]
+
+
+@pytest.mark.parametrize("error", BUILT, ids=lambda e: type(e).__name__)
+def test_error_built_directly_survives_pickle_with_its_fields(error: LingodocError) -> None:
+    assert_same_after_pickle(error)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_api_key_never_shows_in_an_error_even_when_echoed(
+    no_retry: lingodoc.Client, api: respx.MockRouter, kind: str
+) -> None:
+    error = await provoke(kind, no_retry, api)
+    assert type(error) is KINDS[kind]
+    pickled = pickle.dumps(error).decode("latin-1")
+    for text in (str(error), repr(error), getattr(error, "message", ""),
+                 getattr(error, "body", ""), pickled):  # fmt: skip
+        assert_no_key(text)
+
+
+async def test_api_key_cut_by_the_body_excerpt_does_not_leak_its_start(
+    no_retry: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    page = "<html>" + "x" * 475 + f"Bearer {API_KEY}</html>"  # key at chars 488-522
+    api.post("/translate").respond(502, content=page.encode())
+    error = await translate_error(no_retry)
+    assert isinstance(error, UnexpectedResponse)
+    assert_no_key(error.body)
+
+
+async def test_echoed_key_is_masked_to_its_last_four_characters(
+    no_retry: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    error = await provoke("bad-request", no_retry, api)
+    assert error.message == f"key ****{API_KEY[-4:]}: {MESSAGE}"
+
+
+def test_client_repr_shows_only_the_last_four_characters_of_the_key(
+    client: lingodoc.Client,
+) -> None:
+    assert f"****{API_KEY[-4:]}" in repr(client)
+    assert_no_key(repr(client))
+
+
+# The tree ---------------------------------------------------------------------------
+
+TREE = [
+    (ConfigurationError, LingodocError), (APIConnectionError, LingodocError),
+    (APITimeoutError, APIConnectionError), (APIError, LingodocError),
+    (BadRequest, APIError), (InvalidLanguage, BadRequest), (TextTooLong, BadRequest),
+    (Unauthorized, APIError), (NotFound, APIError), (RateLimited, APIError),
+    (ServerError, APIError), (UnexpectedResponse, APIError),
+    (TranslationFailed, LingodocError), (WaitTimeout, LingodocError),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("child", "parent"), TREE, ids=lambda c: c.__name__)
+def test_exception_tree_matches_the_contract(child: type, parent: type) -> None:
+    assert child.__bases__ == (parent,)
+    assert issubclass(child, LingodocError)
+
+
+def test_tree_and_pickle_cases_cover_every_exported_exception() -> None:
+    exported = {
+        obj for obj in vars(lingodoc).values()
+        if isinstance(obj, type) and issubclass(obj, BaseException)
+    }  # fmt: skip
+    assert LingodocError.__bases__ == (Exception,)
+    assert {child for child, _ in TREE} | {LingodocError} == exported == {type(e) for e in BUILT}

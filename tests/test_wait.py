@@ -1,0 +1,385 @@
+"""wait_for_translation: every path of the poller, for Client and AsyncClient alike.
+
+The fake clock records each sleep and moves fake time, so intervals, timeouts
+and rate-limit waits are checked exactly without really waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+import lingodoc
+from lingodoc import _clock
+from lingodoc.testing import FakeClock, fake_clock
+from tests.conftest import API_KEY, BASE_URL, call, close, envelope, failure, rate_limit_headers
+
+WHOLE_SECOND = 1_700_000_000.0
+PATH = "/translations/tr_1"
+
+
+def status(state: str, progress: int = 0, **extra: Any) -> dict[str, Any]:
+    return {"translation_id": "tr_1", "status": state, "progress": progress, **extra}
+
+
+def polled(*statuses: dict[str, Any] | httpx.Response) -> list[httpx.Response]:
+    return [
+        s if isinstance(s, httpx.Response) else httpx.Response(200, json=envelope(s))
+        for s in statuses
+    ]
+
+
+def limited(reset: int = 30, **headers: str) -> httpx.Response:
+    headers = {**rate_limit_headers(remaining=0, reset=reset), **headers}
+    return httpx.Response(429, json=failure("RATE_LIMITED"), headers=headers)
+
+
+COMPLETED = status(
+    "completed", 100, document_id="doc_1", target_language="de", completed_at="2024-05-01T10:00:00Z"
+)
+
+
+class Recorder:
+    """An on_progress callback that records each status and the fake time it came at."""
+
+    def __init__(self) -> None:
+        self.statuses: list[lingodoc.TranslationStatus] = []
+        self.times: list[float] = []
+
+    def __call__(self, status: lingodoc.TranslationStatus) -> None:
+        self.statuses.append(status)
+        self.times.append(_clock.current().monotonic())
+
+    @property
+    def progress(self) -> list[int]:
+        return [s.progress for s in self.statuses]
+
+
+async def test_returns_the_completed_status_polling_every_5_seconds(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    route = api.get(PATH).mock(
+        side_effect=polled(status("processing", 10), status("processing", 50), COMPLETED)
+    )
+    result = await call(client, "wait_for_translation", "tr_1")
+    assert isinstance(result, lingodoc.TranslationStatus)
+    assert (result.status, result.progress, result.document_id) == ("completed", 100, "doc_1")
+    assert result.status is lingodoc.TranslationState.COMPLETED
+    assert result.completed_at is not None
+    assert result.completed_at.year == 2024
+    assert len(route.calls) == 3
+    assert clock.sleeps == [5.0, 5.0]
+
+
+async def test_poll_interval_sets_the_time_between_polls(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    route = api.get(PATH).mock(
+        side_effect=polled(status("pending"), status("processing"), COMPLETED)
+    )
+    await call(client, "wait_for_translation", "tr_1", poll_interval=2)
+    assert len(route.calls) == 3
+    assert clock.sleeps == [2.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    "job_or_id",
+    [
+        lingodoc.TranslationJob.model_validate(
+            {"document_id": "doc_1", "translation_id": "tr_1", "status": "processing"}
+        ),
+        "tr_1",
+    ],
+    ids=["job", "id"],
+)
+async def test_polls_at_once_for_a_job_or_an_id(
+    client: Any, api: respx.MockRouter, clock: FakeClock, job_or_id: Any
+) -> None:
+    route = api.get(PATH).mock(side_effect=polled(COMPLETED))
+    result = await call(client, "wait_for_translation", job_or_id)
+    assert result.translation_id == "tr_1"
+    assert len(route.calls) == 1
+    assert clock.sleeps == []
+
+
+async def test_failed_translation_raises_with_the_failed_status_and_stops_polling(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    failed = status("failed", 40, document_id="doc_1", target_language="de", reason="corrupt")
+    route = api.get(PATH).mock(side_effect=polled(status("processing", 20), failed, COMPLETED))
+    progress = Recorder()
+    with pytest.raises(lingodoc.TranslationFailed) as info:
+        await call(client, "wait_for_translation", "tr_1", on_progress=progress)
+    last = info.value.status
+    assert isinstance(last, lingodoc.TranslationStatus)
+    assert last.status is lingodoc.TranslationState.FAILED
+    assert (last.translation_id, last.progress, last.document_id) == ("tr_1", 40, "doc_1")
+    assert (last.target_language, last.model_extra) == ("de", {"reason": "corrupt"})
+    assert "tr_1" in str(info.value)
+    assert len(route.calls) == 2
+    assert clock.sleeps == [5.0]
+    assert progress.progress == [20, 40]
+
+
+async def test_timeout_raises_wait_timeout_after_a_last_poll_at_the_deadline(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    route = api.get(PATH).mock(
+        side_effect=polled(*(status("processing", p) for p in (1, 2, 3, 4, 5)))
+    )
+    progress = Recorder()
+    with pytest.raises(lingodoc.WaitTimeout) as info:
+        await call(client, "wait_for_translation", "tr_1", timeout=12, on_progress=progress)
+    assert clock.sleeps == [5.0, 5.0, 2.0]
+    assert progress.times == [0.0, 5.0, 10.0, 12.0]
+    assert len(route.calls) == 4
+    assert info.value.timeout == 12
+    assert info.value.status is not None
+    assert info.value.status.progress == 4
+    assert info.value.status.status is lingodoc.TranslationState.PROCESSING
+
+
+async def test_timeout_zero_polls_once_then_raises(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    route = api.get(PATH).mock(side_effect=polled(status("pending", 0), COMPLETED))
+    with pytest.raises(lingodoc.WaitTimeout) as info:
+        await call(client, "wait_for_translation", "tr_1", timeout=0)
+    assert (info.value.timeout, info.value.status.status) == (0, "pending")
+    assert len(route.calls) == 1
+    assert clock.sleeps == []
+
+
+async def test_timeout_that_is_not_reached_returns_the_completed_status(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    api.get(PATH).mock(side_effect=polled(status("processing"), COMPLETED))
+    result = await call(client, "wait_for_translation", "tr_1", timeout=6)
+    assert result.progress == 100
+    assert clock.sleeps == [5.0]
+
+
+async def test_on_progress_sees_every_status_in_order(client: Any, api: respx.MockRouter) -> None:
+    api.get(PATH).mock(
+        side_effect=polled(
+            status("pending", 0), status("processing", 10), status("processing", 50), COMPLETED
+        )
+    )
+    progress = Recorder()
+    result = await call(client, "wait_for_translation", "tr_1", on_progress=progress)
+    assert progress.progress == [0, 10, 50, 100]
+    assert [s.status for s in progress.statuses] == [
+        "pending",
+        "processing",
+        "processing",
+        "completed",
+    ]
+    assert progress.statuses[-1] == result
+    assert progress.times == [0.0, 5.0, 10.0, 15.0]
+
+
+# A 429 while polling is waited out: waiting is the poller's job.
+
+
+@pytest.mark.parametrize("max_retries", [0, 2])
+@pytest.mark.parametrize(
+    ("response", "wait"),
+    [(limited(reset=30), 30.0), (limited(reset=30, **{"Retry-After": "4"}), 4.0)],
+    ids=["reset", "retry-after"],
+)
+async def test_rate_limit_while_polling_waits_for_the_reset_then_continues(
+    client_class: Any, api: respx.MockRouter, clock: FakeClock,
+    max_retries: int, response: httpx.Response, wait: float,
+) -> None:  # fmt: skip
+    client = client_class(API_KEY, base_url=BASE_URL, max_retries=max_retries)
+    route = api.get(PATH).mock(side_effect=polled(status("processing", 10), response, COMPLETED))
+    result = await call(client, "wait_for_translation", "tr_1")
+    assert result.progress == 100
+    assert len(route.calls) == 3
+    assert clock.sleeps == [5.0, wait]
+    await close(client)
+
+
+@pytest.mark.parametrize("max_retries", [0, 2])
+async def test_rate_limit_beyond_the_remaining_timeout_raises_wait_timeout(
+    client_class: Any, api: respx.MockRouter, clock: FakeClock, max_retries: int
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, max_retries=max_retries)
+    route = api.get(PATH).mock(
+        side_effect=polled(
+            status("processing", 10), limited(30), limited(30), limited(30), COMPLETED
+        )
+    )
+    with pytest.raises(lingodoc.WaitTimeout) as info:
+        await call(client, "wait_for_translation", "tr_1", timeout=10)
+    assert info.value.timeout == 10
+    assert info.value.status is not None
+    assert info.value.status.progress == 10
+    assert clock.sleeps == [5.0]
+    assert len(route.calls) == 2
+    await close(client)
+
+
+@pytest.mark.parametrize("max_retries", [0, 2])
+async def test_rate_limit_reset_beyond_60_seconds_is_waited_out_without_a_timeout(
+    client_class: Any, api: respx.MockRouter, clock: FakeClock, max_retries: int
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, max_retries=max_retries)
+    route = api.get(PATH).mock(side_effect=polled(limited(reset=3600), COMPLETED))
+    result = await call(client, "wait_for_translation", "tr_1")
+    assert result.progress == 100
+    assert len(route.calls) == 2
+    assert clock.sleeps == [3600.0]
+    await close(client)
+
+
+async def test_unknown_states_keep_polling_and_keep_the_raw_value(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    route = api.get(PATH).mock(
+        side_effect=polled(status("queued"), status("scanning", 5), COMPLETED)
+    )
+    progress = Recorder()
+    await call(client, "wait_for_translation", "tr_1", on_progress=progress)
+    first = progress.statuses[0].status
+    assert first == "queued"
+    assert not isinstance(first, lingodoc.TranslationState)
+    assert progress.statuses[1].status == "scanning"
+    assert len(route.calls) == 3
+    assert clock.sleeps == [5.0, 5.0]
+
+
+@pytest.mark.parametrize("before", [0, 1])
+async def test_other_errors_while_polling_propagate(
+    client: Any, api: respx.MockRouter, clock: FakeClock, before: int
+) -> None:
+    not_found = httpx.Response(404, json=failure("NOT_FOUND", "no translation tr_1"))
+    route = api.get(PATH).mock(
+        side_effect=polled(*[status("processing")] * before, not_found, COMPLETED)
+    )
+    with pytest.raises(lingodoc.NotFound) as info:
+        await call(client, "wait_for_translation", "tr_1")
+    assert (info.value.status_code, info.value.code) == (404, "NOT_FOUND")
+    assert len(route.calls) == before + 1
+    assert clock.sleeps == [5.0] * before
+
+
+@pytest.mark.parametrize(
+    ("job_or_id", "kwargs", "raised"),
+    [
+        ("tr_1", {"poll_interval": 0}, ValueError),
+        ("tr_1", {"poll_interval": -1}, ValueError),
+        ("tr_1", {"poll_interval": float("nan")}, ValueError),
+        ("tr_1", {"timeout": -1}, ValueError),
+        ("tr_1", {"timeout": float("nan")}, ValueError),
+        ("", {}, ValueError),
+        ("tr_1", {"on_progress": "print"}, TypeError),
+        (42, {}, TypeError),
+    ],
+    ids=["interval-0", "interval-negative", "interval-nan", "timeout-negative", "timeout-nan",
+         "empty-id", "on-progress-not-callable", "id-not-str"],
+)  # fmt: skip
+async def test_invalid_arguments_are_refused_before_any_request(
+    client: Any, api: respx.MockRouter, clock: FakeClock, job_or_id: Any, kwargs: Any, raised: type
+) -> None:
+    route = api.get(PATH).mock(side_effect=polled(COMPLETED))
+    with pytest.raises(raised):
+        await call(client, "wait_for_translation", job_or_id, **kwargs)
+    assert not route.calls
+    assert not api.calls
+    assert clock.sleeps == []
+
+
+async def test_poller_sleeps_only_through_lingodoc_clock(
+    client: Any, api: respx.MockRouter, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_asyncio_sleep = asyncio.sleep
+
+    def no_sleep(seconds: float) -> None:
+        raise AssertionError(f"really slept {seconds} s")
+
+    async def yield_only(seconds: float, *args: Any) -> Any:
+        assert seconds == 0, f"really slept {seconds} s"
+        return await real_asyncio_sleep(0, *args)
+
+    monkeypatch.setattr(time, "sleep", no_sleep)
+    monkeypatch.setattr(asyncio, "sleep", yield_only)
+    monkeypatch.setattr(_clock.SystemClock, "sleep", lambda self, s: no_sleep(s))
+    api.get(PATH).mock(side_effect=polled(status("processing"), limited(reset=20), COMPLETED))
+    result = await call(client, "wait_for_translation", "tr_1", poll_interval=3)
+    assert result.progress == 100
+    assert clock.sleeps == [3.0, 20.0]
+    assert clock.monotonic() == 23.0
+
+
+# Async only: cancelling the wait.
+
+
+class BlockingClock(FakeClock):
+    """A fake clock whose async sleeps never end, so a wait can be cancelled mid-sleep."""
+
+    def __init__(self) -> None:
+        super().__init__(start=WHOLE_SECOND)
+        self.sleeping = asyncio.Event()
+
+    async def async_sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.sleeping.set()
+        await asyncio.Event().wait()
+
+
+def other_tasks() -> set[asyncio.Task[Any]]:
+    return asyncio.all_tasks() - {asyncio.current_task()}  # type: ignore[arg-type]
+
+
+async def test_cancelling_the_wait_between_polls_leaves_the_client_usable(
+    api: respx.MockRouter,
+) -> None:
+    route = api.get(PATH).mock(side_effect=polled(status("processing", 10), COMPLETED))
+    client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL)
+    with fake_clock(BlockingClock()) as blocking:
+        task = asyncio.create_task(client.wait_for_translation("tr_1"))
+        await asyncio.wait_for(blocking.sleeping.wait(), timeout=5)
+        assert len(route.calls) == 1
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert task.cancelled()
+        assert other_tasks() == set()
+        assert blocking.sleeps == [5.0]
+        assert (await client.get_translation("tr_1")).progress == 100
+        assert len(route.calls) == 2
+    await client.aclose()
+    assert client.is_closed
+    assert other_tasks() == set()
+
+
+async def test_cancelling_the_wait_during_a_poll_leaves_the_client_usable(
+    api: respx.MockRouter, clock: FakeClock
+) -> None:
+    in_flight, seen = asyncio.Event(), []
+
+    async def first_hangs(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if len(seen) == 1:
+            in_flight.set()
+            await asyncio.Event().wait()
+        return polled(COMPLETED)[0]
+
+    api.get(PATH).mock(side_effect=first_hangs)
+    async with lingodoc.AsyncClient(API_KEY, base_url=BASE_URL) as client:
+        task = asyncio.create_task(client.wait_for_translation("tr_1"))
+        await asyncio.wait_for(in_flight.wait(), timeout=5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert other_tasks() == set()
+        assert clock.sleeps == []
+        assert (await client.wait_for_translation("tr_1")).progress == 100
+        assert len(seen) == 2
+    assert client.is_closed
