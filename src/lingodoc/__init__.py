@@ -67,10 +67,11 @@ __all__ = [
     "__version__",
 ]
 
-# Public classes show as lingodoc.X in reprs, tracebacks and docs, not as the
-# private module that defines them.
+# Exceptions and clients show as lingodoc.X in reprs and tracebacks, not as
+# the private module that defines them. Models keep their module: pydantic and
+# typing.get_type_hints resolve their annotations through it.
 for _name in __all__:
     _obj = globals()[_name]
-    if isinstance(_obj, type):
+    if isinstance(_obj, type) and issubclass(_obj, (LingodocError, Client, AsyncClient)):
         _obj.__module__ = __name__
 del _name, _obj

@@ -7,16 +7,19 @@ the sync and async paths cannot drift apart.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import logging
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote
 
 import httpx
 import pydantic
@@ -24,6 +27,7 @@ import pydantic
 from lingodoc import _clock, _envelope, _validation
 from lingodoc._exceptions import (
     APIConnectionError,
+    APIError,
     APITimeoutError,
     ConfigurationError,
     LingodocError,
@@ -54,7 +58,9 @@ API_KEY_ENV = "LINGODOC_API_KEY"
 BASE_URL_ENV = "LINGODOC_BASE_URL"
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 2
-DEFAULT_POLL_INTERVAL = 5.0
+# A 429 while polling is waited out; these bound one such wait.
+MIN_RATE_LIMIT_WAIT = 1.0
+MAX_POLL_WAIT = 3600.0
 # A success body is read whole; an error body only far enough to show its
 # start, so a broken proxy cannot make a client load megabytes of HTML.
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -125,7 +131,7 @@ def _check_api_key(api_key: object) -> str:
 
 
 def _is_loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -151,7 +157,7 @@ def _check_base_url(base_url: object) -> str:
             f"base_url {raw!r} uses http://, which would send the API key in clear text; "
             "use https:// (http:// is allowed only for localhost and loopback addresses)"
         )
-    if url.query or url.fragment:
+    if "?" in raw or "#" in raw:
         raise ConfigurationError(f"base_url must not have a query or fragment: {raw!r}")
     return str(url).rstrip("/")
 
@@ -161,12 +167,32 @@ def _check_timeout(timeout: object) -> httpx.Timeout:
         return timeout
     if timeout is None:
         return httpx.Timeout(None)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool):
+        seconds = math.nan
+    else:
+        seconds = float(timeout)
+    if not (math.isfinite(seconds) and seconds > 0):
         raise ConfigurationError(
             f"timeout must be a positive number of seconds, an httpx.Timeout or None, "
             f"not {timeout!r}"
         )
-    return httpx.Timeout(float(timeout))
+    return httpx.Timeout(seconds)
+
+
+def _headers(api_key: str, default_headers: Mapping[str, str] | None) -> httpx.Headers:
+    headers = httpx.Headers({"Accept": "application/json", "User-Agent": USER_AGENT})
+    try:
+        headers.update(default_headers or {})
+    except (TypeError, ValueError, AttributeError) as exc:
+        # UnicodeEncodeError is a ValueError: header values must be ASCII.
+        raise ConfigurationError(f"default_headers cannot be sent as HTTP headers: {exc}") from None
+    # Set last, and case-insensitively, so no default header can replace the key.
+    headers["Authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _check_max_retries(max_retries: object) -> int:
@@ -211,6 +237,21 @@ def _parse_documents(data: Any, rate_limit: RateLimit | None) -> list[Document]:
     return [parse(item, rate_limit) for item in items]
 
 
+def _batch_parser(count: int) -> Callable[[Any, RateLimit | None], BatchTranslation]:
+    parse = _model(BatchTranslation)
+
+    def parse_batch(data: Any, rate_limit: RateLimit | None) -> BatchTranslation:
+        result = parse(data, rate_limit)
+        if len(result.translations) != count:
+            # Pairing the texts with a short list would silently lose some.
+            raise ShapeError(
+                f"the batch has {len(result.translations)} translations for {count} texts", data
+            )
+        return result
+
+    return parse_batch
+
+
 def _parse_data(data: Any, rate_limit: RateLimit | None) -> Any:
     return data
 
@@ -218,11 +259,11 @@ def _parse_data(data: Any, rate_limit: RateLimit | None) -> Any:
 def _check_relative_path(path: object) -> str:
     if not isinstance(path, str):
         raise TypeError(f"path must be a str, not {type(path).__name__}")
+    route = path.split("?", 1)[0]
     refused = (
-        "://" in path.split("?", 1)[0]
-        or path.startswith(("//", "\\", "/\\"))
-        or any(part in (".", "..") for part in path.split("?", 1)[0].split("/"))
-        or ":" in path.split("/", 1)[0]
+        "://" in route
+        or route.startswith(("//", "\\", "/\\"))
+        or any(part in (".", "..") for part in route.replace("\\", "/").split("/"))
     )
     if refused:
         raise ValueError(
@@ -230,10 +271,6 @@ def _check_relative_path(path: object) -> str:
             "requests never leave base_url, so the API key never goes to another host"
         )
     return path if path.startswith("/") else f"/{path}"
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class Waiter:
@@ -290,7 +327,11 @@ class Waiter:
             WaitTimeout: If the deadline has passed, or falls before the end
                 of a wait the service asked for.
         """
-        delay = self.poll_interval if wanted is None else wanted
+        if wanted is None:
+            delay = self.poll_interval
+        else:
+            # A reset of 0 must not turn into a tight loop of refused polls.
+            delay = min(max(wanted, min(MIN_RATE_LIMIT_WAIT, self.poll_interval)), MAX_POLL_WAIT)
         if self.deadline is None:
             return delay
         remaining = self.deadline - _clock.current().monotonic()
@@ -298,6 +339,26 @@ class Waiter:
             assert self.timeout is not None
             raise WaitTimeout(self.last, self.timeout)
         return min(delay, remaining)
+
+    def delay_after_failure(self, error: LingodocError) -> float:
+        """Return how long to sleep after a poll failed even after the client's retries.
+
+        With a timeout, a transient failure (a 5xx, the network) is ridden
+        out like a poll that found the job unfinished, until the deadline.
+
+        Raises:
+            LingodocError: ``error`` itself if there is no timeout or it is not transient.
+            WaitTimeout: If the deadline has passed (chained from ``error``).
+        """
+        transient = isinstance(error, APIConnectionError) or (
+            isinstance(error, APIError) and (error.status_code or 0) >= 500
+        )
+        if self.deadline is None or not transient:
+            raise error
+        try:
+            return self.delay()
+        except WaitTimeout as timeout:
+            raise timeout from error
 
 
 class BaseClient(Generic[HttpClientT]):
@@ -325,10 +386,7 @@ class BaseClient(Generic[HttpClientT]):
                 f"http_client must be an {self._http_client_type.__module__}."
                 f"{self._http_client_type.__qualname__}, not {type(http_client).__name__}"
             )
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
-        headers.update(default_headers or {})
-        headers["Authorization"] = f"Bearer {self._api_key}"
-        self._headers = headers
+        self._headers = _headers(self._api_key, default_headers)
         self._pool: _Pool[HttpClientT] = (
             _Pool(self._new_http_client(), owned=True)
             if http_client is None
@@ -380,12 +438,27 @@ class BaseClient(Generic[HttpClientT]):
             copy.timeout = _check_timeout(timeout)
         if max_retries is not None:
             copy.max_retries = _check_max_retries(max_retries)
-        copy._view_closed = False
         copy._is_copy = True
         return copy
 
+    @functools.cached_property
+    def _key_pattern(self) -> re.Pattern[str]:
+        # The key as sent, JSON-escaped and URL-quoted, and any 8 characters
+        # of it: servers echo keys truncated ("ld_live_0123...") or escaped.
+        key = self._api_key
+        forms = {key, json.dumps(key)[1:-1], key.replace("/", "\\/"), quote(key, safe="")}
+        pieces = {
+            form[i:j]
+            for form in forms
+            for i in range(len(form))
+            for j in range(i + 8, len(form) + 1)
+        }
+        return re.compile("|".join(map(re.escape, sorted(pieces, key=len, reverse=True))))
+
     def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, mask(self._api_key)) if text else text
+        if not text or len(self._api_key) < 8:
+            return text.replace(self._api_key, mask(self._api_key)) if text else text
+        return self._key_pattern.sub(mask(self._api_key), text)
 
     def _check_open(self) -> None:
         if self.is_closed:
@@ -415,7 +488,8 @@ class BaseClient(Generic[HttpClientT]):
             "source_language": _validation.language(source_language, "source_language"),
             "target_language": _validation.language(target_language, "target_language"),
         }
-        return Call("POST", "/translate/batch", _model(BatchTranslation), json=body)
+        parse = _batch_parser(len(body["texts"]))
+        return Call("POST", "/translate/batch", parse, json=body)
 
     def _translate_document_call(
         self,
@@ -483,8 +557,10 @@ class BaseClient(Generic[HttpClientT]):
                 headers=self._headers,
                 timeout=self.timeout,
             )
+        except httpx.InvalidURL as exc:
+            raise ValueError(f"{call.description} is not a valid request path: {exc}") from None
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"the request body cannot be sent as JSON: {exc}") from None
+            raise TypeError(f"{call.description} cannot be sent: {exc}") from None
 
     def _body_limit(self, response: httpx.Response) -> int:
         return MAX_BODY_BYTES if response.is_success else MAX_ERROR_BODY_BYTES
@@ -492,15 +568,28 @@ class BaseClient(Generic[HttpClientT]):
     def _connection_error(
         self, call: Call[Any], exc: Exception, attempt: int, started: float
     ) -> LingodocError:
+        """Return the error to raise for an exception of httpx, chained to a safe copy of it."""
+        self._log(call, type(exc).__name__, attempt, started)
+        detail = self._redact(str(exc)) or type(exc).__name__
+        error: LingodocError
         if isinstance(exc, RuntimeError):
             # httpx refuses to send through a client that was closed.
-            return LingodocError(
-                f"{call.description} could not be sent: {exc} (was the http_client closed?)"
+            error = LingodocError(
+                f"{call.description} could not be sent: {detail} (was the http_client closed?)"
             )
-        cls = APITimeoutError if isinstance(exc, httpx.TimeoutException) else APIConnectionError
-        self._log(call, type(exc).__name__, attempt, started)
-        what = "timed out" if cls is APITimeoutError else "failed"
-        return cls(f"{call.description} {what}: {self._redact(str(exc)) or type(exc).__name__}")
+        elif isinstance(exc, httpx.TimeoutException):
+            error = APITimeoutError(f"{call.description} timed out: {detail}")
+        else:
+            error = APIConnectionError(f"{call.description} failed: {detail}")
+        # The httpx exception holds the request, and so the Authorization
+        # header: chain a copy of the same type and message without it.
+        try:
+            cause: BaseException = type(exc)(detail)
+        except TypeError:
+            cause = RuntimeError(f"{type(exc).__name__}: {detail}")
+        error.__cause__ = cause
+        error.__suppress_context__ = True
+        return error
 
     def _read_response(
         self,
@@ -533,13 +622,15 @@ class BaseClient(Generic[HttpClientT]):
         try:
             return call.parse(data, rate_limit)
         except ShapeError as exc:
-            raise UnexpectedResponse(
-                self._redact(str(exc)),
-                body=_envelope.excerpt(json.dumps(exc.data, default=str), self._redact),
-                status_code=response.status_code,
-                rate_limit=rate_limit,
-                request_id=response.headers.get("x-request-id"),
-            ) from None
+            shape_error = exc
+        # Raised outside the except block, so no chained exception keeps the data.
+        raise UnexpectedResponse(
+            self._redact(str(shape_error)),
+            body=_envelope.excerpt(json.dumps(shape_error.data, default=str), self._redact),
+            status_code=response.status_code,
+            rate_limit=rate_limit,
+            request_id=response.headers.get("x-request-id"),
+        )
 
     def _log(self, call: Call[Any], outcome: object, attempt: int, started: float) -> None:
         if logger.isEnabledFor(logging.DEBUG):

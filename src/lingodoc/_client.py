@@ -15,7 +15,7 @@ import httpx
 
 from lingodoc import _clock, _retry
 from lingodoc._base_client import BaseClient, Call
-from lingodoc._exceptions import RateLimited
+from lingodoc._exceptions import APIConnectionError, APIError, RateLimited
 from lingodoc._models import (
     BatchTranslation,
     Document,
@@ -197,7 +197,8 @@ class Client(BaseClient[httpx.Client]):
         """Poll a document translation until it completes.
 
         A 429 while polling is waited out (until the rate-limit reset), even
-        with ``max_retries=0``.
+        with ``max_retries=0``. With a ``timeout``, a 5xx or network failure
+        that outlasts the client's retries is ridden out too, until the deadline.
 
         Args:
             job_or_id: The job from :meth:`translate_document`, or its translation id.
@@ -220,6 +221,8 @@ class Client(BaseClient[httpx.Client]):
                 status = self._send(waiter.poll_call, deadline=waiter.deadline)
             except RateLimited as exc:
                 delay = waiter.delay(wanted=exc.retry_after)
+            except (APIError, APIConnectionError) as exc:
+                delay = waiter.delay_after_failure(exc)
             else:
                 if waiter.finished(status):
                     return status
@@ -291,9 +294,11 @@ class Client(BaseClient[httpx.Client]):
                 body = self._read_body(response)
             finally:
                 response.close()
-        except (httpx.TransportError, RuntimeError) as exc:
-            raise self._connection_error(call, exc, attempt, started) from exc
-        return self._read_response(call, response, body, attempt, started)
+        except (httpx.RequestError, RuntimeError) as exc:
+            failure = exc
+        else:
+            return self._read_response(call, response, body, attempt, started)
+        raise self._connection_error(call, failure, attempt, started)
 
     def _read_body(self, response: httpx.Response) -> bytes:
         limit, chunks, size = self._body_limit(response), [], 0
@@ -403,6 +408,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                 status = await self._send(waiter.poll_call, deadline=waiter.deadline)
             except RateLimited as exc:
                 delay = waiter.delay(wanted=exc.retry_after)
+            except (APIError, APIConnectionError) as exc:
+                delay = waiter.delay_after_failure(exc)
             else:
                 if waiter.finished(status):
                     return status
@@ -446,9 +453,11 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                 body = await self._read_body(response)
             finally:
                 await response.aclose()
-        except (httpx.TransportError, RuntimeError) as exc:
-            raise self._connection_error(call, exc, attempt, started) from exc
-        return self._read_response(call, response, body, attempt, started)
+        except (httpx.RequestError, RuntimeError) as exc:
+            failure = exc
+        else:
+            return self._read_response(call, response, body, attempt, started)
+        raise self._connection_error(call, failure, attempt, started)
 
     async def _read_body(self, response: httpx.Response) -> bytes:
         limit, chunks, size = self._body_limit(response), [], 0

@@ -9,6 +9,7 @@ exception it stands for.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -28,48 +29,66 @@ def unwrap(
     now: float,
     redact: Callable[[str], str],
 ) -> Any:
-    """Return the ``data`` of a success envelope.
+    """Return the ``data`` of a success envelope (``None`` for a bodiless 204).
 
     Raises:
-        APIError: The subclass the error code, else the status, stands for.
+        APIError: The subclass the error code, else the status, stands for; a
+            429 is always :class:`RateLimited`, whatever its body.
         UnexpectedResponse: If the body is not the envelope.
     """
+    if status_code == 204 and not body:
+        return None
     fields: dict[str, Any] = {
         "status_code": status_code,
         "rate_limit": rate_limit,
         "request_id": headers.get("x-request-id"),
     }
-    try:
-        envelope = json.loads(body)
-    except (ValueError, RecursionError):
-        return _unexpected("the response body is not JSON", body, fields, headers, now, redact)
-    if not isinstance(envelope, dict) or not isinstance(envelope.get("success"), bool):
-        return _unexpected(
-            "the response body is not the service's envelope", body, fields, headers, now, redact
-        )
     is_2xx = 200 <= status_code < 300
-
-    if envelope["success"]:
+    code = None
+    envelope = _decode(body)
+    if envelope is _NOT_JSON:
+        problem = "the response body is not JSON"
+    elif not isinstance(envelope, dict) or not isinstance(envelope.get("success"), bool):
+        problem = "the response body is not the service's envelope"
+    elif envelope["success"]:
         if is_2xx and envelope.get("data") is not None:
             return envelope["data"]
-        problem = "holds no data" if is_2xx else "came with an error status"
-        return _unexpected(f"the success envelope {problem}", body, fields, headers, now, redact)
+        problem = "the success envelope " + ("holds no data" if is_2xx else "has an error status")
+    elif not isinstance(error := envelope.get("error"), dict):
+        problem = "the failure envelope holds no error object"
+    else:
+        code = error.get("code") if isinstance(error.get("code"), str) else None
+        message = error.get("message") if isinstance(error.get("message"), str) else None
+        cls = error_class(code, status_code)
+        if cls is not APIError or not is_2xx:
+            retry_after = _retry_after(headers, now, cls)
+            raise cls(
+                redact(message or "no message given"), code=code, retry_after=retry_after, **fields
+            )
+        problem = f"a failure envelope came with status {status_code}"
 
-    error = envelope.get("error")
-    if not isinstance(error, dict):
-        return _unexpected(
-            "the failure envelope holds no error object", body, fields, headers, now, redact
-        )
-    code = error.get("code") if isinstance(error.get("code"), str) else None
-    message = error.get("message") if isinstance(error.get("message"), str) else None
-    cls = error_class(code, status_code)
-    if cls is APIError and is_2xx:
-        fields["code"] = code
-        return _unexpected(
-            f"a failure envelope came with status {status_code}", body, fields, headers, now, redact
-        )
-    fields["retry_after"] = _retry_after(headers, rate_limit, now, cls)
-    raise cls(redact(message or "no message given"), code=code, **fields)
+    # Raised here, outside any except block, so no chained exception keeps the raw body.
+    if status_code == 429:
+        # The spec does not show the 429 body; whatever it is, it means "slow down".
+        retry_after = _retry_after(headers, now, RateLimited)
+        raise RateLimited(problem, code=code, retry_after=retry_after, **fields)
+    raise UnexpectedResponse(
+        problem,
+        code=code,
+        body=excerpt(body[: BODY_EXCERPT_CHARS * 32].decode("utf-8", "replace"), redact),
+        retry_after=_retry_after(headers, now, UnexpectedResponse),
+        **fields,
+    )
+
+
+_NOT_JSON = object()
+
+
+def _decode(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
 
 
 def excerpt(text: str, redact: Callable[[str], str]) -> str:
@@ -78,38 +97,30 @@ def excerpt(text: str, redact: Callable[[str], str]) -> str:
     return redact(text[: BODY_EXCERPT_CHARS * 8])[:BODY_EXCERPT_CHARS]
 
 
-def _unexpected(
-    problem: str,
-    body: bytes,
-    fields: dict[str, Any],
-    headers: Mapping[str, str],
-    now: float,
-    redact: Callable[[str], str],
-) -> Any:
-    raise UnexpectedResponse(
-        problem,
-        body=excerpt(body[: BODY_EXCERPT_CHARS * 32].decode("utf-8", "replace"), redact),
-        retry_after=_retry_after(headers, fields["rate_limit"], now, UnexpectedResponse),
-        **fields,
-    )
-
-
-def _retry_after(
-    headers: Mapping[str, str], rate_limit: RateLimit | None, now: float, cls: type[APIError]
-) -> float | None:
+def _retry_after(headers: Mapping[str, str], now: float, cls: type[APIError]) -> float | None:
     """Seconds the response asks to wait: ``Retry-After``, else (429 only) the reset."""
     value = headers.get("retry-after")
     if value is not None:
+        seconds = _seconds(value, now)
+        if seconds is not None:
+            return seconds
+    if cls is RateLimited:
         try:
-            return max(0.0, float(value))
-        except ValueError:
+            # The raw header, not RateLimit.reset_at: that is rounded to the
+            # microsecond, and a wait a hair short of the reset is refused again.
+            return reset_delay(int(headers["x-ratelimit-reset"]), now)
+        except (KeyError, ValueError):
             pass
-        try:
-            return max(0.0, parsedate_to_datetime(value).timestamp() - now)
-        except (TypeError, ValueError, IndexError, OverflowError):
-            pass
-    if cls is RateLimited and rate_limit is not None:
-        # From the raw header: reset_at is rounded to the microsecond, and a
-        # wait a hair short of the reset would be refused again.
-        return reset_delay(rate_limit.reset, now)
     return None
+
+
+def _seconds(retry_after: str, now: float) -> float | None:
+    """Read ``Retry-After`` (seconds or an HTTP date); ``None`` if it is neither or not finite."""
+    try:
+        seconds = float(retry_after)
+    except ValueError:
+        try:
+            seconds = parsedate_to_datetime(retry_after).timestamp() - now
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None

@@ -12,7 +12,15 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Annotated
 
-from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+)
 
 __all__ = [
     "BatchTranslation",
@@ -48,8 +56,22 @@ class TranslationState(str, Enum):
         return self.value
 
 
-# Known states become TranslationState members; unknown ones stay plain strings.
-State = Annotated[TranslationState | str, Field(union_mode="left_to_right")]
+def _fold_case(value: object) -> object:
+    return value.lower() if isinstance(value, str) else value
+
+
+def _whole_percent(value: object) -> object:
+    if value is None:
+        return 0
+    return round(value) if isinstance(value, float) else value
+
+
+# Known states become TranslationState members (whatever their case); unknown
+# ones stay plain strings.
+State = Annotated[
+    TranslationState | str, Field(union_mode="left_to_right"), BeforeValidator(_fold_case)
+]
+Percent = Annotated[int, BeforeValidator(_whole_percent)]
 
 
 class RateLimit(BaseModel):
@@ -69,10 +91,6 @@ class RateLimit(BaseModel):
     remaining: int
     reset: int
     reset_at: datetime
-
-    def seconds_until_reset(self, now: float) -> float:
-        """Return the seconds from ``now`` (Unix time) until the reset, never negative."""
-        return max(0.0, self.reset_at.timestamp() - now)
 
 
 def reset_delay(reset: int, now: float) -> float:
@@ -103,9 +121,22 @@ def parse_rate_limit(headers: Mapping[str, str], now: float) -> RateLimit | None
 class _Result(BaseModel):
     """A result of the service, which carries the rate limit of its response."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True)
 
     _rate_limit: RateLimit | None = PrivateAttr(default=None)
+
+    def __eq__(self, other: object) -> bool:
+        # Two results are equal when the service said the same thing; the
+        # rate limit of the response that carried it does not count.
+        if not isinstance(other, _Result):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self.__dict__ == other.__dict__
+            and self.__pydantic_extra__ == other.__pydantic_extra__
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
     @property
     def rate_limit(self) -> RateLimit | None:
@@ -144,7 +175,7 @@ class TranslationStatus(_Result):
 
     translation_id: str
     status: State
-    progress: int = 0
+    progress: Percent = 0
     document_id: str | None = None
     target_language: str | None = None
     completed_at: UTCDateTime | None = None

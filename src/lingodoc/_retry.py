@@ -19,7 +19,6 @@ or the rate-limit reset for a 429); a wait longer than 60 s is not waited out.
 
 from __future__ import annotations
 
-import logging
 import random
 from typing import Any
 
@@ -27,9 +26,8 @@ import httpx
 import tenacity
 
 from lingodoc import _clock
-from lingodoc._exceptions import APIConnectionError, APIError, RateLimited
-
-logger = logging.getLogger("lingodoc")
+from lingodoc._exceptions import APIConnectionError, APIError
+from lingodoc._logging import logger
 
 MAX_SERVER_WAIT = 60.0
 BACKOFF_INITIAL = 0.5
@@ -65,7 +63,7 @@ def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
     if isinstance(error, APIConnectionError):
         return idempotent or isinstance(error.__cause__, _NOT_SENT_ERRORS)
     if isinstance(error, APIError) and error.status_code is not None:
-        if error.status_code in _NOT_STARTED_STATUSES or isinstance(error, RateLimited):
+        if error.status_code in _NOT_STARTED_STATUSES:
             return True
         return idempotent and error.status_code in _RETRIED_STATUSES
     return False
@@ -124,13 +122,6 @@ def _options(
             _summary(state.outcome.exception()),
             state.attempt_number + 1,
             max_retries + 1,
-        )
-
-    def past_deadline(state: tenacity.RetryCallState) -> bool:
-        # A caller with a deadline of its own (the poller) gets the error
-        # rather than a wait that would outlast it.
-        return (
-            deadline is not None and _clock.current().monotonic() + state.upcoming_sleep > deadline
         )
 
     return {

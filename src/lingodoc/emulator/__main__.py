@@ -1,0 +1,88 @@
+"""Run the emulator in the foreground: ``python -m lingodoc.emulator --port 8787``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+
+from lingodoc.emulator._core import PLAN_LIMITS, Emulator
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve the emulator until Ctrl-C (or SIGTERM).
+
+    Args:
+        argv: The arguments, without the program name; ``sys.argv[1:]`` by default.
+
+    Returns:
+        The exit code: 0 after a clean stop, 1 if the server could not start.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m lingodoc.emulator",
+        description="Run a local stand-in for the lingodoc service.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8787, help="port, 0 for any (default: 8787)")
+    parser.add_argument("--api-key", help="value of the ready-made key (default: random)")
+    parser.add_argument("--plan", choices=sorted(PLAN_LIMITS), default="pro")
+    parser.add_argument("--seats", type=int, default=1, help="seats of a team/business plan")
+    parser.add_argument("--rate-limit", type=int, help="requests per hour and key")
+    parser.add_argument("--reset-style", choices=["seconds", "unix"], default="seconds")
+    parser.add_argument("--job-duration", type=float, default=6.0, help="seconds per document")
+    parser.add_argument("--quiet", action="store_true", help="do not log requests")
+    args = parser.parse_args(argv)
+
+    try:
+        emulator = Emulator(
+            plan=args.plan,
+            seats=args.seats,
+            rate_limit=args.rate_limit,
+            reset_style=args.reset_style,
+            job_duration=args.job_duration,
+            api_key=args.api_key,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        # Stop as cleanly on `kill` or `docker stop` as on Ctrl-C.
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    export = "set" if os.name == "nt" else "export"
+    started = False
+    try:
+        with emulator.serve(args.host, args.port, log_requests=not args.quiet) as server:
+            started = True
+            print(
+                f"lingodoc emulator running at {server.base_url} (Ctrl-C to stop)\n"
+                f"API key (Full Access): {server.api_key}\n\n"
+                "To point the SDK and the CLI at it:\n"
+                f"  {export} LINGODOC_BASE_URL={server.base_url}\n"
+                f"  {export} LINGODOC_API_KEY={server.api_key}",
+                flush=True,
+            )
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        print("lingodoc emulator stopped", file=sys.stderr, flush=True)
+    except OSError as exc:
+        if started:
+            raise
+        print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""The in-process face of the emulator: one httpx transport for sync and async clients."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import httpx
+
+if TYPE_CHECKING:
+    from lingodoc.emulator._core import Emulator, Reply
+
+
+class EmulatorTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """An httpx transport, sync and async, that answers from an :class:`Emulator`.
+
+    The URL's host is ignored. A ``slow`` fault sleeps on the emulator's clock (instant under
+    ``lingodoc.testing.fake_clock()``) and raises ``httpx.ReadTimeout`` when the request's read
+    timeout is shorter than the delay; a ``disconnect`` fault raises
+    ``httpx.RemoteProtocolError``, as httpx does when a server hangs up.
+    """
+
+    def __init__(self, emulator: Emulator) -> None:
+        self._emulator = emulator
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Answer a request from a sync ``httpx.Client``."""
+        reply = self._handle(request, request.read())
+        wait, timed_out = _delay(reply, request)
+        if wait:
+            self._emulator.clock.sleep(wait)
+        return _response(reply, request, timed_out)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Answer a request from an ``httpx.AsyncClient``."""
+        reply = self._handle(request, await request.aread())
+        wait, timed_out = _delay(reply, request)
+        if wait:
+            await self._emulator.clock.async_sleep(wait)
+        return _response(reply, request, timed_out)
+
+    def _handle(self, request: httpx.Request, body: bytes) -> Reply:
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        reply = self._emulator.handle(
+            request.method, request.url.raw_path.decode("ascii"), headers, body
+        )
+        if reply.disconnect:
+            raise httpx.RemoteProtocolError(
+                "Server disconnected without sending a response.", request=request
+            )
+        return reply
+
+
+def _delay(reply: Reply, request: httpx.Request) -> tuple[float, bool]:
+    """Return how long to wait before answering, and whether the client gives up first."""
+    read_timeout = request.extensions.get("timeout", {}).get("read")
+    if read_timeout is not None and read_timeout < reply.delay:
+        return float(read_timeout), True
+    return reply.delay, False
+
+
+def _response(reply: Reply, request: httpx.Request, timed_out: bool) -> httpx.Response:
+    if timed_out:
+        raise httpx.ReadTimeout("The read operation timed out", request=request)
+    return httpx.Response(
+        reply.status, headers=list(reply.headers.items()), content=reply.body, request=request
+    )
