@@ -63,6 +63,9 @@ def test_missing_setting_names_the_argument_and_the_variable(
         "api.lingodoc.com/v1",
         "https:///v1",
         "https://api.lingodoc.com/v1?x=1",
+        "https://api.lingodoc.com/v1/#",
+        "https://api.lingodoc.com/v1?",
+        "http://evil.localhost/v1",
     ],
 )
 def test_unusable_base_url_is_refused(client_class: type[lingodoc.Client], url: str) -> None:
@@ -101,7 +104,18 @@ def test_key_that_cannot_be_sent_is_refused_without_showing_it(
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"timeout": 0}, {"timeout": -1}, {"timeout": "30"}, {"max_retries": -1}, {"max_retries": 1.5}],
+    [
+        {"timeout": 0},
+        {"timeout": -1},
+        {"timeout": "30"},
+        {"timeout": float("nan")},
+        {"timeout": float("inf")},
+        {"timeout": True},
+        {"max_retries": -1},
+        {"max_retries": 1.5},
+        {"default_headers": {"X-Name": "Zoë"}},
+        {"default_headers": ["not", "a", "mapping"]},
+    ],
 )
 def test_invalid_settings_are_refused(
     client_class: type[lingodoc.Client], kwargs: dict[str, object]
@@ -141,6 +155,20 @@ async def test_default_headers_are_sent_but_cannot_replace_the_key(
     headers = route.calls.last.request.headers
     assert headers["X-Team"] == "docs"
     assert headers["Authorization"] == f"Bearer {API_KEY}"
+    await close(client)
+
+
+async def test_default_authorization_in_any_case_cannot_replace_the_key(
+    client_class: type[lingodoc.Client], api: respx.MockRouter
+) -> None:
+    route = api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    client = client_class(
+        API_KEY, base_url=BASE_URL, default_headers={"authorization": "Bearer x", "accept": "*/*"}
+    )
+    await call(client, "get_translation", "tr_1")
+    headers = route.calls.last.request.headers
+    assert headers.get_list("Authorization") == [f"Bearer {API_KEY}"]
+    assert headers.get_list("Accept") == ["*/*"]
     await close(client)
 
 
@@ -263,6 +291,14 @@ async def test_closing_the_original_closes_its_copies(client: lingodoc.Client) -
     assert copy.is_closed
     with pytest.raises(lingodoc.LingodocError, match="closed"):
         await call(copy, "get_translation", "tr_1")
+
+
+async def test_a_copy_of_a_closed_client_stays_closed(client: lingodoc.Client) -> None:
+    await close(client)
+    assert client.with_options(timeout=5).is_closed
+    copy = client.with_options(max_retries=1)
+    with pytest.raises(lingodoc.LingodocError, match="closed"):
+        await call(copy, "list_documents")
 
 
 def test_with_options_validates_its_arguments(client_class: type[lingodoc.Client]) -> None:

@@ -28,6 +28,9 @@ COMPLETED = {
 }
 
 
+BATCH = "/translate/batch"
+
+
 def body(route: respx.Route) -> object:
     return json.loads(route.calls.last.request.content)
 
@@ -271,6 +274,42 @@ async def test_request_keeps_a_colon_in_the_path_under_base_url(
 async def test_request_refuses_a_body_that_is_not_json(client: lingodoc.Client) -> None:
     with pytest.raises(TypeError, match="JSON"):
         await call(client, "request", "POST", "/webhooks", json={"when": object()})
+
+
+@pytest.mark.parametrize("path", ["/documents/\x00", "/doc\nX-Injected: 1"])
+async def test_request_refuses_a_path_with_control_characters(
+    client: lingodoc.Client, api: respx.MockRouter, path: str
+) -> None:
+    route = api.route().respond(json=envelope({}))
+    with pytest.raises(ValueError, match="not a valid request path"):
+        await call(client, "request", "GET", path)
+    assert not route.called
+
+
+@pytest.mark.parametrize(
+    ("method", "args", "kwargs", "path"),
+    [
+        (
+            "translate_batch",
+            (["a"],),
+            {"source_language": "en", "target_language": "de"},
+            "/translate/batch",
+        ),
+        ("translate_document", ("doc_1",), {"target_language": "de"}, "/documents/doc_1/translate"),
+        ("request", ("POST", "/webhooks"), {"json": {"url": "https://x"}}, "/webhooks"),
+    ],
+)
+async def test_every_request_with_a_body_says_it_is_json(
+    client: lingodoc.Client,
+    api: respx.MockRouter,
+    method: str,
+    args: tuple,
+    kwargs: dict,
+    path: str,
+) -> None:
+    route = api.post(path).respond(json=envelope({"translations": ["x"]} | JOB))
+    await call(client, method, *args, **kwargs)
+    assert route.calls.last.request.headers["Content-Type"] == "application/json"
 
 
 @pytest.mark.parametrize("method", ["", "GET /x", 5])

@@ -269,6 +269,62 @@ async def test_other_errors_while_polling_propagate(
     assert clock.sleeps == [5.0] * before
 
 
+def server_error() -> httpx.Response:
+    return httpx.Response(503, json=failure("UNAVAILABLE"))
+
+
+async def test_without_timeout_a_failure_that_outlasts_the_retries_propagates(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    route = api.get(PATH).mock(side_effect=polled(status("processing", 10), *[server_error()] * 3))
+    with pytest.raises(lingodoc.ServerError):
+        await call(client, "wait_for_translation", "tr_1")
+    assert len(route.calls) == 4  # one poll, then three attempts at the next
+
+
+async def test_with_timeout_transient_failures_are_ridden_out_until_completed(
+    client_class: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, max_retries=0)
+    route = api.get(PATH).mock(
+        side_effect=[
+            *polled(status("processing", 10), server_error()),
+            httpx.ConnectError("down"),
+            *polled(COMPLETED),
+        ]
+    )
+    result = await call(client, "wait_for_translation", "tr_1", timeout=60)
+    assert result.progress == 100
+    assert len(route.calls) == 4
+    assert clock.sleeps == [5.0, 5.0, 5.0]
+    await close(client)
+
+
+async def test_a_failure_at_the_deadline_is_a_wait_timeout_with_the_last_status(
+    client_class: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, max_retries=0)
+    api.get(PATH).mock(side_effect=polled(status("processing", 40), server_error()))
+    with pytest.raises(lingodoc.WaitTimeout) as info:
+        await call(client, "wait_for_translation", "tr_1", timeout=5)
+    assert info.value.status is not None
+    assert info.value.status.progress == 40
+    assert isinstance(info.value.__cause__, lingodoc.ServerError)
+    assert clock.sleeps == [5.0]
+    await close(client)
+
+
+@pytest.mark.parametrize(("reset", "wait"), [(0, 1.0), (10**8, 3600.0)])
+async def test_a_rate_limit_wait_while_polling_is_at_least_a_second_and_at_most_an_hour(
+    client_class: Any, api: respx.MockRouter, clock: FakeClock, reset: int, wait: float
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, max_retries=0)
+    api.get(PATH).mock(side_effect=polled(limited(reset=reset), COMPLETED))
+    assert (await call(client, "wait_for_translation", "tr_1")).progress == 100
+    assert clock.sleeps == [wait]
+    await close(client)
+
+
 @pytest.mark.parametrize(
     ("job_or_id", "kwargs", "raised"),
     [
