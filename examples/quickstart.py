@@ -26,7 +26,9 @@ def connect() -> Iterator[lingodoc.Client]:
     from lingodoc.emulator import Emulator
 
     with Emulator(job_duration=3.0).serve() as server:
-        print(f"LINGODOC_API_KEY / LINGODOC_BASE_URL not set: started the emulator at {server.base_url}")
+        print(
+            "LINGODOC_API_KEY / LINGODOC_BASE_URL not set: started the emulator at", server.base_url
+        )
         with lingodoc.Client(server.api_key, base_url=server.base_url) as client:
             yield client
 
