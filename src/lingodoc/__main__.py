@@ -1,0 +1,8 @@
+"""``python -m lingodoc``: the ``lingodoc`` command (see :mod:`lingodoc.cli`)."""
+
+import sys
+
+from lingodoc.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

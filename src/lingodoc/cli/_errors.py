@@ -1,0 +1,77 @@
+"""Exit codes, and the one line that explains an error: the problem, then what to do."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import lingodoc
+
+EXIT_OK, EXIT_API_ERROR, EXIT_USAGE, EXIT_FAILED, EXIT_TIMEOUT = 0, 1, 2, 3, 4
+# 128 + the signal, as shells report a process that a signal stopped.
+EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141
+API_KEY_ENV, BASE_URL_ENV = "LINGODOC_API_KEY", "LINGODOC_BASE_URL"
+
+
+class UsageError(Exception):
+    """A mistake in the command line found after parsing (exit code 2)."""
+
+
+def explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[int, str]:
+    """Return the exit code and the message (the problem; what to do) for an error."""
+    if isinstance(exc, UnicodeDecodeError):
+        return EXIT_USAGE, f"the input is not UTF-8 text ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, (lingodoc.ConfigurationError, UsageError)):
+        return EXIT_USAGE, str(exc)
+    if not isinstance(exc, lingodoc.LingodocError):
+        return EXIT_API_ERROR, (
+            f"unexpected {type(exc).__name__}: {exc}; this is a bug of lingodoc, "
+            "please report it with the output of the same command with --verbose"
+        )
+    if isinstance(exc, lingodoc.TranslationFailed):
+        error = (exc.status.model_extra or {}).get("error")
+        reason = f": {str(error.get('message')).rstrip('. ')}" if isinstance(error, dict) else ""
+        return EXIT_FAILED, (
+            f"translation {exc.status.translation_id} failed at {exc.status.progress}%"
+            f"{reason}; check the document, then start a new translation"
+        )
+    if isinstance(exc, lingodoc.WaitTimeout):
+        return EXIT_TIMEOUT, f"{exc}; it goes on: `lingodoc wait {args.translation_id}` resumes"
+    if isinstance(exc, lingodoc.APITimeoutError):
+        return EXIT_API_ERROR, f"no answer from {base_url} in time ({exc}); raise --timeout"
+    if isinstance(exc, lingodoc.APIConnectionError):
+        return EXIT_API_ERROR, (
+            f"cannot reach {base_url} ({exc}); is the service (or `lingodoc emulator`) running, "
+            f"and is {BASE_URL_ENV} (or --base-url) right?"
+        )
+    if not isinstance(exc, lingodoc.APIError):
+        return EXIT_API_ERROR, str(exc)
+    if exc.status_code is None:  # refused before sending, like a malformed --to
+        # In the terms of the command line: "--to must be a two-letter ISO 639-1 code ..."
+        message = exc.message.replace("target_language", "--to")
+        return EXIT_USAGE, message.replace("source_language", "--from")
+    message = exc.message.rstrip(". ")  # it is followed by more of the sentence
+    what = f"{exc.status_code} {exc.code or 'error'}"
+    what += f", request {exc.request_id}" if exc.request_id else ""
+    if isinstance(exc, lingodoc.Unauthorized):
+        return EXIT_API_ERROR, (
+            f"the API key was refused ({what}): {message}; check {API_KEY_ENV} "
+            "(or --api-key) and that the key has the permission needed"
+        )
+    if isinstance(exc, lingodoc.RateLimited):
+        wait = exc.retry_after
+        when = f"retry in {math.ceil(wait)} s" if wait is not None else "retry later"
+        return EXIT_API_ERROR, f"rate limited ({what}); {when}"
+    if isinstance(exc, lingodoc.NotFound) and getattr(args, "translation_id", None):
+        hint = "use an id that `lingodoc document` printed"
+        return EXIT_API_ERROR, f"no translation {args.translation_id!r} ({what}); {hint}"
+    if isinstance(exc, lingodoc.NotFound) and getattr(args, "document_id", None):
+        hint = "`lingodoc documents` lists them"
+        return EXIT_API_ERROR, f"no document {args.document_id!r} ({what}); {hint}"
+    advice = {
+        lingodoc.InvalidLanguage: "use a two-letter code the service supports",
+        lingodoc.ServerError: "try again later",
+        lingodoc.UnexpectedResponse: f"is {BASE_URL_ENV} the service's address up to /v1?",
+        lingodoc.NotFound: f"is {BASE_URL_ENV} the service's address up to /v1?",
+    }.get(type(exc))
+    return EXIT_API_ERROR, f"{message} ({what})" + (f"; {advice}" if advice else "")

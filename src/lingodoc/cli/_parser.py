@@ -1,0 +1,161 @@
+"""The command line's grammar: commands, options, help."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+from typing import Any
+
+import lingodoc
+from lingodoc.cli import _commands
+from lingodoc.cli._errors import API_KEY_ENV, BASE_URL_ENV
+
+EPILOG = f"""\
+environment:
+  {API_KEY_ENV}   the API key (or --api-key)
+  {BASE_URL_ENV}  the service address up to and including /v1 (or --base-url)
+  LINGODOC_LOG       debug or info: log every request to stderr
+
+exit codes:
+  0    success
+  1    the service answered with an error, or could not be reached
+  2    wrong usage or configuration (nothing was sent)
+  3    the document translation failed
+  4    the wait timed out (the translation goes on: `lingodoc wait ID` resumes)
+  130  interrupted (Ctrl-C)
+  141  stdout was closed before the output was written (`| head`)
+"""
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {value!r}")
+    return seconds
+
+
+def _identifier(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("expected an id, not an empty string")
+    return value
+
+
+def _count(value: str) -> int:
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, not {value!r}")
+    return int(value)
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, after: bool, timeout: bool) -> None:
+    group = parser.add_argument_group("global options (before or after the command)")
+    # After the command the defaults are SUPPRESS: otherwise argparse would let the
+    # command's defaults overwrite what was given before the command.
+    add = functools.partial(group.add_argument, default=argparse.SUPPRESS if after else None)
+    add("--api-key", metavar="KEY", help=f"the API key (default: ${API_KEY_ENV})")
+    add("--base-url", metavar="URL", help=f"the address up to /v1 (default: ${BASE_URL_ENV})")
+    if timeout:
+        add("--timeout", type=_seconds, metavar="S", help="seconds per request (default: 30)")
+    add("--max-retries", type=_count, metavar="N", help="retries of a failure (default: 2)")
+    add("--json", action="store_true", help="print the result as JSON on stdout")
+    add("-v", "--verbose", action="store_true", help="log requests; show tracebacks")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the parser of the ``lingodoc`` command and its subcommands."""
+    raw: dict[str, Any] = {"formatter_class": argparse.RawDescriptionHelpFormatter}
+    parser = argparse.ArgumentParser(
+        prog="lingodoc",
+        description="Translate texts, files and documents with the lingodoc service.\n\n"
+        "To try it locally, run `lingodoc emulator` in one terminal and export the two\n"
+        "variables it prints in another.",
+        epilog=EPILOG,
+        **raw,
+    )
+    parser.add_argument("--version", action="version", version=f"lingodoc {lingodoc.__version__}")
+    _add_global_options(parser, after=False, timeout=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    commands.required = True
+
+    def command(name: str, summary: str, handler: _commands.Handler, *, wait: bool = False) -> Any:
+        sub = commands.add_parser(name, help=summary, description=summary, epilog=EPILOG, **raw)
+        sub.set_defaults(handler=handler)
+        if wait:  # here --timeout is the wait's; the per-request one goes before the command
+            limit = "stop waiting after S seconds, exit code 4 (default: never); the "
+            limit += "per-request timeout goes before the command: lingodoc --timeout S wait"
+            sub.add_argument(
+                "--timeout", dest="wait_timeout", type=_seconds, metavar="S", help=limit
+            )
+            every = "seconds between polls (default: 5)"
+            sub.add_argument("--interval", type=_seconds, default=5.0, metavar="S", help=every)
+        _add_global_options(sub, after=True, timeout=not wait)
+        return sub
+
+    def languages(sub: argparse.ArgumentParser, *, source: bool = True) -> None:
+        if source:
+            sub.add_argument(
+                "--from",
+                dest="source",
+                default="en",
+                metavar="LANG",
+                help="the language of the text (default: en)",
+            )
+        sub.add_argument(
+            "--to",
+            dest="target",
+            required=True,
+            metavar="LANG",
+            help="the language to translate into, such as de",
+        )
+
+    sub = command("translate", "Translate one text.", _commands.translate)
+    sub.add_argument("text", metavar="TEXT", help="the text; - reads it from stdin")
+    languages(sub)
+    sub.add_argument("--style", help="such as formal or marketing")
+
+    sub = command(
+        "batch",
+        "Translate a file: a text per line in, a translation per line out.",
+        _commands.batch,
+    )
+    sub.add_argument("file", metavar="FILE", help="a UTF-8 text file; - reads stdin")
+    languages(sub)
+
+    sub = command("document", "Translate a stored document.", _commands.document, wait=True)
+    sub.add_argument("document_id", type=_identifier, metavar="DOC_ID")
+    languages(sub, source=False)
+    sub.add_argument("--style", help="such as formal or marketing")
+    sub.add_argument(
+        "--memory",
+        action=argparse.BooleanOptionalAction,
+        help="use the translation memory (default: the service's choice)",
+    )
+    sub.add_argument("--wait", action="store_true", help="wait for it, showing progress")
+
+    sub = command("status", "Show the state of a document translation.", _commands.status)
+    sub.add_argument("translation_id", type=_identifier, metavar="TRANSLATION_ID")
+
+    sub = command(
+        "wait", "Wait for a document translation, showing progress.", _commands.wait, wait=True
+    )
+    sub.add_argument("translation_id", type=_identifier, metavar="TRANSLATION_ID")
+
+    command("documents", "List the stored documents.", _commands.documents)
+
+    sub = commands.add_parser(
+        "emulator",
+        help="Run a local stand-in for the service, to try the other commands.",
+        description="Run a local stand-in for the service in the foreground, until Ctrl-C.",
+        epilog="It prints the two variables to export in another terminal:\n"
+        f"  {BASE_URL_ENV}=http://127.0.0.1:8787/v1\n  {API_KEY_ENV}=ld_...\n\n"
+        "Other options of `python -m lingodoc.emulator` are passed on: --api-key KEY\n"
+        "(a fixed value for its ready-made key), --job-duration S, --rate-limit N,\n"
+        "--plan, --seats, --reset-style, --quiet.",
+        **raw,
+    )
+    sub.add_argument("--host", default="127.0.0.1", help="the address (default: 127.0.0.1)")
+    sub.add_argument("--port", type=int, default=8787, help="0 for any free one (default: 8787)")
+    return parser

@@ -1,0 +1,271 @@
+"""Each command of `lingodoc`, run as a real process against a served emulator."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import lingodoc
+from lingodoc.cli import main
+from lingodoc.emulator import Emulator, EmulatorServer, translate_text
+from tests.cli.conftest import RunCLI, child_env, run_command, start_job
+
+STATUS_LINE = re.compile(r"tr_\w+  completed  100%  doc_welcome -> de  completed \S+")
+
+
+def batch_requests(em: Emulator) -> int:
+    return sum(r.path.endswith("/translate/batch") for r in em.requests)
+
+
+# -- translate ---------------------------------------------------------------------------------
+
+
+def test_translate_prints_the_translation(cli: RunCLI) -> None:
+    run = cli("translate", "Hello world", "--to", "de")
+    assert (run.code, run.out, run.err) == (0, "Hallo Welt\n", "")
+
+
+def test_translate_json_with_source_and_style(cli: RunCLI) -> None:
+    run = cli("--json", "translate", "Thank you", "--from", "en", "--to", "DE", "--style", "formal")
+    assert run.code == 0, run.err
+    assert json.loads(run.out) == {
+        "translated_text": translate_text("Thank you", "en", "de", "formal"),
+        "source_language": "en",
+        "target_language": "de",
+    }
+
+
+def test_translate_dash_reads_stdin_without_its_final_newline(cli: RunCLI) -> None:
+    run = cli("translate", "-", "--to", "fr", stdin="Good night\n")
+    assert (run.code, run.out) == (0, translate_text("Good night", "en", "fr") + "\n")
+
+
+def test_global_options_are_accepted_after_the_command(cli: RunCLI, server: EmulatorServer) -> None:
+    run = cli(
+        "translate", "Hello", "--to", "es", "--json", "--max-retries", "0", "--timeout", "5",
+        "--api-key", server.api_key, "--base-url", server.base_url,
+        env=child_env(),
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    assert json.loads(run.out)["translated_text"] == "Hola"
+
+
+def test_an_option_after_the_command_wins_over_the_same_before_it(
+    cli: RunCLI, server: EmulatorServer
+) -> None:
+    run = cli("--base-url", "http://127.0.0.1:1/v1", "documents", "--base-url", server.base_url)
+    assert run.code == 0, run.err
+
+
+# -- batch -------------------------------------------------------------------------------------
+
+
+def test_batch_translates_a_file_line_by_line_and_keeps_blank_lines(
+    cli: RunCLI, emulator: Emulator, tmp_path: Path
+) -> None:
+    lines = ["Hello", "", "Thank you", "   ", "the cat"]
+    path = tmp_path / "in.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = cli("batch", str(path), "--from", "en", "--to", "es")
+    assert run.code == 0, run.err
+    assert run.out.split("\n")[:-1] == [
+        translate_text(line, "en", "es") if line.strip() else line for line in lines
+    ]
+    assert batch_requests(emulator) == 1
+
+
+def test_batch_reads_stdin_and_prints_a_json_array(cli: RunCLI) -> None:
+    run = cli("batch", "-", "--to", "fr", "--json", stdin="Hello\n\nGood morning")
+    assert run.code == 0, run.err
+    assert json.loads(run.out) == ["Bonjour", "", translate_text("Good morning", "en", "fr")]
+
+
+def test_batch_splits_a_large_input_into_requests_of_100_texts(
+    cli: RunCLI, emulator: Emulator
+) -> None:
+    lines = [f"Hello {i}" for i in range(250)]
+    run = cli("batch", "-", "--to", "de", stdin="\n".join(lines) + "\n")
+    assert run.code == 0, run.err
+    assert run.out.splitlines() == [translate_text(line, "en", "de") for line in lines]
+    assert batch_requests(emulator) == 3
+
+
+def test_batch_of_nothing_sends_nothing(cli: RunCLI, emulator: Emulator) -> None:
+    run = cli("batch", "-", "--to", "de", "--json", stdin="")
+    assert (run.code, run.out) == (0, "[]\n")
+    assert emulator.requests == []
+
+
+# -- documents, status, wait -------------------------------------------------------------------
+
+
+def test_documents_lists_ids_and_names(cli: RunCLI) -> None:
+    run = cli("documents")
+    assert run.code == 0, run.err
+    assert [line.split()[0] for line in run.out.splitlines()] == ["doc_welcome", "doc_handbook"]
+
+
+def test_documents_json_is_an_array_of_the_records(cli: RunCLI, emulator: Emulator) -> None:
+    run = cli("documents", "--json")
+    assert run.code == 0, run.err
+    documents = json.loads(run.out)
+    assert [d["document_id"] for d in documents] == list(emulator.documents)
+    assert all("name" in d for d in documents)
+
+
+def test_document_starts_a_translation_and_says_how_to_follow_it(cli: RunCLI) -> None:
+    run = cli("document", "doc_welcome", "--to", "de", "--style", "formal", "--no-memory")
+    assert run.code == 0, run.err
+    translation_id, state, document = run.out.split()
+    assert (state, document) == ("processing", "doc_welcome")
+    assert f"lingodoc wait {translation_id}" in run.err
+
+
+def test_document_json_is_the_job(cli: RunCLI) -> None:
+    run = cli("--json", "document", "doc_handbook", "--to", "fr", "--memory")
+    assert run.code == 0, run.err
+    job = json.loads(run.out)
+    assert job["document_id"] == "doc_handbook"
+    assert job["status"] == "processing"
+    assert job["translation_id"].startswith("tr_")
+    assert job["estimated_completion"].endswith("Z")
+
+
+def test_document_wait_shows_progress_on_stderr_and_the_result_on_stdout(cli: RunCLI) -> None:
+    run = cli("document", "doc_welcome", "--to", "de", "--wait", "--interval", "0.05")
+    assert run.code == 0, run.err
+    assert STATUS_LINE.fullmatch(run.out.strip()), run.out
+    assert run.err.splitlines()[-1] == "completed 100%"
+
+
+def test_status_shows_the_state(cli: RunCLI, emulator: Emulator, server: EmulatorServer) -> None:
+    emulator.job_duration = 60  # still running when the command reads it, however slow
+    translation_id = start_job(server)
+    run = cli("status", translation_id)
+    assert run.code == 0, run.err
+    assert re.fullmatch(rf"{translation_id}  processing  \d+%  doc_welcome -> de\n", run.out)
+
+
+def test_status_json(cli: RunCLI, emulator: Emulator, server: EmulatorServer) -> None:
+    emulator.job_duration = 60
+    translation_id = start_job(server)
+    run = cli("status", translation_id, "--json")
+    assert run.code == 0, run.err
+    status = json.loads(run.out)
+    assert (status["translation_id"], status["status"]) == (translation_id, "processing")
+    assert status["completed_at"] is None
+
+
+def test_wait_prints_the_completed_status(cli: RunCLI, server: EmulatorServer) -> None:
+    translation_id = start_job(server)
+    run = cli("wait", translation_id, "--interval", "0.05")
+    assert run.code == 0, run.err
+    assert STATUS_LINE.fullmatch(run.out.strip())
+    assert translation_id in run.out
+
+
+def test_wait_json(cli: RunCLI, server: EmulatorServer) -> None:
+    translation_id = start_job(server)
+    run = cli("--json", "wait", translation_id, "--interval", "0.05", "--timeout", "10")
+    assert run.code == 0, run.err
+    assert json.loads(run.out)["status"] == "completed"
+
+
+# -- emulator, help, the console script --------------------------------------------------------
+
+
+def test_emulator_command_serves_until_stopped() -> None:
+    command = [sys.executable, "-m", "lingodoc", "emulator", "--port", "0", "--quiet"]
+    command += ["--api-key", "ld_cli_test_key_0000000000000000"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env()
+    ) as process:
+        try:
+            assert process.stdout is not None
+            first = process.stdout.readline()
+            match = re.search(r"running at (http://127\.0\.0\.1:\d+/v1)", first)
+            assert match, first
+            env = child_env(
+                LINGODOC_BASE_URL=match.group(1),
+                LINGODOC_API_KEY="ld_cli_test_key_0000000000000000",
+            )
+            command = [sys.executable, "-m", "lingodoc", "translate", "Hello", "--to", "de"]
+            run = run_command(command, env=env)
+            assert (run.code, run.out) == (0, "Hallo\n"), run.err
+        finally:
+            process.terminate()  # SIGTERM: a clean stop
+            process.wait(timeout=10)
+    if os.name == "posix":
+        assert process.returncode == 0
+
+
+@pytest.mark.parametrize(
+    "command", ["translate", "batch", "document", "status", "wait", "documents", "emulator"]
+)
+def test_every_command_has_help_naming_the_variables(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, "--help"]) == 0
+    text = capsys.readouterr().out
+    assert f"usage: lingodoc {command}" in text
+    assert "LINGODOC_API_KEY" in text
+    assert "LINGODOC_BASE_URL" in text
+
+
+def test_top_level_help_lists_commands_variables_and_exit_codes(cli: RunCLI) -> None:
+    run = cli("--help")
+    assert run.code == 0
+    for word in ("translate", "batch", "document", "status", "wait", "documents", "emulator"):
+        assert f"\n    {word} " in run.out
+    assert "LINGODOC_API_KEY" in run.out
+    assert "LINGODOC_BASE_URL" in run.out
+    assert "exit codes:" in run.out
+    assert "130  interrupted" in run.out
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"lingodoc {lingodoc.__version__}\n"
+
+
+def test_the_lingodoc_console_script(env: dict[str, str]) -> None:
+    name = "lingodoc.exe" if os.name == "nt" else "lingodoc"
+    script = Path(sys.executable).parent / name
+    if not script.exists():
+        pytest.skip(
+            f"no console script at {script}: reinstall the package (pip install -e .) "
+            "after pyproject.toml declares [project.scripts] lingodoc"
+        )
+    run = run_command([str(script), "translate", "Hello world", "--to", "de"], env=env)
+    assert (run.code, run.out) == (0, "Hallo Welt\n"), run.err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_ctrl_c_while_waiting_exits_130_without_a_traceback(
+    emulator: Emulator, server: EmulatorServer, env: dict[str, str]
+) -> None:
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        # As under `pytest &` in a script: the child would inherit it and never stop.
+        pytest.skip("SIGINT is ignored in this process, and so would be in the command")
+    emulator.job_duration = 60
+    translation_id = start_job(server)
+    command = [sys.executable, "-m", "lingodoc", "wait", translation_id, "--interval", "0.05"]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env) as process:
+        try:
+            assert process.stderr is not None
+            assert process.stderr.readline().startswith("processing")
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=10)
+        finally:
+            process.kill()  # a no-op if it has stopped, as it should have
+    assert process.returncode == 130
+    assert "Traceback" not in err
+    resume = f"`lingodoc wait {translation_id}` resumes"
+    assert err.endswith(f"lingodoc: interrupted; the translation goes on: {resume}\n")

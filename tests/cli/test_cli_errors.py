@@ -1,0 +1,243 @@
+"""Each error path of `lingodoc`: one line on stderr that says what to do, and an exit code."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import lingodoc
+from lingodoc.cli import main
+from lingodoc.emulator import Emulator, EmulatorServer
+from tests.cli.conftest import RunCLI, child_env, start_job
+
+BAD_KEY = "ld_" + "0" * 28 + "WXYZ"
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+# -- configuration and usage: exit code 2, nothing sent ----------------------------------------
+
+
+def test_missing_api_key_names_the_variable_and_the_flag(
+    cli: RunCLI, server: EmulatorServer, emulator: Emulator
+) -> None:
+    run = cli("translate", "Hello", "--to", "de", env=child_env(LINGODOC_BASE_URL=server.base_url))
+    assert (run.code, run.out) == (2, "")
+    assert run.error == "lingodoc: error: no API key: set LINGODOC_API_KEY or pass --api-key"
+    assert emulator.requests == []
+
+
+def test_missing_base_url_names_the_variable_and_the_flag(cli: RunCLI) -> None:
+    run = cli("documents", env=child_env(LINGODOC_API_KEY=BAD_KEY))
+    assert run.code == 2
+    assert "set LINGODOC_BASE_URL" in run.error
+    assert "--base-url" in run.error
+    assert "lingodoc emulator" in run.error
+
+
+def test_a_clear_text_base_url_to_another_host_is_refused(cli: RunCLI) -> None:
+    run = cli("--base-url", "http://example.com/v1", "documents")
+    assert run.code == 2
+    assert "uses http://" in run.error
+
+
+def test_a_malformed_language_is_refused_in_the_terms_of_the_command_line(
+    cli: RunCLI, emulator: Emulator
+) -> None:
+    run = cli("translate", "Hello", "--to", "deu")
+    assert run.code == 2
+    assert run.error.startswith("lingodoc: error: --to must be a two-letter ISO 639-1 code")
+    assert emulator.requests == []
+
+
+def test_an_unreadable_file(cli: RunCLI, tmp_path: Path) -> None:
+    run = cli("batch", str(tmp_path / "missing.txt"), "--to", "de")
+    assert run.code == 2
+    assert run.error.startswith(f"lingodoc: error: cannot read {tmp_path / 'missing.txt'}")
+
+
+def test_a_file_that_is_not_utf8(cli: RunCLI, tmp_path: Path) -> None:
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("Grüße\n".encode("latin-1"))
+    run = cli("batch", str(path), "--to", "de")
+    assert run.code == 2
+    assert "is not UTF-8 text" in run.error
+
+
+def test_a_line_over_the_limit_is_named_by_its_number(cli: RunCLI, emulator: Emulator) -> None:
+    run = cli("batch", "-", "--to", "de", stdin="Hello\n" + "x" * 10_001 + "\n")
+    assert run.code == 2
+    assert "line 2 has 10,001 characters; the limit is 10,000" in run.error
+    assert emulator.requests == []
+
+
+def test_a_usage_error_prints_the_usage_and_exits_2(cli: RunCLI, emulator: Emulator) -> None:
+    run = cli("translate", "Hello")
+    assert (run.code, run.out) == (2, "")
+    assert run.err.startswith("usage: lingodoc translate")
+    assert run.err.splitlines()[-1] == (
+        "lingodoc translate: error: the following arguments are required: --to"
+    )
+    assert "Traceback" not in run.err
+    assert emulator.requests == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "the following arguments are required: COMMAND"),
+        (("translate", "Hello", "--to", "de", "--bogus"), "unrecognized arguments: --bogus"),
+        (("--timeout", "0", "documents"), "expected a positive number of seconds"),
+        (("wait", "tr_1", "--interval", "soon"), "expected a positive number of seconds"),
+        (("--max-retries", "-1", "documents"), "expected a whole number >= 0"),
+        (("frobnicate",), "invalid choice: 'frobnicate'"),
+        (("status", ""), "argument TRANSLATION_ID: expected an id, not an empty string"),
+    ],
+)
+def test_usage_errors(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
+) -> None:
+    # In-process: argparse refuses these before anything else runs.
+    assert main(list(args)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: lingodoc")
+    assert message in err.splitlines()[-1]
+
+
+# -- the service: exit code 1 ------------------------------------------------------------------
+
+
+def test_a_refused_key_says_to_check_it_and_never_shows_it(cli: RunCLI) -> None:
+    run = cli("--api-key", BAD_KEY, "translate", "Hello", "--to", "de")
+    assert run.code == 1
+    assert run.error.startswith("lingodoc: error: the API key was refused (401 UNAUTHORIZED")
+    assert "check LINGODOC_API_KEY (or --api-key)" in run.error
+    assert BAD_KEY not in run.err
+    assert BAD_KEY[:-4] not in run.err
+
+
+def test_a_key_without_the_permission(cli: RunCLI, emulator: Emulator, env: dict[str, str]) -> None:
+    reader = emulator.create_key("reader", "read_only")
+    run = cli("translate", "Hello", "--to", "de", env={**env, "LINGODOC_API_KEY": reader})
+    assert run.code == 1
+    assert "Read Only" in run.error
+    assert "permission" in run.error
+
+
+def test_rate_limited_says_when_to_retry(cli: RunCLI, emulator: Emulator) -> None:
+    emulator.inject("rate_limit", retry_after=120)
+    run = cli("--max-retries", "0", "translate", "Hello", "--to", "de")
+    assert run.code == 1
+    assert run.error.startswith("lingodoc: error: rate limited (429 RATE_LIMITED")
+    assert run.error.endswith("; retry in 120 s")
+
+
+def test_a_spent_hourly_limit_says_when_to_retry(
+    cli: RunCLI, emulator: Emulator, server: EmulatorServer
+) -> None:
+    emulator.rate_limit = 1
+    with lingodoc.Client(server.api_key, base_url=server.base_url) as client:
+        client.list_documents()
+    run = cli("documents")
+    assert run.code == 1
+    assert "rate limited" in run.error
+    # The window is an hour from the first request: 3600 s, less the time this took.
+    assert re.search(r"; retry in (3600|35\d\d) s$", run.error), run.error
+
+
+def test_unknown_document(cli: RunCLI) -> None:
+    run = cli("document", "doc_nope", "--to", "de")
+    assert run.code == 1
+    assert run.error.startswith("lingodoc: error: no document 'doc_nope' (404 NOT_FOUND")
+    assert run.error.endswith("; `lingodoc documents` lists them")
+
+
+@pytest.mark.parametrize("command", ["status", "wait"])
+def test_unknown_translation(cli: RunCLI, command: str) -> None:
+    run = cli(command, "tr_nope")
+    assert run.code == 1
+    assert run.error.startswith("lingodoc: error: no translation 'tr_nope' (404 NOT_FOUND")
+
+
+def test_an_unsupported_language(cli: RunCLI) -> None:
+    run = cli("translate", "Hello", "--to", "xx")
+    assert run.code == 1
+    assert "INVALID_LANGUAGE" in run.error
+
+
+def test_a_server_error_says_to_try_again(cli: RunCLI, emulator: Emulator) -> None:
+    emulator.inject("server_error", times=3)
+    run = cli("documents", "--max-retries", "0")
+    assert run.code == 1
+    assert run.error.endswith("(500 INTERNAL_ERROR, request " + run.error.split("request ")[1])
+    assert run.error.endswith("; try again later")
+
+
+def test_connection_refused_asks_whether_the_service_runs(cli: RunCLI) -> None:
+    base_url = f"http://127.0.0.1:{closed_port()}/v1"
+    run = cli("--base-url", base_url, "--max-retries", "0", "documents")
+    assert run.code == 1
+    assert run.error.startswith(f"lingodoc: error: cannot reach {base_url} (")
+    assert "is the service (or `lingodoc emulator`) running" in run.error
+
+
+def test_verbose_shows_the_traceback_and_the_requests(cli: RunCLI) -> None:
+    run = cli("--verbose", "status", "tr_nope")
+    assert run.code == 1
+    assert "Traceback" in run.err
+    assert "GET /translations/tr_nope -> 404" in run.err
+    assert run.err.splitlines()[-1].startswith("lingodoc: error: no translation 'tr_nope'")
+
+
+# -- the translation: exit codes 3 and 4 -------------------------------------------------------
+
+
+def test_a_failed_translation_exits_3_with_the_reason(cli: RunCLI, emulator: Emulator) -> None:
+    emulator.fail_next_job("The file is corrupt.")
+    run = cli("document", "doc_welcome", "--to", "de", "--wait", "--interval", "0.05")
+    assert (run.code, run.out) == (3, "")
+    reason = "failed at 50%: The file is corrupt; check the document, then start a new translation"
+    assert run.error.endswith(reason)
+    assert "failed 50%" in run.err.splitlines()
+
+
+def test_a_wait_that_times_out_exits_4_and_says_how_to_resume(
+    cli: RunCLI, emulator: Emulator, server: EmulatorServer
+) -> None:
+    emulator.job_duration = 60
+    translation_id = start_job(server)
+    run = cli("wait", translation_id, "--timeout", "0.2", "--interval", "0.05")
+    assert (run.code, run.out) == (4, "")
+    assert run.error == (
+        f"lingodoc: error: translation {translation_id} did not finish within 0.2 s "
+        f"(last state processing, 0%); it goes on: `lingodoc wait {translation_id}` resumes"
+    )
+
+
+def test_document_wait_timeout(cli: RunCLI, emulator: Emulator) -> None:
+    emulator.job_duration = 60
+    run = cli("--json", "document", "doc_welcome", "--to", "de", "--wait", "--timeout", "0.1")
+    assert (run.code, run.out) == (4, "")
+    assert "did not finish within 0.1 s" in run.error
+
+
+def test_a_reader_that_goes_away_stops_the_output_quietly(env: dict[str, str]) -> None:
+    command = [sys.executable, "-m", "lingodoc", "batch", "-", "--to", "de"]
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    ) as process:
+        assert process.stdout is not None
+        process.stdout.close()  # like `| head` having read enough
+        _, err = process.communicate(b"Hello\n" * 300, timeout=20)
+    assert process.returncode == 141
+    assert err == b""
