@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 import httpx
 import pytest
 
 import lingodoc
+from lingodoc import _clock
 from lingodoc.emulator import MAX_BATCH_ITEMS, SUPPORTED_LANGUAGES, Emulator
 from lingodoc.testing import FakeClock, fake_clock
 
@@ -196,6 +197,35 @@ def test_body_that_is_not_a_json_object_is_refused(
     assert expected in message
 
 
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"[" * 100_000, "not valid JSON: maximum recursion depth"),
+        # Over Python's limit on integer digits (or, in a Python without one, not a string).
+        (b'{"text": 1' + b"0" * 5000 + b"}", ""),
+    ],
+    ids=["too deep", "number too long"],
+)
+def test_body_too_deep_or_with_a_huge_number_is_refused(
+    client: httpx.Client, content: bytes, expected: str
+) -> None:
+    response = client.post(
+        "/translate", content=content, headers={"Content-Type": "application/json"}
+    )
+    status, code, message = error(response)
+    assert (status, code) == (400, "VALIDATION_ERROR")
+    assert expected in message
+    assert len(message) < 300
+
+
+def test_a_lone_surrogate_is_echoed_without_breaking_the_reply(client: httpx.Client) -> None:
+    body = b'{"text": "\\ud800 hi", "source_language": "en", "target_language": "de"}'
+    response = client.post("/translate", content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 200
+    assert response.content.isascii()
+    assert response.json()["data"]["translated_text"] == "[de] \ud800 hi"
+
+
 def test_json_content_type_with_charset_is_accepted(client: httpx.Client) -> None:
     response = client.post(
         "/translate",
@@ -251,6 +281,30 @@ def test_path_segments_are_percent_decoded(em: Emulator, client: httpx.Client) -
 
 def test_trailing_slash_and_query_are_ignored(client: httpx.Client) -> None:
     assert client.get("/documents/?page=2").status_code == 200
+
+
+def test_head_is_answered_as_get_without_a_body(em: Emulator, client: httpx.Client) -> None:
+    head = client.head("/documents")
+    assert head.status_code == 200
+    assert head.content == b""
+    assert head.headers["x-ratelimit-remaining"] == "999"
+    not_allowed = client.head("/translate")
+    assert (not_allowed.status_code, not_allowed.headers["allow"]) == (405, "POST")
+    assert [r.method for r in em.requests] == ["HEAD", "HEAD"]
+
+
+def test_handle_takes_any_header_case_and_an_absolute_form_target(em: Emulator) -> None:
+    headers = {"AUTHORIZATION": f"Bearer {em.api_key}"}
+    absolute = em.handle("GET", "http://127.0.0.1:8787/v1/documents?page=2", headers, b"")
+    origin = em.handle(
+        "get", "/v1/translations/tr_x", {"Authorization": f"Bearer {em.api_key}"}, b""
+    )
+    assert absolute.status == 200
+    assert origin.status == 404
+    assert [tuple(r) for r in em.requests] == [
+        ("GET", "/v1/documents", 200),
+        ("GET", "/v1/translations/tr_x", 404),
+    ]
 
 
 # -- authentication -----------------------------------------------------------------------
@@ -344,6 +398,25 @@ def test_revocation_takes_effect_on_the_next_request(em: Emulator) -> None:
     assert error(second)[:2] == (401, "UNAUTHORIZED")
 
 
+@pytest.mark.parametrize(
+    ("expires_at", "exception"),
+    [
+        ("2030-01-01T00:00:00Z", TypeError),
+        (date(2030, 1, 1), TypeError),
+        (True, TypeError),
+        (math.nan, ValueError),
+        (math.inf, ValueError),
+    ],
+)
+def test_expiry_that_is_not_a_datetime_or_a_unix_time_is_refused(
+    em: Emulator, expires_at: Any, exception: type[Exception]
+) -> None:
+    with pytest.raises(exception, match="expires_at"):
+        em.create_key("bad", expires_at=expires_at)
+    with http(em) as client:
+        assert client.get("/documents").status_code == 200  # nothing half-made
+
+
 def test_key_management_refuses_bad_input(em: Emulator) -> None:
     with pytest.raises(ValueError, match="permission"):
         em.create_key("k", "admin")  # type: ignore[arg-type]
@@ -389,17 +462,44 @@ def test_rate_limit_follows_the_plan(
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"),
+    ("kwargs", "exception", "match"),
     [
-        ({"plan": "free"}, "plan"),
-        ({"reset_style": "http-date"}, "reset_style"),
-        ({"seats": 0}, "seats"),
-        ({"job_duration": -1}, "durations"),
+        ({"plan": "free"}, ValueError, "plan"),
+        ({"reset_style": "http-date"}, ValueError, "reset_style"),
+        ({"seats": 0}, ValueError, "seats must be a finite number of at least 1"),
+        ({"plan": "team", "seats": 1.5}, TypeError, "seats must be an int"),
+        ({"job_duration": -1}, ValueError, "job_duration must be a finite number of at least 0"),
+        ({"job_duration": math.nan}, ValueError, "job_duration"),
+        ({"job_duration": math.inf}, ValueError, "job_duration"),
+        ({"queue_time": math.nan}, ValueError, "queue_time"),
+        ({"job_duration": "6"}, TypeError, "job_duration must be a number"),
+        ({"rate_limit": 2.5}, TypeError, "rate_limit must be an int"),
+        ({"rate_limit": -1}, ValueError, "rate_limit"),
     ],
 )
-def test_bad_settings_are_refused(kwargs: Any, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
+def test_bad_settings_are_refused(kwargs: Any, exception: type[Exception], match: str) -> None:
+    with pytest.raises(exception, match=match):
         Emulator(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "exception"),
+    [
+        ("rate_limit", 2.5, TypeError),
+        ("rate_limit", -1, ValueError),
+        ("rate_limit", None, TypeError),
+        ("job_duration", math.nan, ValueError),
+        ("queue_time", -1, ValueError),
+        ("reset_style", "http-date", ValueError),
+    ],
+)
+def test_settings_changed_later_are_checked_too(
+    em: Emulator, client: httpx.Client, name: str, value: Any, exception: type[Exception]
+) -> None:
+    with pytest.raises(exception, match=name):
+        setattr(em, name, value)
+    assert client.get("/documents").status_code == 200
+    assert em.rate_limit == 1000
 
 
 def test_spent_window_answers_429_until_it_resets() -> None:
@@ -462,16 +562,40 @@ def test_every_response_carries_rate_limit_headers_and_a_fresh_request_id(em: Em
     assert len({r.headers["x-request-id"] for r in responses}) == len(responses)
 
 
-def test_a_clock_that_went_back_starts_a_new_window() -> None:
-    em = Emulator()  # reads the clock in force at each request
-    with http(em) as client:
-        with fake_clock() as first:
-            first.advance(5000)
-            client.get("/documents")
-        with fake_clock():  # monotonic time starts again at 0
-            response = client.get("/documents")
-    assert response.headers["x-ratelimit-remaining"] == "999"
-    assert response.headers["x-ratelimit-reset"] == "3600"
+@pytest.fixture
+def real_clock() -> Iterator[None]:
+    """The real clock in force (the suite's autouse fake clock set aside), as in a user's app."""
+    previous = _clock.install(_clock.SystemClock())
+    yield
+    _clock.install(previous)
+
+
+@pytest.mark.usefixtures("real_clock")
+def test_a_job_survives_a_switch_between_the_real_and_a_fake_clock() -> None:
+    with Emulator().client() as client:
+        job = client.translate_document("doc_welcome", target_language="fr")  # real clock
+        with fake_clock() as clock:
+            done = client.wait_for_translation(job)
+            fake_job = client.translate_document("doc_welcome", target_language="de")
+        fake_job_now = client.get_translation(fake_job.translation_id)  # real clock again
+    assert done.status == "completed"
+    assert clock.sleeps == [5.0, 5.0]  # not the host's uptime worth of polls
+    assert fake_job_now.status == "processing"  # started 10 fake seconds ahead: not done
+
+
+@pytest.mark.usefixtures("real_clock")
+def test_a_rate_limit_window_survives_a_switch_between_the_real_and_a_fake_clock() -> None:
+    em = Emulator(rate_limit=2)
+    with em.client(max_retries=0) as client:
+        client.list_documents()
+        client.list_documents()
+        with fake_clock(), pytest.raises(lingodoc.RateLimited) as on_fake:
+            client.list_documents()
+        with pytest.raises(lingodoc.RateLimited) as back_on_real:
+            client.list_documents()
+    for limited in (on_fake.value, back_on_real.value):
+        assert limited.retry_after is not None
+        assert 3590 < limited.retry_after <= 3600
 
 
 # -- documents and jobs -------------------------------------------------------------------
@@ -495,6 +619,15 @@ def test_documents_are_listed_with_id_name_and_creation_time(em: Emulator) -> No
     }
     assert em.documents[added["document_id"]]["pages"] == 12
     assert Emulator(seed_documents=False).documents == {}
+
+
+@pytest.mark.parametrize("value", [date(2024, 1, 1), math.nan, {1, 2}, b"bytes"])
+def test_document_fields_must_be_json_values(em: Emulator, value: Any) -> None:
+    with pytest.raises(TypeError, match="document fields must be JSON values"):
+        em.add_document("doc_bad", name="Bad", extra=value)
+    assert "doc_bad" not in em.documents
+    with http(em) as client:
+        assert client.get("/documents").status_code == 200
 
 
 def test_translation_job_moves_to_completed_as_the_fake_clock_advances() -> None:
@@ -600,9 +733,12 @@ def test_settings_changed_later_leave_started_jobs_alone(
     assert em.translations[started["translation_id"]]["status"] == "completed"
 
 
-def test_advance_refuses_to_go_back(em: Emulator) -> None:
-    with pytest.raises(ValueError, match="backwards"):
-        em.advance(-1)
+@pytest.mark.parametrize("seconds", [-1, math.nan, math.inf])
+def test_advance_refuses_to_go_back_or_to_infinity(em: Emulator, seconds: float) -> None:
+    with pytest.raises(ValueError, match="seconds must be a finite number"):
+        em.advance(seconds)
+    with http(em) as client:
+        assert start_job(client)["estimated_completion"] == "2023-11-14T22:13:26Z"
 
 
 def test_requests_are_recorded(em: Emulator, client: httpx.Client) -> None:

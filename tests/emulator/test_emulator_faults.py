@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -41,19 +42,34 @@ def client(em: Emulator) -> Iterator[httpx.Client]:
 
 
 @pytest.mark.parametrize(
-    ("fault", "kwargs", "match"),
+    ("fault", "kwargs", "exception", "match"),
     [
-        ("flood", {}, "fault must be one of"),
-        ("server_error", {"times": 0}, "times must be positive"),
-        ("server_error", {"status": 501}, "500/502/503/504"),
-        ("slow", {"delay": -1}, "no negatives"),
-        ("rate_limit", {"retry_after": -5}, "no negatives"),
+        ("flood", {}, ValueError, "fault must be one of"),
+        ("server_error", {"times": 0}, ValueError, "times must be a finite number of at least 1"),
+        ("server_error", {"times": 1.5}, TypeError, "times must be an int"),
+        ("server_error", {"status": 501}, ValueError, "500, 502, 503 or 504"),
+        ("slow", {"delay": -1}, ValueError, "delay must be a finite number"),
+        ("slow", {"delay": math.nan}, ValueError, "delay"),
+        ("slow", {"delay": math.inf}, ValueError, "delay"),
+        ("rate_limit", {"retry_after": -5}, ValueError, "retry_after"),
+        ("rate_limit", {"retry_after": 2.5}, TypeError, "retry_after must be an int"),
+        ("disconnect", {"method": "GET /"}, ValueError, "method must be an HTTP method"),
+        ("disconnect", {"method": ""}, ValueError, "method"),
+        ("disconnect", {"path": "translate"}, ValueError, "path must start with '/'"),
     ],
 )
-def test_bad_faults_are_refused(em: Emulator, fault: Any, kwargs: Any, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
+def test_bad_faults_are_refused(
+    em: Emulator, client: httpx.Client, fault: Any, kwargs: Any, exception: Any, match: str
+) -> None:
+    with pytest.raises(exception, match=match):
         em.inject(fault, **kwargs)
-    assert em.requests == []
+    assert client.get("/documents").status_code == 200  # nothing was queued
+    assert em.requests[0].status == 200
+
+
+def test_status_only_matters_for_a_server_error(em: Emulator, client: httpx.Client) -> None:
+    em.inject("rate_limit", status=429)
+    assert client.get("/documents").status_code == 429
 
 
 def test_rate_limit_fault_answers_429_with_retry_headers(

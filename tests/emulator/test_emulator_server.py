@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import queue
 import re
@@ -12,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -35,6 +38,26 @@ def subprocess_env() -> dict[str, str]:
 def local_port(response: httpx.Response) -> int:
     port: int = response.extensions["network_stream"].get_extra_info("client_addr")[1]
     return port
+
+
+def exchange(port: int, data: bytes) -> bytes:
+    """Send raw bytes on a new connection and read until the server closes it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
+        connection.sendall(data)
+        answer = b""
+        # A server closing with some of a refused request unread may reset the connection.
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := connection.recv(65536):
+                answer += chunk
+    return answer
+
+
+def split(answer: bytes) -> tuple[str, dict[str, str], bytes]:
+    """The status line, the headers (lower-case names) and the body of one raw answer."""
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines)
+    return status, {name.lower(): value for name, value in headers.items()}, body
 
 
 def test_serve_yields_a_loopback_base_url_and_the_key() -> None:
@@ -113,8 +136,8 @@ def test_head_gets_no_body_and_chunked_bodies_are_read() -> None:
         chunked = client.post("/translate", content=iter(body))
         after = client.get("/documents")
         ports = {local_port(head), local_port(chunked), local_port(after)}
-    assert head.status_code == 405
-    assert head.headers["allow"] == "GET"
+    assert head.status_code == 200  # answered as GET
+    assert head.headers["content-length"] == after.headers["content-length"]
     assert head.content == b""
     assert chunked.request.headers["transfer-encoding"] == "chunked"
     assert chunked.json()["data"]["translated_text"] == "sí"
@@ -124,7 +147,14 @@ def test_head_gets_no_body_and_chunked_bodies_are_read() -> None:
 
 @pytest.mark.parametrize(
     "framing",
-    [b"Content-Length: -3\r\n", b"Content-Length: x\r\n", b"Transfer-Encoding: chunked\r\n"],
+    [
+        b"Content-Length: -3\r\n",
+        b"Content-Length: x\r\n",
+        b"Transfer-Encoding: chunked\r\n",
+        b"Transfer-Encoding: gzip, chunked\r\n",
+        b"Transfer-Encoding: gzip\r\nContent-Length: 2\r\n",
+        b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+    ],
 )
 def test_malformed_body_framing_is_refused_and_the_connection_closed(framing: bytes) -> None:
     with (
@@ -170,6 +200,116 @@ def test_64_concurrent_keep_alive_connections() -> None:
     assert len(set(ports)) == clients  # and 64 different ones
     assert all(statuses == [200, 200, 200, 200] for _, statuses in results)
     assert len(em.requests) == clients * 4
+
+
+def test_absolute_form_target_is_reduced_to_its_path() -> None:
+    em = Emulator()
+    with em.serve() as server:
+        answer = exchange(
+            server.port,
+            b"GET http://127.0.0.1/v1/documents?page=2 HTTP/1.1\r\nHost: x\r\n"
+            + f"Authorization: Bearer {em.api_key}\r\nConnection: close\r\n\r\n".encode(),
+        )
+    assert answer.startswith(b"HTTP/1.1 200")
+    assert em.requests[-1] == ("GET", "/v1/documents", 200)
+
+
+@pytest.mark.parametrize(
+    ("request_head", "status", "code", "allow"),
+    [
+        (
+            b"PROPFIND /v1/documents HTTP/1.1\r\nConnection: close\r\nAUTH",
+            405,
+            "METHOD_NOT_ALLOWED",
+            "GET",
+        ),
+        (
+            b"TRACE /v1/translate HTTP/1.1\r\nConnection: close\r\nAUTH",
+            405,
+            "METHOD_NOT_ALLOWED",
+            "POST",
+        ),
+        (b"PROPFIND /v1/documents HTTP/1.1\r\nConnection: close\r\n", 401, "UNAUTHORIZED", None),
+        (b"GARBAGE\r\n", 400, "BAD_REQUEST", None),
+        (b"GET /v1/documents HTTP/1.1 extra\r\n", 400, "BAD_REQUEST", None),
+        (b"GET /v1/documents HTTP/2.0\r\n", 505, "BAD_REQUEST", None),
+        (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n", 414, "REQUEST_TOO_LARGE", None),
+        (b"GET /v1/documents HTTP/1.1\r\n" + b"X-A: b\r\n" * 101, 431, "REQUEST_TOO_LARGE", None),
+    ],
+    ids=["PROPFIND", "TRACE", "no key", "garbage", "four words", "HTTP/2", "414", "431"],
+)
+def test_http_servers_own_errors_come_in_the_envelope(
+    request_head: bytes, status: int, code: str, allow: str | None
+) -> None:
+    em = Emulator()
+    auth = f"Authorization: Bearer {em.api_key}\r\n".encode()
+    with em.serve() as server:
+        answer = exchange(server.port, request_head.replace(b"AUTH", auth) + b"\r\n")
+    status_line, headers, body = split(answer)
+    assert status_line.startswith(f"HTTP/1.1 {status} ")
+    assert headers["content-type"] == "application/json"
+    assert headers["x-ratelimit-limit"] == "1000"
+    assert headers["x-request-id"].startswith("req_")
+    assert headers.get("allow") == allow
+    assert int(headers["content-length"]) == len(body)
+    assert json.loads(body)["error"]["code"] == code
+    assert json.loads(body)["success"] is False
+
+
+def test_stop_joins_every_thread_of_the_server() -> None:
+    em = Emulator()
+    before = set(threading.enumerate())
+    with em.serve() as server:
+        idle = [httpx.Client(base_url=server.base_url, timeout=10) for _ in range(4)]
+        for client in idle:  # keep-alive connections left open
+            client.get("/documents")
+        em.inject("slow", times=2, delay=30)  # two answers still to come when it stops
+        waiting = [threading.Thread(target=lambda c=c: suppress_get(c)) for c in idle[:2]]
+        for thread in waiting:
+            thread.start()
+        deadline = time.monotonic() + 10
+        while len(em.requests) < 6 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(em.requests) == 6, em.requests
+    left = set(threading.enumerate()) - before - set(waiting)
+    for thread in waiting:
+        thread.join(10)
+    for client in idle:
+        client.close()
+    assert left == set()
+
+
+def suppress_get(client: httpx.Client) -> None:
+    with contextlib.suppress(httpx.HTTPError):
+        client.get("/documents")
+
+
+def test_stopping_takes_no_polling_interval() -> None:
+    em = Emulator()
+    exits = []
+    for _ in range(5):
+        with em.serve():
+            started = time.perf_counter()
+        exits.append(time.perf_counter() - started)
+    assert min(exits) < 0.02
+
+
+def test_serve_refuses_a_host_that_is_not_loopback_or_a_bad_port(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    em = Emulator()
+    for host in ("0.0.0.0", "", "192.0.2.1", "example.com"):
+        with pytest.raises(ValueError, match="not a loopback address"), em.serve(host):
+            pass
+    for port in (-1, 65536):
+        with pytest.raises(ValueError, match="port"), em.serve(port=port):
+            pass
+    for host in ("localhost", "127.0.0.2"):
+        with em.serve(host) as server:
+            assert server.host == host
+    with em.serve("0.0.0.0", allow_remote=True) as server:
+        assert server.port > 0
+    assert "warning: the emulator listens on 0.0.0.0" in capsys.readouterr().err
 
 
 def test_sdk_client_over_real_http() -> None:
@@ -225,6 +365,106 @@ def test_command_line_prints_url_and_key_and_stops_cleanly(stop: signal.Signals)
     assert process.returncode == 0
     assert "Traceback" not in stderr
     assert "stopped" in stderr
+
+
+def start_command_line(code: str | None = None) -> tuple[subprocess.Popen[str], str, int]:
+    """Run the emulator (``code``, or ``python -m lingodoc.emulator``); return its URL and port."""
+    args = ["-c", code] if code else ["-m", "lingodoc.emulator", "--port", "0", "--quiet"]
+    process = subprocess.Popen(
+        [sys.executable, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    )
+    banner: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: banner.put(process.stdout.readline()), daemon=True).start()
+    try:
+        url = re.search(r"running at (http://127\.0\.0\.1:(\d+)/v1)", banner.get(timeout=20))
+    except queue.Empty:
+        url = None
+    if url is None:
+        process.kill()
+        pytest.fail(f"the emulator did not start: {process.communicate()[1]}")
+    return process, url[1], int(url[2])
+
+
+def stop_command_line(process: subprocess.Popen[str], *signals: signal.Signals) -> str:
+    """Send the signals; return stderr once the process has exited, within a few seconds."""
+    try:
+        for stop in signals:
+            process.send_signal(stop)
+        _, stderr = process.communicate(timeout=5)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    return stderr
+
+
+@pytest.mark.parametrize("signals", [[signal.SIGINT]] * 3 + [[signal.SIGINT, signal.SIGTERM]])
+def test_command_line_stops_at_once_with_a_keep_alive_connection_open(
+    signals: list[signal.Signals],
+) -> None:
+    process, _, port = start_command_line()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
+        connection.sendall(b"GET /v1/documents HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert connection.recv(65536).startswith(b"HTTP/1.1 401")
+        stderr = stop_command_line(process, *signals)
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    assert stderr.strip() == "lingodoc emulator stopped"
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="POSIX threads only")
+def test_command_line_stops_on_a_signal_caught_by_another_thread() -> None:
+    # A Ctrl-C the kernel hands to some other thread: Python's handler still runs on the main
+    # thread, but only once that thread wakes up.
+    code = (
+        "import signal, sys, threading\n"
+        "from lingodoc.emulator.__main__ import main\n"
+        "def relay():\n"
+        "    sys.stdin.readline()\n"
+        "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)\n"
+        "threading.Thread(target=relay, daemon=True).start()\n"
+        "sys.exit(main(['--port', '0', '--quiet']))\n"
+    )
+    process, _, _ = start_command_line(code)
+    assert process.stdin is not None
+    process.stdin.write("go\n")
+    process.stdin.flush()
+    stderr = stop_command_line(process)
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--port", "99999"], "--port: must be a number from 0 to 65535, not '99999'"),
+        (["--port", "-1"], "--port: must be a number from 0 to 65535, not '-1'"),
+        (["--port", "http"], "--port: must be a number from 0 to 65535, not 'http'"),
+        (["--job-duration", "nan"], "job_duration must be a finite number"),
+        (["--job-duration", "-1"], "job_duration must be a finite number"),
+        (["--host", "0.0.0.0"], "'0.0.0.0' is not a loopback address"),
+    ],
+)
+def test_command_line_refuses_bad_options_as_a_usage_error(args: list[str], message: str) -> None:
+    if "--port" not in args:
+        args = [*args, "--port", "0"]
+    result = subprocess.run(
+        [sys.executable, "-m", "lingodoc.emulator", *args, "--quiet"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=10,  # rather than serve, as it did on 0.0.0.0
+        check=False,
+    )
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert result.stderr.startswith("usage: python -m lingodoc.emulator")
+    assert "Traceback" not in result.stderr
 
 
 def test_command_line_reports_a_port_in_use(capsys: pytest.CaptureFixture[str]) -> None:
@@ -285,6 +525,9 @@ PLUGIN_TESTS = """
 
     def test_clients_were_closed_after_their_tests():
         assert [client.is_closed for client in USED] == [True, True]
+
+    def test_the_fake_clock_installed_first_is_the_one_used(_clock, lingodoc_clock):
+        assert lingodoc_clock is _clock
 """
 
 # Imported rather than registered with -p, so this works whether or not the pytest11 entry
@@ -298,8 +541,8 @@ PLUGIN_CONFTEST = """
 
     @pytest.fixture(autouse=True)
     def _clock():
-        with fake_clock():
-            yield
+        with fake_clock() as clock:
+            yield clock
 """
 
 
@@ -311,4 +554,63 @@ def test_pytest_fixtures_in_auto_and_strict_mode(pytester: pytest.Pytester, mode
     pytester.makeconftest(textwrap.dedent(PLUGIN_CONFTEST))
     pytester.makepyfile(textwrap.dedent(PLUGIN_TESTS))
     result = pytester.runpytest("-p", "no:cacheprovider", "-o", f"asyncio_mode={mode}")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=5)
+
+
+FAKE_CLOCK_TESTS = """
+    import time
+
+    def test_waits_and_429s_are_instant_and_recorded(
+        lingodoc_emulator, lingodoc_client, lingodoc_clock
+    ):
+        started = time.monotonic()
+        lingodoc_emulator.inject("rate_limit", retry_after=30)
+        job = lingodoc_client.translate_document("doc_welcome", target_language="de")
+        done = lingodoc_client.wait_for_translation(job)
+        assert done.status == "completed"
+        assert lingodoc_clock.sleeps == [30.0, 5.0, 5.0]
+        assert [r.status for r in lingodoc_emulator.requests][:2] == [429, 200]
+        assert time.monotonic() - started < 5
+
+    async def test_async_too(lingodoc_async_client, lingodoc_clock):
+        job = await lingodoc_async_client.translate_document("doc_welcome", target_language="fr")
+        await lingodoc_async_client.wait_for_translation(job)
+        assert lingodoc_clock.sleeps == [5.0, 5.0]
+"""
+
+REAL_CLOCK_CONFTEST = """
+    import pytest
+
+    @pytest.fixture
+    def lingodoc_clock():
+        return None
+"""
+
+REAL_CLOCK_TESTS = """
+    from lingodoc import _clock
+    from lingodoc.testing import FakeClock
+
+    def test_opted_out(lingodoc_clock, lingodoc_client):
+        assert lingodoc_clock is None
+        assert not isinstance(_clock.current(), FakeClock)
+        assert lingodoc_client.list_documents()
+"""
+
+
+def test_pytest_fixtures_run_on_a_fake_clock_unless_told_not_to(pytester: pytest.Pytester) -> None:
+    pytester.makeini(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+        "filterwarnings = error\n"
+    )
+    pytester.makeconftest(
+        "from lingodoc.emulator.pytest_plugin import (\n"
+        "    lingodoc_async_client, lingodoc_client, lingodoc_clock, lingodoc_emulator,\n"
+        ")\n"
+    )
+    pytester.makepyfile(test_fake=textwrap.dedent(FAKE_CLOCK_TESTS))
+    real = pytester.mkpydir("real")
+    (real / "conftest.py").write_text(textwrap.dedent(REAL_CLOCK_CONFTEST))
+    (real / "test_real.py").write_text(textwrap.dedent(REAL_CLOCK_TESTS))
+    # In a subprocess: this test's own fake clock must not be the one the fixtures find.
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=60)
+    result.assert_outcomes(passed=3)

@@ -13,8 +13,10 @@ from types import FrameType
 from lingodoc.emulator._core import PLAN_LIMITS, Emulator
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+def _port(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 65535, not {text!r}")
+    return int(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         description="Run a local stand-in for the lingodoc service.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8787, help="port, 0 for any (default: 8787)")
+    parser.add_argument("--port", type=_port, default=8787, help="port, 0 for any (default: 8787)")
+    parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     parser.add_argument("--api-key", help="value of the ready-made key (default: random)")
     parser.add_argument("--plan", choices=sorted(PLAN_LIMITS), default="pro")
     parser.add_argument("--seats", type=int, default=1, help="seats of a team/business plan")
@@ -50,16 +53,28 @@ def main(argv: list[str] | None = None) -> int:
             job_duration=args.job_duration,
             api_key=args.api_key,
         )
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         parser.error(str(exc))
-    previous = None
+    stopping = False
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        if not stopping:  # a second Ctrl-C while stopping is not another interruption
+            stopping = True
+            raise KeyboardInterrupt
+
+    previous = {}
     if threading.current_thread() is threading.main_thread():
         # Stop as cleanly on `kill` or `docker stop` as on Ctrl-C.
-        previous = signal.signal(signal.SIGTERM, _interrupt)
+        previous = {
+            stop: signal.signal(stop, interrupt) for stop in (signal.SIGINT, signal.SIGTERM)
+        }
     export = "set" if os.name == "nt" else "export"
     started = False
     try:
-        with emulator.serve(args.host, args.port, log_requests=not args.quiet) as server:
+        with emulator.serve(
+            args.host, args.port, log_requests=not args.quiet, allow_remote=args.allow_remote
+        ) as server:
             started = True
             print(
                 f"lingodoc emulator running at {server.base_url} (Ctrl-C to stop)\n"
@@ -69,18 +84,20 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {export} LINGODOC_API_KEY={server.api_key}",
                 flush=True,
             )
-            while True:
-                time.sleep(3600)
+            while True:  # short sleeps: a signal caught by another thread ends them late
+                time.sleep(0.5)
     except KeyboardInterrupt:
         print("lingodoc emulator stopped", file=sys.stderr, flush=True)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         if started:
             raise
+        if isinstance(exc, ValueError):  # a host it refuses
+            parser.error(str(exc))
         print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
     return 0
 
 

@@ -9,9 +9,11 @@ rather than the answer: dropping it and answering late.
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
 import json
 import math
 import secrets
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -19,7 +21,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 import httpx
 
@@ -54,11 +56,8 @@ _SERVER_ERRORS = {
 class Clock(Protocol):
     """What the emulator needs of a clock (``lingodoc.testing.FakeClock`` is one)."""
 
-    def monotonic(self) -> float:
-        """Seconds on a clock that never goes back, for durations."""
-
     def time(self) -> float:
-        """Wall-clock Unix time, for timestamps."""
+        """Wall-clock Unix time: jobs, key expiry and rate-limit windows all follow it."""
 
     def sleep(self, seconds: float) -> None:
         """Block for ``seconds``."""
@@ -144,9 +143,9 @@ class _Job:
     document_id: str
     target_language: str
     queued: bool
-    runs_from: float  # monotonic time at which it leaves pending
+    runs_from: float  # when it leaves pending
     duration: float
-    finishes_at: float  # wall-clock time
+    finishes_at: float
     failure: str | None
 
 
@@ -176,9 +175,25 @@ def _iso(timestamp: float) -> str:
 
 
 def _in_window(key: _Key, now: float) -> bool:
-    # A window that starts in the future means the clock was swapped (say, for a fake one):
-    # start afresh rather than keep a key limited for hours.
-    return key.window_start <= now < key.window_start + _WINDOW
+    return now < key.window_start + _WINDOW
+
+
+def _number(name: str, value: object, *, whole: bool = False, minimum: float = 0.0) -> Any:
+    """Return ``value`` if it is a finite number (an int if ``whole``) of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
+        kind = "an int" if whole else "a number"
+        raise TypeError(f"{name} must be {kind}, not {type(value).__name__}")
+    if not (math.isfinite(value) and value >= minimum):
+        least = f" of at least {minimum:g}" if minimum > -math.inf else ""
+        raise ValueError(f"{name} must be a finite number{least}, not {value!r}")
+    return value
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return host.lower() == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _mask(key: str) -> str:
@@ -261,14 +276,12 @@ class Emulator:
             seed_documents: Whether to add ``doc_welcome`` and ``doc_handbook``.
 
         Raises:
-            ValueError: On an unknown plan or reset style, or a negative number.
+            ValueError: On an unknown plan or reset style, or a number out of range.
+            TypeError: On a number of the wrong type (``rate_limit`` and ``seats`` are ints).
         """
         if plan not in PLAN_LIMITS:
             raise ValueError(f"plan must be one of {sorted(PLAN_LIMITS)}, not {plan!r}")
-        if reset_style not in ("seconds", "unix"):
-            raise ValueError(f"reset_style must be 'seconds' or 'unix', not {reset_style!r}")
-        if seats < 1 or job_duration < 0 or queue_time < 0 or (rate_limit or 0) < 0:
-            raise ValueError("seats must be positive and durations and limits not negative")
+        _number("seats", seats, whole=True, minimum=1)
         per_seat = plan in ("team", "business")
         self.rate_limit = (
             rate_limit if rate_limit is not None else PLAN_LIMITS[plan] * (seats if per_seat else 1)
@@ -285,6 +298,14 @@ class Emulator:
             self.add_document("doc_welcome", name="Welcome to lingodoc", language="en")
             self.add_document("doc_handbook", name="Employee handbook", language="en")
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The settings that may be changed at any time are checked whenever they are set.
+        if name in ("rate_limit", "job_duration", "queue_time"):
+            _number(name, value, whole=name == "rate_limit")
+        elif name == "reset_style" and value not in ("seconds", "unix"):
+            raise ValueError(f"reset_style must be 'seconds' or 'unix', not {value!r}")
+        super().__setattr__(name, value)
+
     def __repr__(self) -> str:
         return (
             f"Emulator(rate_limit={self.rate_limit}, keys={len(self._state.keys)}, "
@@ -298,10 +319,9 @@ class Emulator:
         """The clock in use: the pinned one, else the SDK's clock in force right now."""
         return self._clock if self._clock is not None else _clock.current()
 
-    def _monotonic(self) -> float:
-        return self.clock.monotonic() + self._offset
-
     def _wall(self) -> float:
+        # Wall time, not monotonic time: the real clock and a FakeClock (which starts at the
+        # real time) agree on it, so a job or window survives a switch from one to the other.
         return self.clock.time() + self._offset
 
     def advance(self, seconds: float) -> None:
@@ -311,10 +331,9 @@ class Emulator:
             seconds: How far; adds to whatever the clock itself does.
 
         Raises:
-            ValueError: If ``seconds`` is negative.
+            ValueError: If ``seconds`` is negative or not finite.
         """
-        if seconds < 0:
-            raise ValueError("time cannot go backwards")
+        _number("seconds", seconds)
         with self._lock:
             self._offset += seconds
 
@@ -341,6 +360,7 @@ class Emulator:
 
         Raises:
             ValueError: On an unknown permission or a secret already in use.
+            TypeError: If ``expires_at`` is neither a ``datetime`` nor a number.
         """
         if permission not in _PERMISSIONS:
             raise ValueError(f"permission must be one of {_PERMISSIONS}, not {permission!r}")
@@ -348,6 +368,8 @@ class Emulator:
             if expires_at.tzinfo is None:
                 expires_at = expires_at.replace(tzinfo=timezone.utc)
             expires_at = expires_at.timestamp()
+        elif expires_at is not None:
+            expires_at = float(_number("expires_at", expires_at, minimum=-math.inf))
         secret = key if key is not None else "ld_" + secrets.token_hex(16)
         with self._lock:
             if secret in self._state.keys:
@@ -378,10 +400,17 @@ class Emulator:
 
         Returns:
             A copy of the stored record: ``document_id``, ``name``, ``created_at`` and ``fields``.
+
+        Raises:
+            TypeError: If a field is not a JSON value (the listing could not be sent).
         """
         document_id = document_id if document_id is not None else "doc_" + secrets.token_hex(6)
         record = {"document_id": document_id, "name": name, "created_at": _iso(self._wall())}
         record.update(fields)
+        try:
+            json.dumps(record, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"document fields must be JSON values: {exc}") from None
         with self._lock:
             self._state.documents[document_id] = record
         return dict(record)
@@ -439,11 +468,19 @@ class Emulator:
 
         Raises:
             ValueError: On an unknown fault or an argument out of range.
+            TypeError: If ``times`` or ``retry_after`` is not an int, or ``delay`` not a number.
         """
         if fault not in _FAULTS:
             raise ValueError(f"fault must be one of {_FAULTS}, not {fault!r}")
-        if times < 1 or retry_after < 0 or delay < 0 or status not in _SERVER_ERRORS:
-            raise ValueError("times must be positive, status one of 500/502/503/504, no negatives")
+        _number("times", times, whole=True, minimum=1)
+        _number("retry_after", retry_after, whole=True)
+        _number("delay", delay)
+        if fault == "server_error" and status not in _SERVER_ERRORS:
+            raise ValueError(f"status must be 500, 502, 503 or 504, not {status!r}")
+        if method is not None and not (str(method).isascii() and str(method).isalpha()):
+            raise ValueError(f"method must be an HTTP method such as 'GET', not {method!r}")
+        if path is not None and not str(path).startswith("/"):
+            raise ValueError(f"path must start with '/', such as '/translate', not {path!r}")
         if path is not None and path.startswith("/v1/"):
             path = path[3:]
         upper = method.upper() if method else None
@@ -477,7 +514,7 @@ class Emulator:
             if fault.path is not None and not fnmatch.fnmatchcase(path, fault.path):
                 continue
             fault.times -= 1
-            if fault.times == 0:
+            if fault.times <= 0:
                 self._state.faults.remove(fault)
             return fault
         return None
@@ -496,19 +533,41 @@ class Emulator:
 
     @contextmanager
     def serve(
-        self, host: str = "127.0.0.1", port: int = 0, *, log_requests: bool = False
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        log_requests: bool = False,
+        allow_remote: bool = False,
     ) -> Iterator[EmulatorServer]:
         """Run the emulator as an HTTP/1.1 server in a background thread.
 
+        Leaving the ``with`` block stops it, ends open connections and waits for its threads.
+
         Args:
-            host: The address to listen on; keep the loopback default unless you mean it.
+            host: The address to listen on: a loopback one (``localhost``, ``127.0.0.0/8``,
+                ``::1``) unless ``allow_remote``.
             port: The port; 0 lets the system pick a free one (see ``.port``).
             log_requests: Whether to print one line per request to stderr.
+            allow_remote: Allow any other address (with a warning on stderr): the emulator
+                has no TLS and anyone who can reach it can use its keys.
 
         Yields:
             An :class:`EmulatorServer` with ``base_url`` and ``api_key``.
+
+        Raises:
+            ValueError: On a port out of 0-65535, or a host not loopback without ``allow_remote``.
         """
         from lingodoc.emulator._server import start
+
+        if not 0 <= _number("port", port, whole=True) <= 65535:
+            raise ValueError(f"port must be 0 to 65535, not {port}")
+        if not _is_loopback(host):
+            if not allow_remote:
+                hint = "allow_remote=True (--allow-remote) to listen there anyway"
+                raise ValueError(f"{host!r} is not a loopback address; {hint}")
+            warning = f"warning: the emulator listens on {host}: reachable by others, no TLS"
+            print(warning, file=sys.stderr)
 
         server, info = start(self, host, port, log_requests=log_requests)
         try:
@@ -548,13 +607,15 @@ class Emulator:
         Args:
             method: The HTTP method.
             target: The request target: path and optional query, percent-encoded.
-            headers: The request headers, with lower-case names.
+            headers: The request headers (names in any case).
             body: The request body.
 
         Returns:
             The answer, which may ask the face to drop the connection or to answer late.
         """
-        method, path = method.upper(), target.split("?", 1)[0]
+        # An absolute-form target (http://host/v1/...) is reduced to its path.
+        path = target.split("?", 1)[0] if target.startswith("/") else urlsplit(target).path
+        method, headers = method.upper(), {name.lower(): value for name, value in headers.items()}
         with self._lock:
             try:
                 reply = self._handle(method, path, headers, body)
@@ -612,13 +673,13 @@ class Emulator:
             **self._limit_headers(key),
             **(extra or {}),
         }
-        return Reply(status, headers, json.dumps(content, ensure_ascii=False).encode())
+        return Reply(status, headers, json.dumps(content).encode())
 
     def _reset_header(self, seconds: int) -> str:
         return str(math.ceil(self._wall()) + seconds if self.reset_style == "unix" else seconds)
 
     def _limit_headers(self, key: _Key | None) -> dict[str, str]:
-        now = self._monotonic()
+        now = self._wall()
         remaining, reset = self.rate_limit, _WINDOW
         if key is not None and _in_window(key, now):
             remaining = max(0, self.rate_limit - key.used)
@@ -630,7 +691,7 @@ class Emulator:
         }
 
     def _count(self, key: _Key) -> None:
-        now = self._monotonic()
+        now = self._wall()
         if not _in_window(key, now):
             key.window_start, key.used = now, 0
         if key.used >= self.rate_limit:
@@ -689,7 +750,7 @@ class Emulator:
                 for part, seg in zip(pattern, segments, strict=True)
             ):
                 continue
-            if route_method == method:
+            if route_method == method or (method, route_method) == ("HEAD", "GET"):
                 params = [seg for part, seg in zip(pattern, segments, strict=True) if part is None]
                 return handler, params, writes
             allowed.append(route_method)
@@ -709,8 +770,8 @@ class Emulator:
             raise _Fail(400, "VALIDATION_ERROR", message)
         try:
             payload = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            message = f"The request body is not valid JSON: {exc}."
+        except (ValueError, RecursionError) as exc:  # also too deep, or a number too long
+            message = f"The request body is not valid JSON: {str(exc)[:200]}."
             raise _Fail(400, "VALIDATION_ERROR", message) from None
         if not isinstance(payload, dict):
             raise _Fail(400, "VALIDATION_ERROR", "The request body must be a JSON object.")
@@ -759,7 +820,7 @@ class Emulator:
             document_id=document_id,
             target_language=target,
             queued=self.queue_time > 0,
-            runs_from=self._monotonic() + self.queue_time,
+            runs_from=self._wall() + self.queue_time,
             duration=self.job_duration,
             finishes_at=self._wall() + self.queue_time + self.job_duration,
             failure=failure,
@@ -783,7 +844,7 @@ class Emulator:
 
     def _job_view(self, job: _Job) -> dict[str, Any]:
         # A job's state is worked out from the clock when asked, so no thread has to run it.
-        ran = self._monotonic() - job.runs_from
+        ran = self._wall() - job.runs_from
         done = ran / job.duration if job.duration > 0 else float(ran >= 0)
         view: dict[str, Any] = {
             "translation_id": job.translation_id,

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import selectors
+import signal
 import socket
 import sys
 import threading
+import time
+from collections.abc import Callable
 from contextlib import suppress
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from lingodoc.emulator._core import Emulator, EmulatorServer
+from lingodoc.emulator._core import Emulator, EmulatorServer, Reply
 
 _MAX_BODY = 16 * 1024 * 1024
 
@@ -23,35 +28,56 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = 60  # idle keep-alive connections are closed after this
     server: _Server
 
+    def __getattr__(self, name: str) -> Callable[[], None]:
+        # Every method (PROPFIND, TRACE...) reaches the emulator, which answers 405 with Allow.
+        if name.startswith("do_"):
+            return self._serve
+        raise AttributeError(name)
+
     def _serve(self) -> None:
         emulator = self.server.emulator
         body = self._read_body()
         if body is None:
             # Where this body ends is unknown, so the connection cannot be reused.
             self.close_connection = True
-            message = "Malformed body framing, or a body over 16 MiB."
+            message = "Unsupported or malformed body framing, or a body over 16 MiB."
             reply = emulator._error_reply(400, "VALIDATION_ERROR", message)
         else:
-            headers = {name.lower(): value for name, value in self.headers.items()}
-            reply = emulator.handle(self.command, self.path, headers, body)
+            reply = emulator.handle(self.command, self.path, dict(self.headers.items()), body)
         if reply.disconnect or (reply.delay and self.server.stopping.wait(reply.delay)):
             self.close_connection = True
             return
+        self._send(reply)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Answer http.server's own refusals (a garbled or huge request line...) in the envelope."""
+        self.log_error("code %d, message %s", code, message)
+        if self.request_version in ("", "HTTP/0.9"):  # not parsed yet: answer in HTTP/1.1
+            self.request_version = self.protocol_version
+        self.close_connection = True
+        name = "REQUEST_TOO_LARGE" if code in (413, 414, 431) else "BAD_REQUEST"
+        text = (message or HTTPStatus(code).phrase)[:200]
+        self._send(self.server.emulator._error_reply(code, name, f"{text}."))
+
+    def _send(self, reply: Reply) -> None:
         self.send_response(reply.status)
         for name, value in reply.headers.items():
             self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.send_header("Content-Length", str(len(reply.body)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(reply.body)
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
-
     def _read_body(self) -> bytes | None:
         try:
-            if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+            encoding = ", ".join(self.headers.get_all("Transfer-Encoding", [])).strip().lower()
+            if not encoding:
                 length = int(self.headers.get("Content-Length", "0"))
                 return self.rfile.read(length) if 0 <= length <= _MAX_BODY else None
+            if encoding != "chunked":  # gzip and the like: where the body ends is unknown
+                return None
             chunks, total = [], 0
             while (size := int(self.rfile.readline(100).split(b";")[0], 16)) > 0:
                 total += size
@@ -73,6 +99,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # many clients opening keep-alive connections at once
+    timeout = 0  # for handle_request(): serve_forever() calls it when a connection is ready
 
     def __init__(self, address: tuple[str, int], emulator: Emulator, log_requests: bool) -> None:
         if ":" in address[0]:
@@ -81,16 +108,33 @@ class _Server(ThreadingHTTPServer):
         self.emulator = emulator
         self.log_requests = log_requests
         self.stopping = threading.Event()
+        name = f"lingodoc-emulator-{self.server_address[1]}"
+        self._loop = threading.Thread(target=self.serve_forever, name=name, daemon=True)
+        self._wake, self._waker = socket.socketpair()  # stop() writes to _waker
         self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
+        self._workers: set[threading.Thread] = set()
+        self._lock = threading.Lock()
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Accept connections until stop(), which wakes it at once (no polling interval)."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self, selectors.EVENT_READ)
+            selector.register(self._wake, selectors.EVENT_READ)
+            while not self.stopping.is_set():
+                ready = [key.fileobj for key, _ in selector.select()]
+                if self in ready and not self.stopping.is_set():
+                    self.handle_request()
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        with self._connections_lock:
+        args = (request, client_address)
+        thread = threading.Thread(target=self.process_request_thread, args=args, daemon=True)
+        with self._lock:
             self._connections.add(request)
-        super().process_request(request, client_address)
+            self._workers = {alive for alive in self._workers if alive.is_alive()} | {thread}
+        thread.start()
 
     def shutdown_request(self, request: Any) -> None:
-        with self._connections_lock:
+        with self._lock:
             self._connections.discard(request)
         super().shutdown_request(request)
 
@@ -99,16 +143,24 @@ class _Server(ThreadingHTTPServer):
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
 
-    def stop(self) -> None:
-        """Stop accepting, end open keep-alive connections and slow answers, and close."""
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop accepting, end open connections and slow answers, close, and join the threads."""
+        deadline = time.monotonic() + timeout
         self.stopping.set()
-        self.shutdown()
-        with self._connections_lock:
+        with suppress(OSError):
+            self._waker.send(b"\0")
+        self._loop.join(timeout)
+        with self._lock:
             connections = list(self._connections)
+            threads = [thread for thread in self._workers if thread.is_alive()]
         for connection in connections:
             with suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
         self.server_close()
+        self._wake.close()
+        self._waker.close()
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def start(
@@ -116,11 +168,16 @@ def start(
 ) -> tuple[_Server, EmulatorServer]:
     """Start serving ``emulator`` in a daemon thread; the caller must call ``stop()``."""
     server = _Server((host, port), emulator, log_requests)
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.name = f"lingodoc-emulator-{server.server_address[1]}"
-    thread.start()
+    # Its threads (and the connection threads they start) block SIGINT and SIGTERM, so these
+    # reach a thread that can act on them rather than leave the main thread asleep.
+    masked = hasattr(signal, "pthread_sigmask")
+    stop_signals = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals) if masked else set()
+    try:
+        server._loop.start()
+    finally:
+        if masked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
     bound_port = int(server.server_address[1])
     url_host = f"[{host}]" if ":" in host else host
     base_url = f"http://{url_host}:{bound_port}/v1"

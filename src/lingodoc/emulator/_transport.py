@@ -39,9 +39,8 @@ class EmulatorTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         return _response(reply, request, timed_out)
 
     def _handle(self, request: httpx.Request, body: bytes) -> Reply:
-        headers = {name.lower(): value for name, value in request.headers.items()}
         reply = self._emulator.handle(
-            request.method, request.url.raw_path.decode("ascii"), headers, body
+            request.method, request.url.raw_path.decode("ascii"), request.headers, body
         )
         if reply.disconnect:
             raise httpx.RemoteProtocolError(
@@ -61,6 +60,7 @@ def _delay(reply: Reply, request: httpx.Request) -> tuple[float, bool]:
 def _response(reply: Reply, request: httpx.Request, timed_out: bool) -> httpx.Response:
     if timed_out:
         raise httpx.ReadTimeout("The read operation timed out", request=request)
+    content = b"" if request.method == "HEAD" else reply.body
     return httpx.Response(
-        reply.status, headers=list(reply.headers.items()), content=reply.body, request=request
+        reply.status, headers=list(reply.headers.items()), content=content, request=request
     )
