@@ -10,6 +10,9 @@
 ``lingodoc.emulator`` runs a local stand-in for the service.
 """
 
+import typing as _typing
+
+from lingodoc import _lazy
 from lingodoc._client import AsyncClient, Client
 from lingodoc._exceptions import (
     APIConnectionError,
@@ -28,16 +31,18 @@ from lingodoc._exceptions import (
     UnexpectedResponse,
     WaitTimeout,
 )
-from lingodoc._models import (
-    BatchTranslation,
-    Document,
-    RateLimit,
-    TextTranslation,
-    TranslationJob,
-    TranslationState,
-    TranslationStatus,
-)
 from lingodoc._version import __version__
+
+if _typing.TYPE_CHECKING:
+    from lingodoc._models import (
+        BatchTranslation,
+        Document,
+        RateLimit,
+        TextTranslation,
+        TranslationJob,
+        TranslationState,
+        TranslationStatus,
+    )
 
 __all__ = [
     "APIConnectionError",
@@ -71,7 +76,20 @@ __all__ = [
 # the private module that defines them. Models keep their module: pydantic and
 # typing.get_type_hints resolve their annotations through it.
 for _name in __all__:
-    _obj = globals()[_name]
+    _obj = globals().get(_name)
     if isinstance(_obj, type) and issubclass(_obj, (LingodocError, Client, AsyncClient)):
         _obj.__module__ = __name__
 del _name, _obj
+
+
+def __getattr__(name: str) -> object:
+    """Import the models on first use: ``import lingodoc`` does not load pydantic's machinery."""
+    if name in _lazy.PUBLIC:
+        value = getattr(_lazy, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _lazy.PUBLIC)

@@ -8,7 +8,6 @@ the sync and async paths cannot drift apart.
 from __future__ import annotations
 
 import functools
-import ipaddress
 import json
 import logging
 import math
@@ -17,14 +16,12 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 from urllib.parse import quote
 
 import httpx
-import pydantic
 
-from lingodoc import _clock, _envelope, _validation
+from lingodoc import _bulk, _clock, _envelope, _lazy, _validation
 from lingodoc._exceptions import (
     APIConnectionError,
     APIError,
@@ -36,21 +33,21 @@ from lingodoc._exceptions import (
     WaitTimeout,
 )
 from lingodoc._logging import configure_from_env, logger
-from lingodoc._models import (
-    BatchTranslation,
-    Document,
-    RateLimit,
-    TextTranslation,
-    TranslationJob,
-    TranslationState,
-    TranslationStatus,
-    _Result,
-    parse_rate_limit,
-)
 from lingodoc._version import __version__
 
+if TYPE_CHECKING:
+    from lingodoc._models import (
+        BatchTranslation,
+        Document,
+        RateLimit,
+        TextTranslation,
+        TranslationJob,
+        TranslationStatus,
+        _Result,
+    )
+
 T = TypeVar("T")
-ModelT = TypeVar("ModelT", bound=_Result)
+ModelT = TypeVar("ModelT", bound="_Result")
 HttpClientT = TypeVar("HttpClientT", httpx.Client, httpx.AsyncClient)
 Self = TypeVar("Self", bound="BaseClient[Any]")
 
@@ -68,6 +65,9 @@ MAX_ERROR_BODY_BYTES = 64 * 1024
 # Methods that HTTP defines as safe to repeat.
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+# Parsed request URLs kept per client: parsing one costs more than the rest of
+# building the request. Polling many translation ids must not grow it forever.
+URL_CACHE_SIZE = 64
 
 USER_AGENT = (
     f"lingodoc-python/{__version__} httpx/{httpx.__version__} "
@@ -75,16 +75,33 @@ USER_AGENT = (
 )
 
 
-@dataclass(frozen=True)
 class Call(Generic[T]):
-    """One API call, ready to send: what to send and how to read the answer."""
+    """One API call, ready to send: what to send and how to read the answer.
 
-    method: str
-    path: str
-    parse: Callable[[Any, RateLimit | None], T]
-    json: Any = None
-    params: Mapping[str, Any] | None = None
-    idempotent: bool = True
+    A plain class with slots rather than a frozen dataclass: one is made for
+    every call, and a frozen dataclass takes three times as long to build.
+    """
+
+    __slots__ = ("idempotent", "json", "method", "params", "parse", "path")
+
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        parse: Callable[[Any, RateLimit | None], T],
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        idempotent: bool = True,
+    ) -> None:
+        self.method = method
+        self.path = path
+        self.parse = parse
+        self.json = json
+        self.params = params
+        self.idempotent = idempotent
+
+    def __repr__(self) -> str:
+        return f"Call({self.method} {self.path})"
 
     @property
     def description(self) -> str:
@@ -133,6 +150,8 @@ def _check_api_key(api_key: object) -> str:
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
+    import ipaddress  # only here: a client is made far more rarely than lingodoc is imported
+
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -209,13 +228,26 @@ class ShapeError(ValueError):
         self.data = data
 
 
+_parsers: dict[type[Any], Callable[[Any, RateLimit | None], Any]] = {}
+
+
 def _model(cls: type[ModelT]) -> Callable[[Any, RateLimit | None], ModelT]:
     """Return a parser that validates ``data`` as ``cls`` and attaches the rate limit."""
+    parse = _parsers.get(cls)
+    if parse is None:
+        parse = _parsers[cls] = _new_model_parser(cls)
+    return cast("Callable[[Any, RateLimit | None], ModelT]", parse)
+
+
+def _new_model_parser(cls: type[ModelT]) -> Callable[[Any, RateLimit | None], ModelT]:
+    from pydantic import ValidationError  # loaded with the models already
+
+    validate = cls.model_validate
 
     def parse(data: Any, rate_limit: RateLimit | None) -> ModelT:
         try:
-            result = cls.model_validate(data)
-        except pydantic.ValidationError as exc:
+            result = validate(data)
+        except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'data'}: {e['msg']}" for e in exc.errors()[:3]
             )
@@ -233,12 +265,12 @@ def _parse_documents(data: Any, rate_limit: RateLimit | None) -> list[Document]:
         raise ShapeError(
             "the document listing is neither a list nor an object with a 'documents' list", data
         )
-    parse = _model(Document)
+    parse = _model(_lazy.Document)
     return [parse(item, rate_limit) for item in items]
 
 
 def _batch_parser(count: int) -> Callable[[Any, RateLimit | None], BatchTranslation]:
-    parse = _model(BatchTranslation)
+    parse = _model(_lazy.BatchTranslation)
 
     def parse_batch(data: Any, rate_limit: RateLimit | None) -> BatchTranslation:
         result = parse(data, rate_limit)
@@ -250,6 +282,12 @@ def _batch_parser(count: int) -> Callable[[Any, RateLimit | None], BatchTranslat
         return result
 
     return parse_batch
+
+
+def _batch_call(texts: list[str], source: str, target: str) -> Call[BatchTranslation]:
+    """The request of one batch, from arguments already checked."""
+    body = {"texts": texts, "source_language": source, "target_language": target}
+    return Call("POST", "/translate/batch", _batch_parser(len(texts)), json=body)
 
 
 def _parse_data(data: Any, rate_limit: RateLimit | None) -> Any:
@@ -310,9 +348,9 @@ class Waiter:
         self.last = status
         if self.on_progress is not None:
             self.on_progress(status)
-        if status.status == TranslationState.COMPLETED:
+        if status.status == _lazy.TranslationState.COMPLETED:
             return True
-        if status.status == TranslationState.FAILED:
+        if status.status == _lazy.TranslationState.FAILED:
             raise TranslationFailed(status)
         return False
 
@@ -394,6 +432,10 @@ class BaseClient(Generic[HttpClientT]):
         )
         self._view_closed = False
         self._is_copy = False
+        # Caches for building requests (see _build_request); copies share them.
+        self._urls: dict[str, httpx.URL] = {}
+        self._merged_headers: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]] = ([], [])
+        self._extensions: tuple[httpx.Timeout, dict[str, Any]] = (self.timeout, {})
 
     def _new_http_client(self) -> HttpClientT:
         return self._http_client_type(
@@ -478,18 +520,44 @@ class BaseClient(Generic[HttpClientT]):
         }
         if _validation.optional(style, "style", str) is not None:
             body["style"] = style  # type: ignore[assignment]
-        return Call("POST", "/translate", _model(TextTranslation), json=body)
+        return Call("POST", "/translate", _model(_lazy.TextTranslation), json=body)
 
     def _translate_batch_call(
         self, texts: Sequence[str], source_language: str, target_language: str
     ) -> Call[BatchTranslation]:
-        body = {
-            "texts": _validation.texts(texts),
-            "source_language": _validation.language(source_language, "source_language"),
-            "target_language": _validation.language(target_language, "target_language"),
-        }
-        parse = _batch_parser(len(body["texts"]))
-        return Call("POST", "/translate/batch", parse, json=body)
+        return _batch_call(
+            _validation.texts(texts),
+            _validation.language(source_language, "source_language"),
+            _validation.language(target_language, "target_language"),
+        )
+
+    def _bulk_plan(
+        self,
+        texts: Sequence[str],
+        source_language: str,
+        target_language: str,
+        batch_size: int,
+        max_concurrency: int,
+    ) -> _bulk.Bulk:
+        """Check the arguments of ``translate_many`` and plan its batches.
+
+        Raises:
+            LingodocError: If the client is closed.
+            TypeError: If ``texts`` is not a list of strings, or a size is not an int.
+            ValueError: If ``texts`` is empty or a size is below 1.
+            InvalidLanguage: If a code is malformed.
+        """
+        self._check_open()
+        checked = _validation.texts(texts)
+        source = _validation.language(source_language, "source_language")
+        target = _validation.language(target_language, "target_language")
+        return _bulk.Bulk(
+            checked,
+            batch_size=_validation.positive_int(batch_size, "batch_size"),
+            max_concurrency=_validation.positive_int(max_concurrency, "max_concurrency"),
+            make_call=lambda chunk: _batch_call(chunk, source, target),
+            rate_limit=self.rate_limit,
+        )
 
     def _translate_document_call(
         self,
@@ -507,11 +575,11 @@ class BaseClient(Generic[HttpClientT]):
         if _validation.optional(use_translation_memory, "use_translation_memory", bool) is not None:
             body["use_translation_memory"] = use_translation_memory
         # Starting a job twice would translate (and bill) the document twice.
-        return Call("POST", path, _model(TranslationJob), json=body, idempotent=False)
+        return Call("POST", path, _model(_lazy.TranslationJob), json=body, idempotent=False)
 
     def _get_translation_call(self, translation_id: str) -> Call[TranslationStatus]:
         path = f"/translations/{_validation.path_segment(translation_id, 'translation_id')}"
-        return Call("GET", path, _model(TranslationStatus))
+        return Call("GET", path, _model(_lazy.TranslationStatus))
 
     def _waiter(
         self,
@@ -521,7 +589,7 @@ class BaseClient(Generic[HttpClientT]):
         on_progress: Callable[[TranslationStatus], object] | None,
     ) -> Waiter:
         translation_id = (
-            job_or_id.translation_id if isinstance(job_or_id, TranslationJob) else job_or_id
+            job_or_id.translation_id if isinstance(job_or_id, _lazy.TranslationJob) else job_or_id
         )
         return Waiter(
             self._get_translation_call(translation_id),
@@ -548,19 +616,58 @@ class BaseClient(Generic[HttpClientT]):
     # Sending and reading --------------------------------------------------
 
     def _build_request(self, call: Call[Any]) -> httpx.Request:
+        """Return the request for ``call``, as ``http.build_request`` would build it.
+
+        ``build_request`` parses the URL and merges the client's headers into
+        ours on every call, which cost more than all the rest of the SDK's
+        work on a call. So the parsed URL and the merged headers are kept, and
+        the request is made directly; a client with cookies or query
+        parameters of its own still goes through ``build_request``.
+        """
+        http = self._pool.http
         try:
-            return self._pool.http.build_request(
+            url = self._urls.get(call.path)
+            if url is None:
+                if len(self._urls) >= URL_CACHE_SIZE:
+                    self._urls.clear()
+                url = self._urls[call.path] = httpx.URL(self.base_url + call.path)
+            timeout, extensions = self._extensions
+            if timeout is not self.timeout or not extensions:
+                extensions = {"timeout": self.timeout.as_dict()}
+                self._extensions = (self.timeout, extensions)
+            if http.params or http.cookies:
+                return http.build_request(
+                    call.method,
+                    url,
+                    json=call.json,
+                    params=call.params,
+                    headers=self._headers,
+                    extensions=extensions,
+                )
+            return httpx.Request(
                 call.method,
-                self.base_url + call.path,
+                url,
                 json=call.json,
                 params=call.params,
-                headers=self._headers,
-                timeout=self.timeout,
+                headers=self._headers_for(http),
+                extensions=extensions,
             )
         except httpx.InvalidURL as exc:
             raise ValueError(f"{call.description} is not a valid request path: {exc}") from None
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{call.description} cannot be sent: {exc}") from None
+
+    def _headers_for(self, http: httpx.Client | httpx.AsyncClient) -> list[tuple[bytes, bytes]]:
+        """The http client's headers with ours on top, as ``build_request`` merges them."""
+        theirs = http.headers.raw
+        seen, merged = self._merged_headers
+        if theirs != seen or not merged:
+            ours = self._headers.raw
+            replaced = {name.lower() for name, _ in ours}
+            merged = [(name, value) for name, value in theirs if name.lower() not in replaced]
+            merged += ours
+            self._merged_headers = (theirs, merged)
+        return merged
 
     def _body_limit(self, response: httpx.Response) -> int:
         return MAX_BODY_BYTES if response.is_success else MAX_ERROR_BODY_BYTES
@@ -601,7 +708,7 @@ class BaseClient(Generic[HttpClientT]):
     ) -> T:
         self._log(call, response.status_code, attempt, started)
         now = _clock.current().time()
-        rate_limit = parse_rate_limit(response.headers, now)
+        rate_limit = _lazy.parse_rate_limit(response.headers.raw, now)
         if rate_limit is not None:
             self._pool.rate_limit = rate_limit
         if len(body) > MAX_BODY_BYTES:

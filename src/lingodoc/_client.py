@@ -9,26 +9,28 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
-from lingodoc import _clock, _retry
+from lingodoc import _bulk, _clock, _retry
 from lingodoc._base_client import BaseClient, Call
 from lingodoc._exceptions import APIConnectionError, APIError, RateLimited
-from lingodoc._models import (
-    BatchTranslation,
-    Document,
-    TextTranslation,
-    TranslationJob,
-    TranslationStatus,
-)
+
+if TYPE_CHECKING:
+    from lingodoc._models import (
+        BatchTranslation,
+        Document,
+        TextTranslation,
+        TranslationJob,
+        TranslationStatus,
+    )
 
 T = TypeVar("T")
 ClientT = TypeVar("ClientT", bound="Client")
 AsyncClientT = TypeVar("AsyncClientT", bound="AsyncClient")
 
-ProgressCallback = Callable[[TranslationStatus], object]
+ProgressCallback = Callable[["TranslationStatus"], object]
 
 
 class Client(BaseClient[httpx.Client]):
@@ -134,6 +136,76 @@ class Client(BaseClient[httpx.Client]):
             APIConnectionError: If the service cannot be reached.
         """
         return self._send(self._translate_batch_call(texts, source_language, target_language))
+
+    def translate_many(
+        self,
+        texts: Sequence[str],
+        *,
+        source_language: str,
+        target_language: str,
+        batch_size: int = _bulk.DEFAULT_BATCH_SIZE,
+        max_concurrency: int = _bulk.DEFAULT_MAX_CONCURRENCY,
+    ) -> list[str]:
+        """Translate any number of texts, in batches sent side by side.
+
+        The texts are split into batches of ``batch_size``, sent as
+        :meth:`translate_batch` requests by up to ``max_concurrency`` threads
+        (this one and ``max_concurrency - 1`` more), each with the usual
+        retries. The client paces itself by the rate-limit headers: when the
+        requests left in the window do not exceed those in flight, it waits
+        for the reset (if within 60 s) instead of running into 429s.
+
+        The first error stops it: no further batch is started, the batches in
+        flight are finished (with their retries), and that first error is
+        raised. No thread is left running when it returns or raises.
+
+        Args:
+            texts: The texts, a non-empty list of strings.
+            source_language: ISO 639-1 code of the texts.
+            target_language: ISO 639-1 code to translate into.
+            batch_size: Texts per request. The spec gives no limit; the
+                default, 100, is what the emulator accepts, and a service that
+                takes fewer refuses the batch (the error is raised).
+            max_concurrency: Requests in flight at most (default 4).
+
+        Returns:
+            The translations, one per text, in input order.
+
+        Raises:
+            ValueError: If ``texts`` is empty, or a size is below 1.
+            TypeError: If ``texts`` is not a list of strings, or a size is not an int.
+            InvalidLanguage: If a code is malformed or not supported.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        bulk = self._bulk_plan(texts, source_language, target_language, batch_size, max_concurrency)
+        if bulk.workers == 1:
+            self._bulk_worker(bulk)
+            return bulk.result()
+        # Imported here: most programs never need a thread pool.
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(bulk.workers - 1, thread_name_prefix="lingodoc-many")
+        try:
+            for _ in range(bulk.workers - 1):
+                pool.submit(self._bulk_worker, bulk)
+            self._bulk_worker(bulk)
+        finally:
+            bulk.stop()  # whatever happened here, no further batch starts
+            pool.shutdown(wait=True)
+        return bulk.result()
+
+    def _bulk_worker(self, bulk: _bulk.Bulk) -> None:
+        while (step := bulk.next()) is not None:
+            if isinstance(step, float):
+                _clock.current().sleep(step)
+                continue
+            try:
+                result = self._send(step.call)
+            except Exception as exc:
+                bulk.failed(exc)
+                return
+            bulk.done(step, result)
 
     def translate_document(
         self,
@@ -275,7 +347,14 @@ class Client(BaseClient[httpx.Client]):
     def _send(self, call: Call[T], *, deadline: float | None = None) -> T:
         self._check_open()
         request = self._build_request(call)
+        try:
+            return self._send_once(call, request, 1)
+        except Exception as exc:
+            if not _retry.may_retry(exc, self.max_retries, idempotent=call.idempotent):
+                raise
+            failure = exc
         retrying = _retry.retrying(
+            failure,
             self.max_retries,
             idempotent=call.idempotent,
             description=call.description,
@@ -371,6 +450,69 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         """Translate several texts in one request. See :meth:`Client.translate_batch`."""
         return await self._send(self._translate_batch_call(texts, source_language, target_language))
 
+    async def translate_many(
+        self,
+        texts: Sequence[str],
+        *,
+        source_language: str,
+        target_language: str,
+        batch_size: int = _bulk.DEFAULT_BATCH_SIZE,
+        max_concurrency: int = _bulk.DEFAULT_MAX_CONCURRENCY,
+    ) -> list[str]:
+        """Translate any number of texts, in batches sent side by side.
+
+        As :meth:`Client.translate_many`, with up to ``max_concurrency`` tasks
+        instead of threads. On the first error the batches in flight are
+        cancelled and that error is raised; cancelling the awaiting task
+        cancels them too. No task is left running when it returns or raises.
+
+        Args:
+            texts: The texts, a non-empty list of strings.
+            source_language: ISO 639-1 code of the texts.
+            target_language: ISO 639-1 code to translate into.
+            batch_size: Texts per request (default 100).
+            max_concurrency: Requests in flight at most (default 4).
+
+        Returns:
+            The translations, one per text, in input order.
+
+        Raises:
+            ValueError: If ``texts`` is empty, or a size is below 1.
+            TypeError: If ``texts`` is not a list of strings, or a size is not an int.
+            InvalidLanguage: If a code is malformed or not supported.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        bulk = self._bulk_plan(texts, source_language, target_language, batch_size, max_concurrency)
+        if bulk.workers == 1:
+            await self._bulk_worker(bulk)
+            return bulk.result()
+        import asyncio
+
+        tasks = {asyncio.ensure_future(self._bulk_worker(bulk)) for _ in range(bulk.workers)}
+        try:
+            pending = tasks
+            while pending and not bulk.stopped:  # until all are done, or one failed
+                _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            bulk.stop()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return bulk.result()
+
+    async def _bulk_worker(self, bulk: _bulk.Bulk) -> None:
+        while (step := bulk.next()) is not None:
+            if isinstance(step, float):
+                await _clock.current().async_sleep(step)
+                continue
+            try:
+                result = await self._send(step.call)
+            except Exception as exc:
+                bulk.failed(exc)
+                return
+            bulk.done(step, result)
+
     async def translate_document(
         self,
         document_id: str,
@@ -434,7 +576,14 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
     async def _send(self, call: Call[T], *, deadline: float | None = None) -> T:
         self._check_open()
         request = self._build_request(call)
+        try:
+            return await self._send_once(call, request, 1)
+        except Exception as exc:
+            if not _retry.may_retry(exc, self.max_retries, idempotent=call.idempotent):
+                raise
+            failure = exc
         retrying = _retry.async_retrying(
+            failure,
             self.max_retries,
             idempotent=call.idempotent,
             description=call.description,

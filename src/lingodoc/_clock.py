@@ -8,7 +8,6 @@ test of the SDK, or of an application built on it, has to really sleep.
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 
@@ -25,6 +24,9 @@ class SystemClock:
         time.sleep(seconds)
 
     async def async_sleep(self, seconds: float) -> None:
+        # Imported here: a program that never awaits should not pay for asyncio.
+        import asyncio
+
         await asyncio.sleep(seconds)
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
-from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from lingodoc import _lazy
 from lingodoc._exceptions import APIError, RateLimited, UnexpectedResponse, error_class
-from lingodoc._models import RateLimit, reset_delay
+
+if TYPE_CHECKING:
+    from lingodoc._models import RateLimit
 
 BODY_EXCERPT_CHARS = 500
 
@@ -38,6 +40,12 @@ def unwrap(
     """
     if status_code == 204 and not body:
         return None
+    envelope = _decode(body)
+    # The common case first, with nothing built for the others.
+    if type(envelope) is dict and envelope.get("success") is True and 200 <= status_code < 300:
+        data = envelope.get("data")
+        if data is not None:
+            return data
     fields: dict[str, Any] = {
         "status_code": status_code,
         "rate_limit": rate_limit,
@@ -45,7 +53,6 @@ def unwrap(
     }
     is_2xx = 200 <= status_code < 300
     code = None
-    envelope = _decode(body)
     if envelope is _NOT_JSON:
         problem = "the response body is not JSON"
     elif not isinstance(envelope, dict) or not isinstance(envelope.get("success"), bool):
@@ -108,7 +115,7 @@ def _retry_after(headers: Mapping[str, str], now: float, cls: type[APIError]) ->
         try:
             # The raw header, not RateLimit.reset_at: that is rounded to the
             # microsecond, and a wait a hair short of the reset is refused again.
-            return reset_delay(int(headers["x-ratelimit-reset"]), now)
+            return _lazy.reset_delay(int(headers["x-ratelimit-reset"]), now)
         except (KeyError, ValueError):
             pass
     return None
@@ -119,6 +126,8 @@ def _seconds(retry_after: str, now: float) -> float | None:
     try:
         seconds = float(retry_after)
     except ValueError:
+        from email.utils import parsedate_to_datetime
+
         try:
             seconds = parsedate_to_datetime(retry_after).timestamp() - now
         except (TypeError, ValueError, IndexError, OverflowError):

@@ -3,11 +3,15 @@
 Results accept fields they do not know (``extra="allow"``) and status values
 they do not know, so a newer server never breaks an older SDK. Timestamps are
 timezone-aware; one sent without an offset is read as UTC.
+
+``import lingodoc`` does not import this module (nor pydantic's model
+machinery, which costs about as much as httpx to import): ``lingodoc._lazy``
+imports it when a model is first needed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Annotated
@@ -98,24 +102,38 @@ def reset_delay(reset: int, now: float) -> float:
     return max(0.0, reset - now) if reset > _UNIX_TIME_THRESHOLD else float(max(reset, 0))
 
 
-def parse_rate_limit(headers: Mapping[str, str], now: float) -> RateLimit | None:
-    """Read the ``X-RateLimit-*`` headers; ``None`` unless all three are integers."""
+_RATE_LIMIT_HEADERS = {
+    b"x-ratelimit-limit": 0,
+    b"x-ratelimit-remaining": 1,
+    b"x-ratelimit-reset": 2,
+}
+
+
+def parse_rate_limit(headers: Iterable[tuple[bytes, bytes]], now: float) -> RateLimit | None:
+    """Read the ``X-RateLimit-*`` headers; ``None`` unless all three are integers.
+
+    Args:
+        headers: The raw header list (``httpx.Headers.raw``): one pass over it
+            costs half as much as three look-ups by name.
+        now: The time the response arrived, for a reset given in seconds.
+    """
+    values: list[bytes | None] = [None, None, None]
+    for name, value in headers:
+        index = _RATE_LIMIT_HEADERS.get(name.lower())
+        if index is not None:
+            # A header sent twice is as unreadable as a malformed one.
+            values[index] = value if values[index] is None else b"?"
     try:
-        limit = int(headers["x-ratelimit-limit"])
-        remaining = int(headers["x-ratelimit-remaining"])
-        reset = int(headers["x-ratelimit-reset"])
-    except (KeyError, ValueError):
+        limit, remaining, reset = (int(value) for value in values)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
         return None
     at = reset if reset > _UNIX_TIME_THRESHOLD else now + max(reset, 0)
     try:
         reset_at = datetime.fromtimestamp(at, tz=timezone.utc)
     except (OverflowError, OSError, ValueError):
         return None
-    # Headers were checked above; validation would only cost time on every call.
-    rate_limit: RateLimit = RateLimit.model_construct(
-        limit=limit, remaining=remaining, reset=reset, reset_at=reset_at
-    )
-    return rate_limit
+    # Validating four plain values is cheaper than model_construct (~0.9 us against ~2 us).
+    return RateLimit(limit=limit, remaining=remaining, reset=reset, reset_at=reset_at)
 
 
 class _Result(BaseModel):

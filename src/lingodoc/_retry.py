@@ -15,19 +15,30 @@ any other 4xx                          raised                      raised
 ``max_retries`` bounds the extra attempts. Waits grow exponentially with
 jitter, capped, unless the response said how long to wait (``Retry-After``,
 or the rate-limit reset for a 429); a wait longer than 60 s is not waited out.
+
+The first attempt of a call is made without tenacity: nearly every call
+succeeds at once, and setting up tenacity's state for each one cost more
+than everything else the SDK does on a call. A first attempt that failed
+with an error that :func:`may_retry` accepts enters tenacity (imported only
+then), which takes that failure as its attempt 1 and goes on from there, so
+the waits, the stops and the log lines are those of a tenacity loop that ran
+from the start.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import tenacity
 
 from lingodoc import _clock
 from lingodoc._exceptions import APIConnectionError, APIError
 from lingodoc._logging import logger
+
+if TYPE_CHECKING:
+    import tenacity
 
 MAX_SERVER_WAIT = 60.0
 BACKOFF_INITIAL = 0.5
@@ -69,6 +80,14 @@ def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
     return False
 
 
+def may_retry(failure: BaseException, max_retries: int, *, idempotent: bool) -> bool:
+    """Whether a first attempt that failed with ``failure`` may be followed by others.
+
+    ``False`` means the failure is final and is raised as it is.
+    """
+    return max_retries > 0 and is_retryable(failure, idempotent=idempotent)
+
+
 def backoff(attempt: int) -> float:
     """Return the wait before attempt ``attempt + 1``: exponential, capped, with jitter."""
     ceiling = min(BACKOFF_MAX, BACKOFF_INITIAL * 2.0 ** (attempt - 1))
@@ -92,21 +111,17 @@ async def _async_sleep(seconds: float) -> None:
     await _clock.current().async_sleep(seconds)
 
 
-class _Deadline(tenacity.stop.stop_base):
-    """Stop before a wait that would pass the caller's own deadline (the poller's)."""
-
-    def __init__(self, deadline: float | None) -> None:
-        self.deadline = deadline
-
-    def __call__(self, state: tenacity.RetryCallState) -> bool:
-        if self.deadline is None:
-            return False
-        return _clock.current().monotonic() + state.upcoming_sleep > self.deadline
-
-
 def _options(
     max_retries: int, idempotent: bool, description: str, deadline: float | None
 ) -> dict[str, Any]:
+    def stop(state: tenacity.RetryCallState) -> bool:
+        if state.attempt_number > max_retries:
+            return True
+        # Nor a wait that would pass the caller's own deadline (the poller's).
+        if deadline is None:
+            return False
+        return _clock.current().monotonic() + state.upcoming_sleep > deadline
+
     def retry(state: tenacity.RetryCallState) -> bool:
         assert state.outcome is not None
         error = state.outcome.exception()
@@ -125,9 +140,7 @@ def _options(
         )
 
     return {
-        "stop": tenacity.stop_any(
-            tenacity.stop_after_attempt(max_retries + 1), _Deadline(deadline)
-        ),
+        "stop": stop,
         "retry": retry,
         "wait": _wait,
         "before_sleep": log,
@@ -141,24 +154,87 @@ def _summary(error: BaseException | None) -> str:
     return type(error).__name__
 
 
+class _Attempts:
+    """Tenacity's attempts, after an attempt 1 that was made outside it and failed."""
+
+    def __init__(self, retrying: tenacity.Retrying, failure: BaseException) -> None:
+        self._attempts = iter(retrying)
+        self._failure: BaseException | None = failure
+
+    def __iter__(self) -> _Attempts:
+        return self
+
+    def __next__(self) -> tenacity.AttemptManager:
+        attempt = next(self._attempts)
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            with attempt:  # tenacity records it as attempt 1's outcome
+                raise failure
+            attempt = next(self._attempts)
+        return attempt
+
+
+class _AsyncAttempts:
+    """The async twin of :class:`_Attempts`."""
+
+    def __init__(self, retrying: tenacity.AsyncRetrying, failure: BaseException) -> None:
+        self._retrying = retrying
+        self._failure: BaseException | None = failure
+
+    def __aiter__(self) -> _AsyncAttempts:
+        self._retrying = self._retrying.__aiter__()
+        return self
+
+    async def __anext__(self) -> tenacity.AttemptManager:
+        attempt = await self._retrying.__anext__()
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            with attempt:
+                raise failure
+            attempt = await self._retrying.__anext__()
+        return attempt
+
+
 def retrying(
-    max_retries: int, *, idempotent: bool, description: str, deadline: float | None = None
-) -> tenacity.Retrying:
-    """Return the attempts of one sync call, as a tenacity iterator.
+    failure: BaseException,
+    max_retries: int,
+    *,
+    idempotent: bool,
+    description: str,
+    deadline: float | None = None,
+) -> Iterator[tenacity.AttemptManager]:
+    """Return the attempts that follow a failed first attempt of a sync call.
+
+    Use it as ``for attempt in ...: with attempt: ...``; it raises the last
+    error once no more attempts are allowed. Call it only when
+    :func:`may_retry` accepted ``failure``.
 
     Args:
+        failure: What the first attempt raised.
         max_retries: Extra attempts allowed.
         idempotent: Whether the call is safe to repeat after the server may have acted.
         description: ``METHOD /path``, for the log.
         deadline: A monotonic time on the SDK clock that no wait may pass.
     """
+    import tenacity
+
     options = _options(max_retries, idempotent, description, deadline)
-    return tenacity.Retrying(sleep=_sleep, **options)
+    return _Attempts(tenacity.Retrying(sleep=_sleep, **options), failure)
 
 
 def async_retrying(
-    max_retries: int, *, idempotent: bool, description: str, deadline: float | None = None
-) -> tenacity.AsyncRetrying:
-    """Return the attempts of one async call, as an async iterator (see :func:`retrying`)."""
+    failure: BaseException,
+    max_retries: int,
+    *,
+    idempotent: bool,
+    description: str,
+    deadline: float | None = None,
+) -> AsyncIterator[tenacity.AttemptManager]:
+    """Return the attempts that follow a failed first attempt of an async call.
+
+    Use it as ``async for attempt in ...: with attempt: ...`` (see :func:`retrying`).
+    """
+    import tenacity
+
     options = _options(max_retries, idempotent, description, deadline)
-    return tenacity.AsyncRetrying(sleep=_async_sleep, **options)
+    return _AsyncAttempts(tenacity.AsyncRetrying(sleep=_async_sleep, **options), failure)

@@ -89,3 +89,17 @@ def path_segment(value: object, argument: str) -> str:
     if value in (".", ".."):
         return value.replace(".", "%2E")
     return quote(value, safe="")
+
+
+def positive_int(value: object, argument: str) -> int:
+    """Return ``value`` if it is an int of at least 1.
+
+    Raises:
+        TypeError: If it is not an int (``bool`` included).
+        ValueError: If it is below 1.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{argument} must be an int, not {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{argument} must be at least 1, not {value}")
+    return value

@@ -1,0 +1,424 @@
+"""Run lingodoc's benchmarks and write docs/performance.md (``nox -s bench`` runs this).
+
+Usage::
+
+    python benchmarks/run.py [all] [--quick] [--before REV] [--output PATH] [--json PATH]
+    python benchmarks/run.py inprocess|loopback|import|bulk|memory|peers|profile
+
+``all`` (the default) runs every benchmark, each in a fresh interpreter, and writes the
+report; a single name runs that benchmark and prints its JSON. ``--before REV`` also measures
+the per-call and import benchmarks on the package as it was at git revision REV (its ``src/``
+put first on ``PYTHONPATH``), for the before/after table. ``--quick`` is a smoke run with few
+rounds and 10,000 texts: its figures are not worth publishing.
+
+Every benchmark compares lingodoc with its baseline in the same process and the same run, in
+interleaved rounds, and reports medians. Servers listen on 127.0.0.1 only, every loop is
+bounded, and every child process has a time limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CHILD_TIMEOUT = 600  # seconds; no benchmark comes near it
+
+# name: (script, arguments, arguments with --quick)
+BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
+    "inprocess": ("bench_inprocess.py", [], ["--rounds", "3", "--calls", "300"]),
+    "loopback": (
+        "bench_loopback.py",
+        [],
+        ["--rounds", "3", "--seq-rounds", "3", "--calls", "50", "--per-worker", "2"],
+    ),
+    "import": ("bench_import.py", [], ["--rounds", "5"]),
+    "bulk": (
+        "bench_bulk.py",
+        ["throughput", "--rounds", "9"],
+        ["throughput", "--texts", "10000", "--rounds", "1"],
+    ),
+    "memory": ("bench_bulk.py", ["memory"], ["memory", "--texts", "10000"]),
+    "peers": ("bench_peers.py", [], ["--rounds", "3", "--calls", "200"]),
+    "profile": ("bench_profile.py", [], ["--calls", "2000"]),
+}
+BEFORE_BENCHMARKS = ("inprocess", "loopback", "import")
+
+
+def run(name: str, *, quick: bool, pythonpath: str | None = None) -> dict[str, Any]:
+    """Run one benchmark in a fresh interpreter and return its JSON result."""
+    script, arguments, quick_arguments = BENCHMARKS[name]
+    env = dict(os.environ)
+    env.pop("PYTHONPROFILEIMPORTTIME", None)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))
+    print(f"  {name}{' (before)' if pythonpath else ''} ...", file=sys.stderr, flush=True)
+    result = subprocess.run(
+        [sys.executable, str(HERE / script), *(quick_arguments if quick else arguments)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=CHILD_TIMEOUT,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"{script} failed:\n{result.stderr}")
+    data: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return data
+
+
+def checkout_src(revision: str, into: Path) -> Path | None:
+    """Extract ``src/`` at ``revision`` into ``into``; ``None`` if git cannot."""
+    try:
+        archive = subprocess.run(
+            ["git", "archive", revision, "src"], cwd=ROOT, capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return into / "src"
+
+
+# The report ------------------------------------------------------------------------------
+
+
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.1f} µs"
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.1f} ms"
+
+
+def verdict(ok: bool) -> str:
+    return "**pass**" if ok else "**FAIL**"
+
+
+def paired(pair: dict[str, Any], numerator: str, denominator: str) -> float:
+    """The median over rounds of ``numerator / denominator`` measured in the same round.
+
+    Rounds are interleaved, so the two cases of a round ran within seconds of each other;
+    their ratio is steadier than the ratio of the two medians when something else loads
+    the machine for a while.
+    """
+    pairs = zip(pair[numerator]["samples"], pair[denominator]["samples"], strict=True)
+    return statistics.median(a / b for a, b in pairs)
+
+
+def throughput_row(
+    number: str, what: str, pair: dict[str, Any], sdk: str, base: str, goal: float, unit: Any
+) -> tuple[str, float]:
+    """A target row where lingodoc's throughput must reach ``goal`` x the baseline's."""
+    ratio = paired(pair, base, sdk)
+    row = (
+        f"| {number} | {what} | {unit(pair[sdk]['median'])} | {unit(pair[base]['median'])} "
+        f"| {ratio:.2f} x | >= {goal} x | {verdict(ratio >= goal)} |"
+    )
+    return row, ratio
+
+
+def report(results: dict[str, Any], before: dict[str, Any] | None, args: argparse.Namespace) -> str:
+    lines: list[str] = []
+    add = lines.append
+    versions = ", ".join(
+        f"{name} {metadata.version(name)}" for name in ("httpx", "pydantic", "tenacity")
+    )
+    add("# Performance")
+    add("")
+    add(
+        "Generated by `nox -s bench` (`python benchmarks/run.py`); do not edit by hand, "
+        "except `benchmarks/changes.md`, which is copied in below."
+    )
+    add("")
+    add(
+        f"Measured {datetime.date.today().isoformat()} on {platform.platform()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}; lingodoc "
+        f"{metadata.version('lingodoc')} with {versions}."
+        + (" **Quick run: too few rounds to be worth publishing.**" if args.quick else "")
+    )
+    add("")
+    add(
+        "Every figure is a median over interleaved rounds, lingodoc and its baseline measured "
+        "side by side in the same process of the same run. Throughput ratios are "
+        "baseline time / lingodoc time (above 1: lingodoc is faster), taken round by round "
+        "and then the median of those, so that a burst of other work on the machine, which "
+        "slows both sides of a round alike, does not tip the result."
+    )
+    add("")
+    load = results.get("load")
+    if load is not None:
+        add(
+            f"Load average (1 min) when the run started: {load['start']:.2f}, when it ended: "
+            f"{load['end']:.2f}, on {os.cpu_count()} cores. Anything else running on the "
+            "machine widens the spread of every figure; the bulk and loopback rows, which "
+            "keep both cores busy, suffer most."
+        )
+        add("")
+
+    # Targets ---------------------------------------------------------------------------
+    add("## Targets")
+    add("")
+    add("| # | measurement | lingodoc | baseline | ratio | goal | result |")
+    add("|---|---|---|---|---|---|---|")
+    inprocess = results["inprocess"]
+    add(
+        throughput_row(
+            "1", "in-process `Client.translate()` vs raw `httpx.Client` (per call)",
+            inprocess["sync"], "lingodoc", "raw", 0.8, us,
+        )[0]
+    )  # fmt: skip
+    add(
+        throughput_row(
+            "1", "in-process `AsyncClient.translate()` vs raw `httpx.AsyncClient` (per call)",
+            inprocess["async"], "lingodoc", "raw", 0.8, us,
+        )[0]
+    )  # fmt: skip
+    loopback = results["loopback"]
+    add(
+        throughput_row(
+            "2", "loopback, sequential `translate()` vs raw httpx (per call)",
+            loopback["sequential"], "lingodoc", "raw", 0.95, us,
+        )[0]
+    )  # fmt: skip
+    add(
+        throughput_row(
+            "2",
+            f"loopback, `AsyncClient`, {loopback['concurrency']} calls in flight vs raw "
+            "(wall time per call)",
+            loopback["concurrent"], "lingodoc", "raw", 0.9, us,
+        )[0]
+    )  # fmt: skip
+    imports = results["import"]["cases"]
+    import_ratio = paired(imports, "lingodoc", "httpx+pydantic")
+    add(
+        f"| 3 | cold `import lingodoc` vs `import httpx, pydantic` "
+        f"| {ms(imports['lingodoc']['median'])} | {ms(imports['httpx+pydantic']['median'])} "
+        f"| {import_ratio:.2f} x | <= 1.2 x | {verdict(import_ratio <= 1.2)} |"
+    )
+    bulk = results["bulk"]
+    texts = f"{bulk['texts']:,}"
+    for kind in ("sync", "async"):
+        client = "Client" if kind == "sync" else "AsyncClient"
+        add(
+            throughput_row(
+                "4",
+                f"`{client}.translate_many()`, {texts} texts, batches of {bulk['batch_size']}, "
+                f"{bulk['concurrency']} at once, vs a hand-written httpx loop (wall time)",
+                bulk["cases"], f"{kind} lingodoc", f"{kind} raw", 0.9,
+                lambda seconds: f"{seconds:.2f} s",
+            )[0]
+        )  # fmt: skip
+    memory = results["memory"]
+    for name in ("sync lingodoc", "async lingodoc"):
+        case = memory["cases"][name]
+        client = "Client" if name.startswith("sync") else "AsyncClient"
+        size = case["inputs_bytes"] + case["outputs_bytes"]
+        add(
+            f"| 4 | `{client}.translate_many()`, {memory['texts']:,} texts: peak memory "
+            f"(tracemalloc) vs inputs + outputs | {case['peak_bytes'] / 2**20:.1f} MiB "
+            f"| {size / 2**20:.1f} MiB | {case['ratio']:.2f} x | <= 2 x "
+            f"| {verdict(case['ratio'] <= 2)} |"
+        )
+    add("")
+    raw_memory = memory["cases"]["sync raw"]
+    add(
+        f"For scale, the hand-written httpx loop peaks at {raw_memory['ratio']:.2f} x its "
+        "inputs + outputs in the same measurement."
+    )
+    add("")
+
+    # Peers ----------------------------------------------------------------------------
+    add("## Peers (target 5)")
+    add("")
+    add(
+        "The in-process measurement of target 1 for other SDKs, each against a like-for-like "
+        "mock and the raw use of the HTTP library it sends through, in one process: "
+        "openai-python's `chat.completions.create()` through the same `httpx.MockTransport` "
+        "set-up (a canned chat completion), deepl-python's `Translator.translate_text()` "
+        "through a mounted `requests` adapter (a canned translation). Installed only in the "
+        "`bench` session."
+    )
+    add("")
+    add(
+        "| SDK | version | sends through | raw, per call | SDK, per call | added by the SDK "
+        "| throughput vs raw |"
+    )
+    add("|---|---|---|---|---|---|---|")
+    libraries = {"lingodoc": "httpx", "openai": "httpx", "deepl": "requests"}
+    for name, row in results["peers"].items():
+        if "skipped" in row:
+            add(f"| {name} | - | {libraries[name]} | - | - | - | {row['skipped']} |")
+            continue
+        raw, sdk = row["raw"]["median"], row["sdk"]["median"]
+        add(
+            f"| {name} | {row['version']} | {libraries[name]} | {us(raw)} | {us(sdk)} "
+            f"| {us(sdk - raw)} | {paired(row, 'raw', 'sdk'):.2f} x |"
+        )
+    add("")
+
+    # Imports --------------------------------------------------------------------------
+    add("## Import time (target 3)")
+    add("")
+    add(
+        "Each sample is a fresh interpreter timing its own import statement (start-up left "
+        "out); the statements take turns, "
+        f"{results['import']['cases']['lingodoc']['rounds']} rounds, medians."
+    )
+    add("")
+    add("| statement | median | fastest | slowest |")
+    add("|---|---|---|---|")
+    for name, case in imports.items():
+        statement = results["import"]["statements"][name]
+        add(f"| `{statement}` | {ms(case['median'])} | {ms(case['min'])} | {ms(case['max'])} |")
+    add("")
+    add(
+        "`import lingodoc` does not import pydantic's model machinery: the models are built "
+        "when first used (the first response parsed, or the first access to a model class), "
+        "which is what the `lingodoc.TextTranslation` row costs. `import pydantic` alone is "
+        "lazy too, hence the `from pydantic import BaseModel` row for comparison."
+    )
+    add("")
+    add('Top entries of `python -X importtime -c "import lingodoc"` (one run, cumulative):')
+    add("")
+    add("| module | cumulative | self |")
+    add("|---|---|---|")
+    for entry in results["import"]["importtime"]:
+        depth = (len(entry["module"]) - len(entry["module"].lstrip())) // 2
+        name = "&nbsp;&nbsp;" * depth + entry["module"].strip()
+        add(
+            f"| {name} | {entry['cumulative_us'] / 1000:.1f} ms "
+            f"| {entry['self_us'] / 1000:.1f} ms |"
+        )
+    add("")
+
+    # Before and after -----------------------------------------------------------------
+    if before is not None:
+        add("## Before and after")
+        add("")
+        if "error" in before:
+            add(f"Not measured: {before['error']}.")
+        else:
+            add(
+                f"The same benchmarks on lingodoc as it was at `{args.before}` (before this "
+                "work), run in this same session; each ratio is against the baseline measured "
+                "in that process."
+            )
+            add("")
+            add("| measurement | before | before, ratio | after | after, ratio |")
+            add("|---|---|---|---|---|")
+            pairs = [
+                ("in-process `Client.translate()`", "inprocess", "sync"),
+                ("in-process `AsyncClient.translate()`", "inprocess", "async"),
+                ("loopback, sequential", "loopback", "sequential"),
+                ("loopback, 64 in flight", "loopback", "concurrent"),
+            ]
+            for label, bench, key in pairs:
+                old, new = before[bench][key], results[bench][key]
+                add(
+                    f"| {label} | {us(old['lingodoc']['median'])} "
+                    f"| {paired(old, 'raw', 'lingodoc'):.2f} x "
+                    f"| {us(new['lingodoc']['median'])} "
+                    f"| {paired(new, 'raw', 'lingodoc'):.2f} x |"
+                )
+            old_imports = before["import"]["cases"]
+            add(
+                f"| cold `import lingodoc` | {ms(old_imports['lingodoc']['median'])} "
+                f"| {paired(old_imports, 'lingodoc', 'httpx+pydantic'):.2f} x "
+                f"| {ms(imports['lingodoc']['median'])} | {import_ratio:.2f} x |"
+            )
+        add("")
+
+    # Profile --------------------------------------------------------------------------
+    profile = results.get("profile")
+    if profile is not None and "text" in profile:
+        add("## Where a call's time goes now")
+        add("")
+        add(
+            f"pyinstrument over {profile['calls']:,} in-process `Client.translate()` calls "
+            "(`python benchmarks/run.py profile`); seconds are under the profiler, which slows "
+            "everything down, so read the shares, not the totals."
+        )
+        add("")
+        add("```text")
+        add(profile["text"])
+        add("```")
+        add("")
+
+    changes = HERE / "changes.md"
+    if changes.exists():
+        add(changes.read_text(encoding="utf-8").rstrip())
+        add("")
+    add("## Method")
+    add("")
+    add(
+        "- Per call, in-process (`benchmarks/bench_inprocess.py`): an `httpx.MockTransport` "
+        "answering the spec's envelope with the emulator's headers (`X-Request-Id`, "
+        "`X-RateLimit-*`); the baseline posts the same JSON through the same transport with "
+        "raw httpx, then `.json()` and dict access. lingodoc gets an `http_client` on that "
+        "transport."
+    )
+    add(
+        "- Over loopback (`bench_loopback.py`): `Emulator().serve()` on 127.0.0.1, in a child "
+        "process so that server and client do not share a GIL; raw httpx uses the same "
+        "connection-pool limits as lingodoc (keep-alive for every connection)."
+    )
+    add(
+        "- Bulk (`bench_bulk.py`): the same emulator process; the hand-written loops use 4 "
+        "threads or 4 tasks pulling batches of 100 from a shared iterator, as "
+        "`translate_many` does. Memory: tracemalloc's peak during one call, in a process of "
+        "its own, from before the inputs were made, against `sys.getsizeof` of the input and "
+        "output lists and their strings."
+    )
+    add("- Imports (`bench_import.py`): fresh interpreters, statements interleaved.")
+    add("- Peers (`bench_peers.py`): see above.")
+    add("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("benchmark", nargs="?", default="all", choices=["all", *BENCHMARKS])
+    parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run")
+    parser.add_argument("--before", metavar="REV", help="also measure lingodoc at git REV")
+    parser.add_argument("--output", default=str(ROOT / "docs" / "performance.md"))
+    parser.add_argument("--json", metavar="PATH", help="also write the raw results here")
+    args = parser.parse_args()
+
+    if args.benchmark != "all":
+        print(json.dumps(run(args.benchmark, quick=args.quick), indent=2))
+        return
+
+    print("benchmarks:", file=sys.stderr)
+    load_at_start = os.getloadavg()[0]
+    results: dict[str, Any] = {name: run(name, quick=args.quick) for name in BENCHMARKS}
+    results["load"] = {"start": load_at_start, "end": os.getloadavg()[0]}
+    before: dict[str, Any] | None = None
+    if args.before:
+        with tempfile.TemporaryDirectory() as scratch:
+            src = checkout_src(args.before, Path(scratch))
+            if src is None:
+                before = {"error": f"git could not extract src/ at {args.before}"}
+            else:
+                before = {
+                    name: run(name, quick=args.quick, pythonpath=str(src))
+                    for name in BEFORE_BENCHMARKS
+                }
+    if args.json:
+        Path(args.json).write_text(json.dumps({"after": results, "before": before}, indent=2))
+    Path(args.output).write_text(report(results, before, args) + "\n", encoding="utf-8")
+    print(f"wrote {args.output}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

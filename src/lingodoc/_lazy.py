@@ -1,0 +1,50 @@
+"""The pydantic models, imported when first needed rather than by ``import lingodoc``.
+
+Importing pydantic's model machinery and building the models costs about as much
+as importing httpx (~40 ms). A script that imports lingodoc only to show its
+``--help``, or a process that builds a client and never calls it, should not pay
+for them. So the rest of the SDK reaches the models through this module, as
+``_lazy.TextTranslation``: the first access imports ``lingodoc._models`` (under
+Python's import lock, so threads that race for it are safe) and keeps the name
+here, so every later access is a plain attribute read. ``lingodoc.TextTranslation``
+and the other public names do the same through the package's ``__getattr__``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lingodoc._models import BatchTranslation as BatchTranslation
+    from lingodoc._models import Document as Document
+    from lingodoc._models import RateLimit as RateLimit
+    from lingodoc._models import TextTranslation as TextTranslation
+    from lingodoc._models import TranslationJob as TranslationJob
+    from lingodoc._models import TranslationState as TranslationState
+    from lingodoc._models import TranslationStatus as TranslationStatus
+    from lingodoc._models import parse_rate_limit as parse_rate_limit
+    from lingodoc._models import reset_delay as reset_delay
+
+# What lingodoc exports from the models at its top level.
+PUBLIC = frozenset(
+    {
+        "BatchTranslation",
+        "Document",
+        "RateLimit",
+        "TextTranslation",
+        "TranslationJob",
+        "TranslationState",
+        "TranslationStatus",
+    }
+)
+NAMES = PUBLIC | {"parse_rate_limit", "reset_delay"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from lingodoc import _models
+
+    value = getattr(_models, name)
+    globals()[name] = value
+    return value

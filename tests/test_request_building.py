@@ -1,0 +1,118 @@
+"""Requests are built as httpx's build_request would build them, though without it on the fast path.
+
+lingodoc keeps the parsed URL and the merged headers between calls (see
+``BaseClient._build_request``); these tests pin that what goes out is the same, and that
+what the caller's own http client holds (headers, cookies, query parameters) still counts,
+even when it changes after the lingodoc client was made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+import lingodoc
+from tests.conftest import API_KEY, BASE_URL, call, close, envelope
+
+STATUS = {"translation_id": "tr_1", "status": "processing", "progress": 5}
+TRANSLATION = {"translated_text": "Hallo", "source_language": "en", "target_language": "de"}
+
+
+def http_client(client_class: type[Any], **kwargs: Any) -> httpx.Client | httpx.AsyncClient:
+    kind = httpx.AsyncClient if client_class is lingodoc.AsyncClient else httpx.Client
+    return kind(**kwargs)  # type: ignore[no-any-return]
+
+
+async def test_the_request_is_the_one_build_request_would_make(
+    client_class: type[Any], api: respx.MockRouter
+) -> None:
+    http = http_client(client_class, headers={"X-Proxy-Token": "p", "Accept": "text/html"})
+    client = client_class(
+        API_KEY, base_url=BASE_URL, http_client=http, default_headers={"X-Team": "docs"}
+    )
+    for make in (
+        lambda: client._translate_call("Hi", "en", "de", None),
+        lambda: client._get_translation_call("tr/1"),
+        lambda: client._raw_call("GET", "/documents?page=2", None, {"size": 5}),
+    ):
+        built = client._build_request(make())
+        call_ = make()
+        expected = http.build_request(
+            call_.method,
+            BASE_URL + call_.path,
+            json=call_.json,
+            params=call_.params,
+            headers=client._headers,
+            timeout=client.timeout,
+        )
+        assert built.method == expected.method
+        assert built.url == expected.url
+        assert built.headers.raw == expected.headers.raw
+        assert built.content == expected.content
+        assert built.extensions == expected.extensions
+    await close(client)
+    if isinstance(http, httpx.AsyncClient):
+        await http.aclose()
+    else:
+        http.close()
+
+
+async def test_the_http_clients_own_headers_are_sent_and_changes_to_them_count(
+    client_class: type[Any], api: respx.MockRouter
+) -> None:
+    route = api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    http = http_client(client_class, headers={"X-Proxy-Token": "one"})
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http)
+    await call(client, "get_translation", "tr_1")
+    assert route.calls.last.request.headers["X-Proxy-Token"] == "one"
+    http.headers["X-Proxy-Token"] = "two"
+    http.headers["Authorization"] = "Bearer not-the-key"
+    await call(client, "get_translation", "tr_1")
+    headers = route.calls.last.request.headers
+    assert headers["X-Proxy-Token"] == "two"
+    assert headers.get_list("Authorization") == [f"Bearer {API_KEY}"]
+    await close(client)
+
+
+async def test_cookies_and_query_parameters_of_the_http_client_are_sent(
+    client_class: type[Any], api: respx.MockRouter
+) -> None:
+    route = api.get("/translations/tr_1").respond(
+        json=envelope(STATUS), headers={"Set-Cookie": "lb=node-7; Path=/"}
+    )
+    http = http_client(client_class, params={"tenant": "acme"})
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http)
+    await call(client, "get_translation", "tr_1")
+    first = route.calls.last.request
+    assert first.url.params["tenant"] == "acme"
+    assert "cookie" not in first.headers
+    await call(client, "get_translation", "tr_1")  # the cookie the service set goes back
+    assert route.calls.last.request.headers["Cookie"] == "lb=node-7"
+    await close(client)
+
+
+async def test_with_options_sends_its_own_timeout(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    route = api.post("/translate").respond(json=envelope(TRANSLATION))
+    await call(client, "translate", "Hi", source_language="en", target_language="de")
+    assert route.calls.last.request.extensions["timeout"]["read"] == 30
+    slow = client.with_options(timeout=120)
+    await call(slow, "translate", "Hi", source_language="en", target_language="de")
+    assert route.calls.last.request.extensions["timeout"]["read"] == 120
+    await call(client, "translate", "Hi", source_language="en", target_language="de")
+    assert route.calls.last.request.extensions["timeout"]["read"] == 30
+
+
+@pytest.mark.parametrize("count", [1, 200])
+async def test_many_different_paths_each_reach_their_own_url(
+    client: lingodoc.Client, api: respx.MockRouter, count: int
+) -> None:
+    route = api.get(path__regex=r"/translations/(?P<tid>[^/]+)$").respond(json=envelope(STATUS))
+    for number in range(count):
+        await call(client, "get_translation", f"tr_{number}")
+        assert route.calls.last.request.url.path == f"/v1/translations/tr_{number}"
+    assert len(client._urls) <= 64  # the cache of parsed URLs stays bounded
