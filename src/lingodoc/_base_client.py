@@ -471,6 +471,10 @@ class BaseClient(Generic[HttpClientT]):
                 client's timeout.
             max_retries: Extra attempts; ``None`` keeps this client's.
 
+        Returns:
+            A client of the same class that shares this one's connection pool
+            and rate-limit state.
+
         Raises:
             ConfigurationError: If a setting is invalid.
         """

@@ -392,14 +392,24 @@ class Client(BaseClient[httpx.Client]):
 class AsyncClient(BaseClient[httpx.AsyncClient]):
     """An asyncio client for the lingodoc service.
 
-    Use it with ``async with``, or await :meth:`aclose`, to release its
-    connections::
+    Safe to share between the tasks of one event loop. Use it with
+    ``async with``, or await :meth:`aclose`, to release its connections::
 
         async with lingodoc.AsyncClient() as client:
             result = await client.translate("Hello", source_language="en", target_language="de")
 
-    Takes the same arguments as :class:`Client`; ``http_client`` must be an
-    ``httpx.AsyncClient``.
+    Args:
+        api_key: The API key; defaults to the ``LINGODOC_API_KEY`` environment
+            variable.
+        base_url: The service address up to and including ``/v1``; defaults
+            to ``LINGODOC_BASE_URL``. Must be ``https://`` unless the host is
+            loopback.
+        timeout: Seconds, or an ``httpx.Timeout``, for each attempt.
+        max_retries: Extra attempts after a failure that may pass; 0 disables
+            retries.
+        default_headers: Headers to send with every request.
+        http_client: An ``httpx.AsyncClient`` to send through (proxies, custom
+            transports). It stays the caller's: the SDK never closes it.
 
     Raises:
         ConfigurationError: If the key or the base URL is missing or unusable,
@@ -441,13 +451,46 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         target_language: str,
         style: str | None = None,
     ) -> TextTranslation:
-        """Translate one text. See :meth:`Client.translate`."""
+        """Translate one text.
+
+        Args:
+            text: Up to 10,000 characters.
+            source_language: ISO 639-1 code of the text, such as ``"en"``.
+            target_language: ISO 639-1 code to translate into.
+            style: A style such as ``"formal"`` or ``"marketing"``.
+
+        Returns:
+            The translation.
+
+        Raises:
+            TextTooLong: If the text exceeds 10,000 characters (checked before sending).
+            InvalidLanguage: If a code is malformed (checked before sending) or
+                not supported by the service.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
         return await self._send(self._translate_call(text, source_language, target_language, style))
 
     async def translate_batch(
         self, texts: Sequence[str], *, source_language: str, target_language: str
     ) -> BatchTranslation:
-        """Translate several texts in one request. See :meth:`Client.translate_batch`."""
+        """Translate several texts in one request.
+
+        Args:
+            texts: The texts, a non-empty list of strings.
+            source_language: ISO 639-1 code of the texts.
+            target_language: ISO 639-1 code to translate into.
+
+        Returns:
+            The translations, one per text, in input order.
+
+        Raises:
+            ValueError: If ``texts`` is empty.
+            TypeError: If ``texts`` is not a list of strings.
+            InvalidLanguage: If a code is malformed or not supported.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
         return await self._send(self._translate_batch_call(texts, source_language, target_language))
 
     async def translate_many(
@@ -521,14 +564,47 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         style: str | None = None,
         use_translation_memory: bool | None = None,
     ) -> TranslationJob:
-        """Start translating a stored document. See :meth:`Client.translate_document`."""
+        """Start translating a stored document.
+
+        The job runs on the service; pass the result to
+        :meth:`wait_for_translation`. Not retried where the service may
+        already have started the job.
+
+        Args:
+            document_id: The document's id.
+            target_language: ISO 639-1 code to translate into.
+            style: A style such as ``"formal"``.
+            use_translation_memory: Whether the service uses stored
+                translation memory; the service's default if ``None``.
+
+        Returns:
+            The started job (state ``processing``).
+
+        Raises:
+            NotFound: If there is no such document.
+            InvalidLanguage: If the code is malformed or not supported.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
         call = self._translate_document_call(
             document_id, target_language, style, use_translation_memory
         )
         return await self._send(call)
 
     async def get_translation(self, translation_id: str) -> TranslationStatus:
-        """Read the state of a document translation. See :meth:`Client.get_translation`."""
+        """Read the state of a document translation.
+
+        Args:
+            translation_id: The job's id, from :meth:`translate_document`.
+
+        Returns:
+            Its state and progress.
+
+        Raises:
+            NotFound: If there is no such translation.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
         return await self._send(self._get_translation_call(translation_id))
 
     async def wait_for_translation(
@@ -539,10 +615,28 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> TranslationStatus:
-        """Poll a document translation until it completes. See :meth:`Client.wait_for_translation`.
+        """Poll a document translation until it completes.
 
+        A 429 while polling is waited out (until the rate-limit reset), even
+        with ``max_retries=0``. With a ``timeout``, a 5xx or network failure
+        that outlasts the client's retries is ridden out too, until the deadline.
         Cancelling the awaiting task stops the polling at once and leaves no
-        task or connection behind.
+        task or connection behind; the translation goes on on the service.
+
+        Args:
+            job_or_id: The job from :meth:`translate_document`, or its translation id.
+            poll_interval: Seconds between polls.
+            timeout: Seconds to wait in all; ``None`` waits as long as it takes.
+            on_progress: Called with each status read, after every poll.
+
+        Returns:
+            The completed status.
+
+        Raises:
+            TranslationFailed: If the translation failed; ``.status`` holds it.
+            WaitTimeout: If ``timeout`` passed first; ``.status`` holds the last state.
+            APIError: For an error other than 429 while polling.
+            APIConnectionError: If the service cannot be reached.
         """
         waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress)
         while True:
@@ -559,7 +653,15 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             await _clock.current().async_sleep(delay)
 
     async def list_documents(self) -> list[Document]:
-        """List the stored documents. See :meth:`Client.list_documents`."""
+        """List the stored documents.
+
+        Returns:
+            The documents, each with at least a ``document_id``.
+
+        Raises:
+            APIError: For an error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
         return await self._send(self._list_documents_call())
 
     async def request(
@@ -570,7 +672,27 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         json: Any = None,
         params: Mapping[str, Any] | None = None,
     ) -> Any:
-        """Call any endpoint under ``base_url``. See :meth:`Client.request`."""
+        """Call any endpoint under ``base_url``, for parts of the service the SDK does not wrap.
+
+        Same authentication, envelope, errors, retries and rate-limit
+        tracking as the other methods. Only GET, HEAD, OPTIONS, PUT and
+        DELETE are retried after a failure the server may have acted on.
+
+        Args:
+            method: The HTTP method, such as ``"GET"``.
+            path: A path relative to ``base_url``, such as ``"/documents/doc_1"``;
+                absolute URLs and ``..`` are refused.
+            json: A JSON body; none if ``None``.
+            params: Query parameters.
+
+        Returns:
+            The ``data`` of the envelope, as plain JSON values.
+
+        Raises:
+            ValueError: If ``path`` would leave ``base_url``.
+            APIError: For an error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
         return await self._send(self._raw_call(method, path, json, params))
 
     async def _send(self, call: Call[T], *, deadline: float | None = None) -> T:

@@ -49,7 +49,16 @@ UTCDateTime = Annotated[datetime, AfterValidator(_as_utc)]
 
 
 class TranslationState(str, Enum):
-    """The states of a document translation job."""
+    """The states of a document translation job.
+
+    A ``str`` enum: each member compares equal to its plain string.
+
+    Attributes:
+        PENDING: ``"pending"``: accepted, not started yet.
+        PROCESSING: ``"processing"``: being translated; ``progress`` says how far.
+        COMPLETED: ``"completed"``: done; ``completed_at`` says when.
+        FAILED: ``"failed"``: ended without a translation; start a new one.
+    """
 
     PENDING = "pending"
     PROCESSING = "processing"
@@ -163,7 +172,13 @@ class _Result(BaseModel):
 
 
 class TextTranslation(_Result):
-    """The translation of one text."""
+    """The translation of one text.
+
+    Attributes:
+        translated_text: The translation.
+        source_language: The ISO 639-1 code of the text.
+        target_language: The ISO 639-1 code of the translation.
+    """
 
     translated_text: str
     source_language: str
@@ -171,7 +186,11 @@ class TextTranslation(_Result):
 
 
 class BatchTranslation(_Result):
-    """The translations of a batch, one per input text, in input order."""
+    """The translations of a batch.
+
+    Attributes:
+        translations: One translation per input text, in input order.
+    """
 
     translations: list[str]
 
@@ -180,6 +199,15 @@ class TranslationJob(_Result):
     """A document translation job, as returned when it is started.
 
     Pass it to ``wait_for_translation`` to wait for the result.
+
+    Attributes:
+        document_id: The document being translated.
+        translation_id: The job's id: all it takes to find the translation
+            again, with ``get_translation`` or ``wait_for_translation``.
+        status: Its state when started, usually ``processing``: a
+            :class:`TranslationState`, or the plain string of a state this
+            SDK does not know.
+        estimated_completion: When the service expects it to complete, if it said.
     """
 
     document_id: str
@@ -189,7 +217,17 @@ class TranslationJob(_Result):
 
 
 class TranslationStatus(_Result):
-    """The state of a document translation job."""
+    """The state of a document translation job.
+
+    Attributes:
+        translation_id: The job's id.
+        status: A :class:`TranslationState`, or the plain string of a state
+            this SDK does not know.
+        progress: How far it is, in percent (0 to 100).
+        document_id: The document being translated, if the service said.
+        target_language: The language it is translated into, if the service said.
+        completed_at: When it completed; ``None`` until then.
+    """
 
     translation_id: str
     status: State
@@ -200,6 +238,12 @@ class TranslationStatus(_Result):
 
 
 class Document(_Result):
-    """A stored document: its id (also read from a field named ``id``) and whatever else is sent."""
+    """A stored document: its id, and whatever else the service sends about it.
+
+    The other fields (a ``name``, say) are attributes too.
+
+    Attributes:
+        document_id: The document's id (also read from a field named ``id``).
+    """
 
     document_id: str = Field(validation_alias=AliasChoices("document_id", "id"))

@@ -52,15 +52,26 @@ class FakeClock(_clock.SystemClock):
         self.sleeps: list[float] = []
 
     def monotonic(self) -> float:
-        """Return the fake monotonic time: seconds slept since the clock was made."""
+        """Return the fake monotonic time.
+
+        Returns:
+            The seconds slept (or advanced) since the clock was made.
+        """
         return self._monotonic
 
     def time(self) -> float:
-        """Return the fake wall-clock time, in Unix seconds."""
+        """Return the fake wall-clock time.
+
+        Returns:
+            The Unix time: the start time plus the seconds slept (or advanced) since.
+        """
         return self._wall
 
     def advance(self, seconds: float) -> None:
         """Move the clock forward without recording a sleep.
+
+        Args:
+            seconds: How far to move it.
 
         Raises:
             ValueError: If ``seconds`` is negative.
@@ -72,7 +83,11 @@ class FakeClock(_clock.SystemClock):
             self._wall += seconds
 
     def sleep(self, seconds: float) -> None:
-        """Record the sleep and move the clock forward; return at once."""
+        """Record the sleep and move the clock forward; return at once.
+
+        Args:
+            seconds: The sleep asked for; a negative one counts as 0.
+        """
         seconds = max(0.0, float(seconds))
         with self._lock:
             self.sleeps.append(seconds)
@@ -80,7 +95,11 @@ class FakeClock(_clock.SystemClock):
             self._wall += seconds
 
     async def async_sleep(self, seconds: float) -> None:
-        """Like :meth:`sleep`, and yield to the event loop once, as a real sleep would."""
+        """Like :meth:`sleep`, and yield to the event loop once, as a real sleep would.
+
+        Args:
+            seconds: The sleep asked for; a negative one counts as 0.
+        """
         self.sleep(seconds)
         await asyncio.sleep(0)
 
