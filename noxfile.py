@@ -1,10 +1,20 @@
 """Developer tasks: `nox -s tests`, `nox -s lint`, `nox -s typecheck` (`nox -l` lists them).
 
+`nox -s docs` builds the documentation with `mkdocs build --strict`; `nox -s package` builds
+the sdist and the wheel, checks them and runs the quickstart from the installed wheel. CI
+(.ci/run) runs both.
+
 `nox -s bench` runs the benchmarks and rewrites docs/performance.md; it is not a default
 session and CI does not run it.
 """
 
 from __future__ import annotations
+
+import shutil
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
 
 import nox
 
@@ -12,6 +22,7 @@ nox.options.sessions = ["tests", "lint", "typecheck"]
 nox.options.error_on_missing_interpreters = False
 nox.options.reuse_existing_virtualenvs = True
 
+ROOT = Path(__file__).resolve().parent
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 # The last commit before the speed work of issue 5: `nox -s bench` measures it as well, for
 # the before/after table of docs/performance.md.
@@ -52,3 +63,92 @@ def bench(session: nox.Session) -> None:
     """
     session.install(".", *BENCH_DEPS)
     session.run("python", "benchmarks/run.py", "--before", BENCH_BEFORE, *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the documentation site with `mkdocs build --strict` (into site/).
+
+    Arguments after -- go to `mkdocs build`, such as `--site-dir /tmp/site`.
+    """
+    session.install(".[docs]")
+    session.run("mkdocs", "build", "--strict", *session.posargs, env={"NO_MKDOCS_2_WARNING": "1"})
+
+
+# What the sdist must hold: the sources, the tests and everything they read, the docs and
+# the examples. The wheel holds the package and its metadata, nothing else.
+SDIST_MUST_HOLD = [
+    "pyproject.toml",
+    "README.md",
+    "CHANGELOG.md",
+    "LICENSE",
+    "mkdocs.yml",
+    "noxfile.py",
+    "src/lingodoc/__init__.py",
+    "src/lingodoc/py.typed",
+    "tests/conftest.py",
+    "tests/docs/test_doc_snippets.py",
+    "docs/index.md",
+    "docs/reference.md",
+    "examples/quickstart.py",
+    "examples/tiny_app/tests/test_app.py",
+]
+
+
+def check_archives(session: nox.Session, sdist: Path, wheel: Path) -> None:
+    """Fail unless the sdist and the wheel hold what they should, and nothing stray."""
+    with tarfile.open(sdist) as archive:
+        sdist_names = {name.partition("/")[2] for name in archive.getnames()}
+    missing = [name for name in SDIST_MUST_HOLD if name not in sdist_names]
+    if missing:
+        session.error(f"{sdist.name} lacks {missing}")
+    with zipfile.ZipFile(wheel) as archive:
+        wheel_names = archive.namelist()
+    name, version = wheel.name.split("-")[:2]
+    dist_info = f"{name}-{version}.dist-info/"
+    stray = [n for n in wheel_names if not n.startswith(("lingodoc/", dist_info))]
+    needed = ["lingodoc/py.typed", f"{dist_info}entry_points.txt", f"{dist_info}licenses/LICENSE"]
+    missing = [n for n in needed if n not in wheel_names]
+    if stray or missing:
+        session.error(f"{wheel.name}: stray {stray}, missing {missing}")
+    cached = [n for n in [*sdist_names, *wheel_names] if "__pycache__" in n or n.endswith(".pyc")]
+    if cached:
+        session.error(f"compiled files in the archives: {cached}")
+    session.log(f"{sdist.name}: {len(sdist_names)} entries; {wheel.name}: {len(wheel_names)}")
+
+
+@nox.session
+def package(session: nox.Session) -> None:
+    """Build the sdist and the wheel, check them, and run the quickstart from the wheel.
+
+    The wheel is installed into a fresh virtual environment, and the quickstart runs from
+    outside the source tree, with no LINGODOC_* variables: it imports the installed package,
+    not src/, and starts the emulator that the wheel ships.
+    """
+    session.install("build", "twine")
+    tmp = Path(session.create_tmp()).resolve()
+    dist = tmp / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    session.run("python", "-m", "build", "--outdir", str(dist), ".")
+    sdists, wheels = sorted(dist.glob("*.tar.gz")), sorted(dist.glob("*.whl"))
+    if len(sdists) != 1 or len(wheels) != 1:
+        session.error(f"expected one sdist and one wheel in {dist}")
+    session.run("twine", "check", "--strict", str(sdists[0]), str(wheels[0]))
+    check_archives(session, sdists[0], wheels[0])
+
+    venv = tmp / "wheel-venv"
+    shutil.rmtree(venv, ignore_errors=True)
+    session.run("python", "-m", "venv", str(venv))
+    bin_dir = venv / ("Scripts" if sys.platform == "win32" else "bin")
+    python = str(bin_dir / "python")
+    session.run(python, "-m", "pip", "install", "--quiet", str(wheels[0]), external=True)
+    session.chdir(tmp)
+    no_service = {"LINGODOC_API_KEY": "", "LINGODOC_BASE_URL": ""}
+    session.run(
+        python,
+        "-c",
+        "import sys, lingodoc; assert lingodoc.__file__.startswith(sys.prefix), lingodoc.__file__",
+        external=True,
+    )
+    session.run(python, str(ROOT / "examples" / "quickstart.py"), env=no_service, external=True)
+    session.run(str(bin_dir / "lingodoc"), "--version", external=True)
