@@ -1,0 +1,307 @@
+"""The code blocks of docs/*.md and README.md: every Python block compiles, marked ones run.
+
+Conventions for the Markdown, so that no page goes stale:
+
+* Every ```python block must compile (top-level ``await`` is allowed, for fragments that
+  run inside a coroutine). A block showing a call signature with a bare ``*``, such as
+  ``Client(api_key=None, *, base_url=None)``, is read as a signature instead: its names,
+  defaults and keyword-only markers must match the real callable's.
+* ``<!-- run -->`` on the line before a block runs it. The runnable blocks of a page run
+  in order in one namespace, like a session: a later block may use what an earlier one
+  made. They run against a fresh emulator served on loopback, which
+  ``LINGODOC_API_KEY`` and ``LINGODOC_BASE_URL`` point at, on a fake clock (so polling and
+  retries do not really sleep).
+* ``<!-- output -->`` before a ```text block right after a runnable block: what that block
+  must print, exactly.
+* ``<!-- run: pytest -->`` before a block makes it a test module: the page's such blocks
+  are run by pytest in a subprocess, as a user would run them, and must all pass.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+import io
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import lingodoc
+from lingodoc.emulator import Emulator
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<lang>[\w+-]*)")
+# pymdownx.snippets, with base_path the repository root (mkdocs.yml).
+SNIPPET = re.compile(r'^\s*--8<--\s+"(?P<path>[^"]+)"\s*$')
+MARKER = re.compile(r"^\s*<!--\s*(?P<what>run|run: pytest|output)\s*-->\s*$")
+# A bare `*` between parameters, replaced by as many spaces: positions stay the same.
+BARE_STAR = re.compile(r"(?<=[(,])(\s*)\*(\s*),")
+COMPILE_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+
+
+@dataclass
+class Block:
+    """One fenced code block of a page."""
+
+    page: Path
+    line: int  # of the opening fence, from 1
+    lang: str
+    code: str
+    marker: str | None  # "run", "run: pytest", "output" or None
+    output: str | None = None  # for a runnable block: what it must print
+
+    @property
+    def name(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def read_blocks(page: Path) -> list[Block]:
+    """Return the fenced blocks of ``page``, with their markers and expected outputs."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    blocks: list[Block] = []
+    previous = ""  # the last non-blank line before the current one
+    i = 0
+    while i < len(lines):
+        opening = FENCE.match(lines[i])
+        if opening is None:
+            if lines[i].strip():
+                previous = lines[i]
+            i += 1
+            continue
+        indent, fence = opening["indent"], opening["fence"]
+        body: list[str] = []
+        j = i + 1
+        while j < len(lines) and not (
+            lines[j].strip().startswith(fence) and not lines[j].strip().strip(fence[0])
+        ):
+            body.append(lines[j][len(indent) :] if lines[j].startswith(indent) else lines[j])
+            j += 1
+        marker = MARKER.match(previous)
+        code = "\n".join(include_snippets(body)) + "\n"
+        blocks.append(Block(page, i + 1, opening["lang"], code, marker and marker["what"]))
+        previous = lines[j] if j < len(lines) else ""
+        i = j + 1
+    return attach_outputs(blocks)
+
+
+def include_snippets(lines: list[str]) -> list[str]:
+    """Replace each ``--8<-- "path"`` line with the file it includes, as mkdocs does."""
+    expanded: list[str] = []
+    for line in lines:
+        include = SNIPPET.match(line)
+        if include is None:
+            expanded.append(line)
+        else:
+            expanded.extend((ROOT / include["path"]).read_text(encoding="utf-8").splitlines())
+    return expanded
+
+
+def attach_outputs(blocks: list[Block]) -> list[Block]:
+    kept: list[Block] = []
+    for block in blocks:
+        if block.marker == "output":
+            owner = kept[-1] if kept else None
+            if owner is None or owner.marker != "run":
+                message = f"{block.name}: <!-- output --> must follow a <!-- run --> block"
+                raise AssertionError(message)
+            assert block.lang == "text", f"{block.name}: an output block is ```text"
+            owner.output = block.code
+        else:
+            kept.append(block)
+    return kept
+
+
+ALL_BLOCKS = [block for page in PAGES for block in read_blocks(page)]
+PYTHON_BLOCKS = [block for block in ALL_BLOCKS if block.lang == "python"]
+
+
+def pages_with(marker: str) -> list[Path]:
+    return sorted({block.page for block in PYTHON_BLOCKS if block.marker == marker})
+
+
+# -- every block compiles ------------------------------------------------------------------
+
+
+def resolve(dotted: str) -> Any:
+    """Find a callable shown in a signature block: ``lingodoc.Client``, ``Emulator``..."""
+    import lingodoc.emulator
+    import lingodoc.testing
+
+    head, *rest = dotted.split(".")
+    roots = {"lingodoc": lingodoc} if head == "lingodoc" else {}
+    candidates = [roots.get(head)] + [
+        getattr(module, head, None) for module in (lingodoc, lingodoc.emulator, lingodoc.testing)
+    ]
+    for obj in candidates:
+        if obj is None:
+            continue
+        for part in rest:
+            obj = getattr(obj, part)
+        return obj
+    raise AssertionError(f"a signature block shows {dotted}, which lingodoc does not have")
+
+
+def check_signature_block(block: Block) -> None:
+    """Check a block like ``Client(api_key=None, *, timeout=30.0)`` against the real signature."""
+    stars = [(match.start(), match.end()) for match in BARE_STAR.finditer(block.code)]
+    code = BARE_STAR.sub(lambda match: " " * len(match.group(0)), block.code)
+    tree = ast.parse(code, block.name)  # a SyntaxError here fails the test
+    offsets = [0]
+    for line in code.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+    for statement in tree.body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        assert isinstance(call, ast.Call), f"{block.name}: a signature block holds only calls"
+        if [type(arg) for arg in call.args] == [ast.Constant] and call.args[0].value is ...:
+            continue  # `AsyncClient(...)`: "the same as above"
+        assert not call.args, f"{block.name}: show parameters as name=default"
+        target = resolve(ast.unparse(call.func))
+        parameters = inspect.signature(target).parameters
+        call_start = offsets[call.lineno - 1] + call.col_offset
+        call_end = offsets[call.end_lineno - 1] + call.end_col_offset  # type: ignore[operator]
+        star = next((start for start, end in stars if call_start < start < call_end), None)
+        for keyword in call.keywords:
+            name = keyword.arg
+            assert name in parameters, f"{block.name}: {ast.unparse(call.func)} has no {name!r}"
+            real = parameters[name]
+            position = offsets[keyword.value.lineno - 1] + keyword.value.col_offset
+            keyword_only = star is not None and position > star
+            assert (real.kind is inspect.Parameter.KEYWORD_ONLY) == keyword_only, (
+                f"{block.name}: {name!r} is shown {'' if keyword_only else 'not '}keyword-only"
+            )
+            shown = ast.literal_eval(keyword.value)
+            assert shown == real.default, (
+                f"{block.name}: {name}={shown!r}, but the default is {real.default!r}"
+            )
+
+
+@pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=lambda block: block.name)
+def test_python_blocks_compile(block: Block) -> None:
+    try:
+        compile(block.code, block.name, "exec", flags=COMPILE_FLAGS)
+        return
+    except SyntaxError:
+        if not BARE_STAR.search(block.code):
+            raise
+    # Outside the except block: the signature check's own message says what is wrong.
+    check_signature_block(block)
+
+
+# -- runnable blocks run -------------------------------------------------------------------
+
+
+@pytest.fixture
+def served_emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
+    """A fresh emulator on loopback, which the environment variables point at."""
+    emulator = Emulator()
+    with emulator.serve() as server:
+        monkeypatch.setenv("LINGODOC_API_KEY", server.api_key)
+        monkeypatch.setenv("LINGODOC_BASE_URL", server.base_url)
+        yield emulator
+
+
+def close_clients(namespace: dict[str, Any], loop: asyncio.AbstractEventLoop) -> None:
+    for value in namespace.values():
+        if isinstance(value, lingodoc.Client):
+            value.close()
+        elif isinstance(value, lingodoc.AsyncClient):
+            loop.run_until_complete(value.aclose())
+
+
+@pytest.mark.parametrize("page", pages_with("run"), ids=lambda page: page.name)
+def test_runnable_blocks_run_and_print_what_the_page_shows(
+    page: Path, served_emulator: Emulator
+) -> None:
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    loop = asyncio.new_event_loop()  # for blocks with a top-level await
+    try:
+        for block in PYTHON_BLOCKS:
+            if block.page != page or block.marker != "run":
+                continue
+            code = compile(block.code, block.name, "exec", flags=COMPILE_FLAGS)
+            printed = io.StringIO()
+            with redirect_stdout(printed):
+                if code.co_flags & inspect.CO_COROUTINE:
+                    loop.run_until_complete(eval(code, namespace))
+                else:
+                    exec(code, namespace)
+            if block.output is not None:
+                assert printed.getvalue().rstrip() == block.output.rstrip(), (
+                    f"{block.name} printed something else than the page shows"
+                )
+    finally:
+        close_clients(namespace, loop)
+        loop.close()
+
+
+PYTEST_INI = """\
+[pytest]
+asyncio_mode = auto
+asyncio_default_fixture_loop_scope = function
+filterwarnings = error
+"""
+
+
+@pytest.mark.parametrize("page", pages_with("run: pytest"), ids=lambda page: page.name)
+def test_pytest_blocks_pass(page: Path, tmp_path: Path) -> None:
+    modules = [
+        block for block in PYTHON_BLOCKS if block.page == page and block.marker == "run: pytest"
+    ]
+    for block in modules:
+        name = f"test_{page.stem}_{block.line}.py".replace("-", "_")
+        (tmp_path / name).write_text(block.code, encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LINGODOC_", "PYTEST_"))}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = result.stdout.strip().splitlines()[-1]
+    assert re.search(r"^\d+ passed in ", summary), summary  # nothing skipped or failed
+    assert int(summary.split()[0]) >= len(modules)
+
+
+# -- the conventions themselves ------------------------------------------------------------
+
+
+def test_the_pages_that_teach_the_api_run_their_examples() -> None:
+    runnable = {block.page.name for block in PYTHON_BLOCKS if block.marker == "run"}
+    assert {"getting-started.md", "text.md", "documents.md"} <= runnable
+    assert "testing.md" in {page.name for page in pages_with("run: pytest")}
+
+
+def test_markers_are_spelled_right_and_sit_on_python_blocks() -> None:
+    for page in PAGES:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip().startswith("<!--") and re.search(r"\b(run|output)\b", line):
+                assert MARKER.match(line), f"{page.name}:{number}: unknown marker {line!r}"
+    for block in ALL_BLOCKS:
+        if block.marker in ("run", "run: pytest"):
+            assert block.lang == "python", f"{block.name}: only python blocks run"
+
+
+def test_the_reader_finds_blocks_in_lists_and_includes_the_examples() -> None:
+    page = ROOT / "docs" / "configuration.md"
+    blocks = read_blocks(page)
+    assert any(block.lang == "python" and "with_options" in block.code for block in blocks)
+    included = [block for block in PYTHON_BLOCKS if block.page.name == "examples.md"]
+    assert included
+    assert all("--8<--" not in block.code and "import" in block.code for block in included)
+    assert len(PYTHON_BLOCKS) >= 30

@@ -1,0 +1,240 @@
+"""Every public name is documented, in the Google style the API reference is generated from.
+
+The API reference (docs/reference.md, rendered by mkdocstrings) shows the docstrings and
+nothing else, so they must say everything a user needs:
+
+* every name in ``lingodoc.__all__``, every public method and property of its classes (also
+  those inherited from lingodoc's own base classes), and the documented extras
+  (``lingodoc.testing``, ``lingodoc.emulator.Emulator``) has a docstring of its own;
+* a function or method lists each of its parameters under ``Args:`` (a class, those of its
+  constructor), says what it gives under ``Returns:`` (``Yields:`` for a generator), and
+  says what it raises under ``Raises:``, naming real exception classes. Every client
+  method sends a request or checks its arguments, so all of them raise; elsewhere a method
+  that takes arguments raises unless it is listed in ``RAISES_NOTHING``;
+* results list their fields, exceptions their attributes, and enums their members, under
+  ``Attributes:``;
+* docs/reference.md documents exactly these names.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+import inspect
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import pytest
+
+import lingodoc
+import lingodoc.testing
+from lingodoc.emulator import Emulator
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / "docs" / "reference.md"
+
+PUBLIC = {f"lingodoc.{name}": getattr(lingodoc, name) for name in lingodoc.__all__}
+del PUBLIC["lingodoc.__version__"]
+# Documented in the API reference too, beyond lingodoc.__all__.
+EXTRAS: dict[str, Any] = {
+    "lingodoc.testing.FakeClock": lingodoc.testing.FakeClock,
+    "lingodoc.testing.fake_clock": lingodoc.testing.fake_clock,
+    "lingodoc.emulator.Emulator": Emulator,
+}
+# Held to "has a docstring" only: the emulator documents itself in docs/emulator.md.
+DOCSTRING_ONLY = ("lingodoc.emulator.",)
+CLIENTS = (lingodoc.Client, lingodoc.AsyncClient)
+# Methods that take arguments but raise nothing of their own, and why.
+RAISES_NOTHING = {
+    "lingodoc.testing.FakeClock.sleep": "records any number of seconds",
+    "lingodoc.testing.FakeClock.async_sleep": "records any number of seconds",
+    "lingodoc.testing.fake_clock": "installs the clock it is given",
+}
+
+
+def own_doc(obj: Any) -> str:
+    """The object's own docstring, not one inherited from a base class."""
+    target = obj.fget if isinstance(obj, property) else obj
+    doc = target.__dict__.get("__doc__") if isinstance(target, type) else target.__doc__
+    return inspect.cleandoc(doc) if doc else ""
+
+
+def sections(doc: str) -> dict[str, list[str]]:
+    """Return the Google-style sections of ``doc`` and the names they list."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    entry_indent: int | None = None
+    for line in doc.splitlines():
+        heading = re.fullmatch(r"([A-Z][a-z]+):", line)
+        if heading:
+            current = found.setdefault(heading.group(1), [])
+            entry_indent = None
+            continue
+        if current is None or not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent == 0:
+            current = None
+            continue
+        if entry_indent is None:
+            entry_indent = indent
+        if indent == entry_indent:
+            current.append(re.split(r"[\s(:]", line.strip(), maxsplit=1)[0])
+    return found
+
+
+def members(cls: type) -> Iterator[tuple[str, Any]]:
+    """The public methods and properties of ``cls``, own and from lingodoc base classes."""
+    seen: set[str] = set()
+    for base in cls.__mro__:
+        if not base.__module__.startswith("lingodoc"):
+            continue
+        for name, value in vars(base).items():
+            if name.startswith("_") or name in seen:
+                continue
+            function = value.fget if isinstance(value, property) else value
+            # Defined by lingodoc (pydantic adds functions of its own to the models).
+            if inspect.isfunction(function) and function.__module__.startswith("lingodoc"):
+                seen.add(name)
+                yield name, value
+
+
+def documented() -> Iterator[tuple[str, Any]]:
+    """Every documented name and member, with the object."""
+    for path, obj in {**PUBLIC, **EXTRAS}.items():
+        yield path, obj
+        if isinstance(obj, type):
+            for name, member in members(obj):
+                yield f"{path}.{name}", member
+
+
+ALL = dict(documented())
+
+
+def parameters(func: Callable[..., Any]) -> list[str]:
+    func = inspect.unwrap(func)
+    names = list(inspect.signature(func).parameters)
+    return [name for name in names if name not in ("self", "cls")]
+
+
+def star_name(func: Callable[..., Any], name: str) -> str:
+    kind = inspect.signature(inspect.unwrap(func)).parameters[name].kind
+    return {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}.get(
+        kind, ""
+    ) + name
+
+
+def owner(path: str) -> Any:
+    return ALL.get(path.rsplit(".", 1)[0])
+
+
+@pytest.mark.parametrize("path", sorted(ALL))
+def test_has_a_docstring(path: str) -> None:
+    assert own_doc(ALL[path]), f"{path} has no docstring of its own"
+
+
+STRICT = sorted(path for path in ALL if not path.startswith(DOCSTRING_ONLY))
+FUNCTIONS = [path for path in STRICT if inspect.isfunction(ALL[path])]
+
+
+@pytest.mark.parametrize("path", FUNCTIONS)
+def test_functions_list_their_arguments(path: str) -> None:
+    func = ALL[path]
+    expected = [star_name(func, name) for name in parameters(func)]
+    listed = sections(own_doc(func)).get("Args", [])
+    assert listed == expected, f"{path}: Args: lists {listed}, the signature has {expected}"
+
+
+@pytest.mark.parametrize("path", FUNCTIONS)
+def test_functions_say_what_they_return(path: str) -> None:
+    func = inspect.unwrap(ALL[path])
+    annotation = str(inspect.signature(func).return_annotation)
+    found = sections(own_doc(ALL[path]))
+    if re.match(r"(Async)?(Iterator|Generator)\[", annotation):
+        assert "Yields" in found, f"{path} yields; it needs a Yields: section"
+    elif annotation not in ("None", str(inspect.Signature.empty)):
+        assert "Returns" in found, f"{path} returns {annotation}; it needs a Returns: section"
+
+
+@pytest.mark.parametrize("path", FUNCTIONS)
+def test_functions_say_what_they_raise(path: str) -> None:
+    func = ALL[path]
+    raised = sections(own_doc(func)).get("Raises", [])
+    sends = owner(path) in CLIENTS and func.__name__ not in ("close", "aclose")
+    if path in RAISES_NOTHING:
+        assert not raised, f"{path} is listed in RAISES_NOTHING but has a Raises: section"
+    elif sends or parameters(func):
+        assert raised, f"{path} can raise; it needs a Raises: section"
+    for name in raised:
+        error = getattr(lingodoc, name, getattr(builtins, name, None))
+        assert isinstance(error, type), f"{path}: Raises: names {name!r}, which is no class"
+        assert issubclass(error, Exception), f"{path}: Raises: names {name!r}"
+
+
+CLASSES = [path for path in STRICT if isinstance(ALL[path], type)]
+
+
+@pytest.mark.parametrize("path", CLASSES)
+def test_classes_document_their_constructor(path: str) -> None:
+    cls = ALL[path]
+    if issubclass(cls, (Exception, pydantic.BaseModel, enum.Enum)):
+        return  # built by the SDK, not by users: they document their Attributes instead
+    expected = [star_name(cls.__init__, name) for name in parameters(cls.__init__)]
+    listed = sections(own_doc(cls)).get("Args", []) or sections(own_doc(cls.__init__)).get(
+        "Args", []
+    )
+    assert listed == expected, f"{path}: Args: lists {listed}, the constructor has {expected}"
+
+
+def instance_attributes(cls: type) -> list[str]:
+    """The public attributes an exception's own ``__init__`` sets."""
+    init = cls.__dict__.get("__init__")
+    if init is None:
+        return []
+    return re.findall(r"self\.([a-z]\w*) =", inspect.getsource(init))
+
+
+@pytest.mark.parametrize("path", CLASSES)
+def test_results_exceptions_and_enums_list_their_attributes(path: str) -> None:
+    cls = ALL[path]
+    if issubclass(cls, pydantic.BaseModel):
+        expected = set(cls.model_fields)
+    elif issubclass(cls, enum.Enum):
+        expected = set(cls.__members__)
+    elif issubclass(cls, Exception):
+        expected = set(instance_attributes(cls))
+    else:
+        return
+    listed = set(sections(own_doc(cls)).get("Attributes", []))
+    assert expected <= listed, f"{path}: Attributes: lacks {sorted(expected - listed)}"
+
+
+def test_the_api_reference_documents_exactly_the_public_names() -> None:
+    directives = re.findall(r"^::: *([\w.]+)", REFERENCE.read_text(encoding="utf-8"), re.M)
+    assert len(directives) == len(set(directives)), "a name is documented twice"
+    assert set(directives) == set(PUBLIC) | set(EXTRAS)
+
+
+def test_the_section_reader() -> None:
+    doc = """Do a thing.
+
+    Args:
+        text: The text,
+            on two lines.
+        style (str): A style.
+        **kwargs: More.
+
+    Returns:
+        Something.
+
+    Raises:
+        ValueError: If it is wrong.
+    """
+    assert sections(inspect.cleandoc(doc)) == {
+        "Args": ["text", "style", "**kwargs"],
+        "Returns": ["Something."],
+        "Raises": ["ValueError"],
+    }

@@ -1,0 +1,187 @@
+"""Every example runs as a user runs it: in a subprocess, with no LINGODOC_* variables set.
+
+With no configuration, each example starts the emulator by itself; these tests check that it
+finishes in time, writes nothing to stderr, and prints what it is meant to show. The quickstart
+is run by tests/integration/test_examples.py.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+TINY_APP = EXAMPLES / "tiny_app"
+TIMEOUT = 60  # seconds for any one example; each takes a few
+
+
+def clean_env() -> dict[str, str]:
+    """The environment without lingodoc's variables (or pytest's, for the nested runs)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("LINGODOC_", "PYTEST_"))}
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=clean_env(),
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr == ""
+    return result
+
+
+def test_async_batch() -> None:
+    out = run(str(EXAMPLES / "async_batch.py")).stdout
+    assert "using the emulator, in-process" in out
+    assert "1. translate_many: 1000 texts in " in out
+    assert "'Good morning' -> 'Gut Morgen'" in out
+    assert "fr: ['Bon matin', 'Merci tu', 'Bonjour monde']" in out
+    assert "'Hello' -> xx: '<failed: INVALID_LANGUAGE>'" in out
+    assert "'Good night' -> de: 'Gut Nacht'" in out
+    assert "Requests left this hour: " in out
+
+
+def test_document_progress() -> None:
+    out = run(str(EXAMPLES / "document_progress.py")).stdout
+    assert "Stored documents: ['doc_welcome', 'doc_handbook']" in out
+    assert "%  processing\n" in out  # progress lines while it runs (how many: timing)
+    assert "[##########] 100%  completed" in out
+    assert "gave up waiting (processing at " in out
+    assert "the translation goes on" in out
+    assert "   resumed tr_" in out
+    assert "3. started 2 translations" in out
+    assert "doc_welcome: completed 100%" in out
+    assert "doc_handbook: completed 100%" in out
+
+
+def test_error_handling() -> None:
+    out = run(str(EXAMPLES / "error_handling.py")).stdout
+    expected = [
+        "-> '13,000 characters sent in two parts: Hallo Welt. Hallo Welt....'",
+        '-> "(not translated: INVALID_LANGUAGE (400): ',
+        "-> NotFound: NOT_FOUND (404): ",
+        "-> Unauthorized: UNAUTHORIZED (401): Invalid API key ending in '0000'",
+        "-> ConfigurationError: base_url 'http://api.example.com/v1' uses http://",
+        "-> 'Bon jour'",
+        "the emulator saw: [500, 500, 200]",
+        "-> '(not translated: SERVICE_UNAVAILABLE 503, request req_",
+        "-> 'Gracias'",
+        "-> '(not translated: rate limited, try again in 600 s)'",
+        "-> APIConnectionError: POST /translate failed",
+        "stopped at 50%",
+        "-> TranslationFailed: translation tr_",
+    ]
+    for line in expected:
+        assert line in out
+    assert "ld_this_key_does_not_exist" not in out  # the key is never shown
+
+
+def read_lines(stream: object, lines: queue.Queue[str]) -> None:
+    for line in stream:  # type: ignore[attr-defined]
+        lines.put(line)
+
+
+def next_line(lines: queue.Queue[str], starting: str, deadline: float) -> str:
+    seen = []
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(f"no line starting {starting!r} in time; got {seen}") from None
+        if line.startswith(starting):
+            return line
+        seen.append(line)
+
+
+def test_web_service_serves_translations_until_interrupted() -> None:
+    lines: queue.Queue[str] = queue.Queue()
+    with subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "web_service.py"), "--port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=clean_env(),
+    ) as process:
+        reader = threading.Thread(target=read_lines, args=(process.stdout, lines), daemon=True)
+        reader.start()
+        try:
+            serving = next_line(lines, "Serving on http://127.0.0.1:", time.monotonic() + TIMEOUT)
+            url = serving.split()[2]
+            with httpx.Client(base_url=url, timeout=10) as http:
+                ok = http.post("/translate", json={"text": "Hello world", "to": "de"})
+                assert ok.status_code == 200
+                assert ok.json() == {
+                    "translated_text": "Hallo Welt",
+                    "source_language": "en",
+                    "target_language": "de",
+                }
+                refused = http.post("/translate", json={"text": "Hello", "to": "xx"})
+                assert refused.status_code == 400
+                assert refused.json()["code"] == "INVALID_LANGUAGE"
+                assert http.get("/health").json() == {"ok": True}
+        finally:
+            stop(process)
+            reader.join(timeout=TIMEOUT)
+    rest = []
+    while not lines.empty():
+        rest.append(lines.get())
+    assert process.returncode == 0, rest
+    assert rest == ["Stopped.\n"]
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """Interrupt the process as Ctrl-C would, and wait for it (kill it if it hangs)."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT if os.name == "posix" else signal.SIGTERM)
+    try:
+        process.wait(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=TIMEOUT)
+        raise
+
+
+def test_tiny_app_runs() -> None:
+    out = run("app.py", cwd=TINY_APP).stdout
+    assert "de: Willkommen, mein Freund" in out
+    assert "fr: Bienvenue, mon ami" in out
+    assert "handbook in German: completed at " in out
+
+
+def test_tiny_app_tests_pass_with_the_lingodoc_fixtures() -> None:
+    result = run("-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=TINY_APP)
+    summary = result.stdout.strip().splitlines()[-1]
+    passed = re.match(r"(\d+) passed in ", summary)  # and nothing failed, skipped or warned
+    assert passed, result.stdout
+    assert int(passed.group(1)) >= 10
+
+
+@pytest.mark.parametrize(
+    "example", sorted(path.relative_to(ROOT).as_posix() for path in EXAMPLES.rglob("*.py"))
+)
+def test_every_example_is_run_by_a_test(example: str) -> None:
+    tests = (
+        (ROOT / "tests" / "integration" / "test_examples.py").read_text(encoding="utf-8")
+        + Path(__file__).read_text(encoding="utf-8")
+        + (Path(__file__).parent / "test_web_service_example.py").read_text(encoding="utf-8")
+    )
+    name = Path(example).name
+    covered = name in tests or example.startswith("examples/tiny_app/tests/")
+    assert covered, f"{example} is not run by any test"
