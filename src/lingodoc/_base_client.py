@@ -136,10 +136,15 @@ def _resolve(value: str | None, argument: str, variable: str) -> str:
 
 
 def _check_api_key(api_key: object) -> str:
+    # Each error is raised with the key deleted from the locals, as is BaseClient.__init__'s
+    # argument: a traceback shown with its frames' locals must not print it.
     if api_key is not None and not isinstance(api_key, str):
-        raise ConfigurationError(f"api_key must be a str, not {type(api_key).__name__}")
+        kind = type(api_key).__name__
+        del api_key
+        raise ConfigurationError(f"api_key must be a str, not {kind}")
     key = _resolve(api_key, "api_key", API_KEY_ENV)
     if not key.isprintable() or any(c.isspace() for c in key) or not key.isascii():
+        del api_key, key
         raise ConfigurationError(
             f"api_key (or {API_KEY_ENV}) holds spaces or characters that cannot be "
             "sent in a header; check it was copied whole"
@@ -162,10 +167,15 @@ def _check_base_url(base_url: object) -> str:
     if base_url is not None and not isinstance(base_url, str):
         raise ConfigurationError(f"base_url must be a str, not {type(base_url).__name__}")
     raw = _resolve(base_url, "base_url", BASE_URL_ENV)
+    problem = None
     try:
         url = httpx.URL(raw)
     except httpx.InvalidURL as exc:
-        raise ConfigurationError(f"base_url {raw!r} is not a valid URL: {exc}") from None
+        problem = str(exc)
+    if problem is not None:
+        # Raised outside the except block, as in _headers: a half-built httpx.URL in a
+        # chained context would break a traceback shown with its locals.
+        raise ConfigurationError(f"base_url {raw!r} is not a valid URL: {problem}")
     if url.scheme not in ("http", "https") or not url.host:
         raise ConfigurationError(
             f"base_url must be an absolute https:// URL such as "
@@ -198,16 +208,18 @@ def _check_timeout(timeout: object) -> httpx.Timeout:
     return httpx.Timeout(seconds)
 
 
-def _headers(api_key: str, default_headers: Mapping[str, str] | None) -> httpx.Headers:
+def _headers(default_headers: Mapping[str, str] | None) -> httpx.Headers:
     headers = httpx.Headers({"Accept": "application/json", "User-Agent": USER_AGENT})
     try:
         headers.update(default_headers or {})
     except (TypeError, ValueError, AttributeError) as exc:
         # UnicodeEncodeError is a ValueError: header values must be ASCII.
-        raise ConfigurationError(f"default_headers cannot be sent as HTTP headers: {exc}") from None
-    # Set last, and case-insensitively, so no default header can replace the key.
-    headers["Authorization"] = f"Bearer {api_key}"
-    return headers
+        problem = str(exc)
+    else:
+        return headers
+    # Raised outside the except block, so that no chained context keeps httpx's frames
+    # (a half-built Headers, whose repr fails, breaks a traceback shown with its locals).
+    raise ConfigurationError(f"default_headers cannot be sent as HTTP headers: {problem}")
 
 
 def _is_number(value: object) -> bool:
@@ -415,7 +427,10 @@ class BaseClient(Generic[HttpClientT]):
         http_client: HttpClientT | None = None,
     ) -> None:
         configure_from_env()
-        self._api_key = _check_api_key(api_key)
+        try:
+            self._api_key = _check_api_key(api_key)
+        finally:
+            del api_key  # out of the locals that a traceback through here may show
         self.base_url = _check_base_url(base_url)
         self.timeout = _check_timeout(timeout)
         self.max_retries = _check_max_retries(max_retries)
@@ -424,7 +439,9 @@ class BaseClient(Generic[HttpClientT]):
                 f"http_client must be an {self._http_client_type.__module__}."
                 f"{self._http_client_type.__qualname__}, not {type(http_client).__name__}"
             )
-        self._headers = _headers(self._api_key, default_headers)
+        self._headers = _headers(default_headers)
+        # Set last, and case-insensitively, so no default header can replace the key.
+        self._headers["Authorization"] = f"Bearer {self._api_key}"
         self._pool: _Pool[HttpClientT] = (
             _Pool(self._new_http_client(), owned=True)
             if http_client is None
@@ -453,7 +470,9 @@ class BaseClient(Generic[HttpClientT]):
         return self._view_closed or self._pool.closed
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(base_url={self.base_url!r}, api_key={mask(self._api_key)!r})"
+        # getattr: a traceback shown with its locals reprs a client whose __init__ failed.
+        base_url, key = getattr(self, "base_url", None), getattr(self, "_api_key", "")
+        return f"{type(self).__name__}(base_url={base_url!r}, api_key={mask(key)!r})"
 
     def with_options(
         self: Self,
@@ -720,7 +739,7 @@ class BaseClient(Generic[HttpClientT]):
                 f"the response body is larger than {MAX_BODY_BYTES:,} bytes",
                 status_code=response.status_code,
                 rate_limit=rate_limit,
-                request_id=response.headers.get("x-request-id"),
+                request_id=_envelope.request_id(response.headers, self._redact),
             )
         data = _envelope.unwrap(
             response.status_code,
@@ -740,7 +759,7 @@ class BaseClient(Generic[HttpClientT]):
             body=_envelope.excerpt(json.dumps(shape_error.data, default=str), self._redact),
             status_code=response.status_code,
             rate_limit=rate_limit,
-            request_id=response.headers.get("x-request-id"),
+            request_id=_envelope.request_id(response.headers, self._redact),
         )
 
     def _log(self, call: Call[Any], outcome: object, attempt: int, started: float) -> None:

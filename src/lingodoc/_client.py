@@ -15,7 +15,7 @@ import httpx
 
 from lingodoc import _bulk, _clock, _retry
 from lingodoc._base_client import BaseClient, Call
-from lingodoc._exceptions import APIConnectionError, APIError, RateLimited
+from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 
 if TYPE_CHECKING:
     from lingodoc._models import (
@@ -376,8 +376,18 @@ class Client(BaseClient[httpx.Client]):
         except (httpx.RequestError, RuntimeError) as exc:
             failure = exc
         else:
-            return self._read_response(call, response, body, attempt, started)
-        raise self._connection_error(call, failure, attempt, started)
+            try:
+                return self._read_response(call, response, body, attempt, started)
+            except APIError as exc:
+                error: LingodocError = exc
+            # The frames that read the body, and this one, hold it as the server sent it,
+            # key echoes and all: the error is raised afresh without them and the body, so
+            # a traceback shown with its locals (capture_locals, error trackers) has no key.
+            del body
+            raise error.with_traceback(None)
+        error = self._connection_error(call, failure, attempt, started)
+        del failure  # its message was not redacted
+        raise error
 
     def _read_body(self, response: httpx.Response) -> bytes:
         limit, chunks, size = self._body_limit(response), [], 0
@@ -727,8 +737,18 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         except (httpx.RequestError, RuntimeError) as exc:
             failure = exc
         else:
-            return self._read_response(call, response, body, attempt, started)
-        raise self._connection_error(call, failure, attempt, started)
+            try:
+                return self._read_response(call, response, body, attempt, started)
+            except APIError as exc:
+                error: LingodocError = exc
+            # The frames that read the body, and this one, hold it as the server sent it,
+            # key echoes and all: the error is raised afresh without them and the body, so
+            # a traceback shown with its locals (capture_locals, error trackers) has no key.
+            del body
+            raise error.with_traceback(None)
+        error = self._connection_error(call, failure, attempt, started)
+        del failure  # its message was not redacted
+        raise error
 
     async def _read_body(self, response: httpx.Response) -> bytes:
         limit, chunks, size = self._body_limit(response), [], 0

@@ -49,7 +49,7 @@ def unwrap(
     fields: dict[str, Any] = {
         "status_code": status_code,
         "rate_limit": rate_limit,
-        "request_id": headers.get("x-request-id"),
+        "request_id": request_id(headers, redact),
     }
     is_2xx = 200 <= status_code < 300
     code = None
@@ -98,6 +98,12 @@ def _decode(body: bytes) -> Any:
         return _NOT_JSON
 
 
+def request_id(headers: Mapping[str, str], redact: Callable[[str], str]) -> str | None:
+    """Return the ``X-Request-Id`` for an error, with the key masked: servers echo headers too."""
+    value = headers.get("x-request-id")
+    return None if value is None else redact(value)
+
+
 def excerpt(text: str, redact: Callable[[str], str]) -> str:
     """Return the start of a body for an error, with the key masked before it is cut."""
     # Masking first: a key cut in two by the excerpt would no longer be found.
@@ -116,7 +122,7 @@ def _retry_after(headers: Mapping[str, str], now: float, cls: type[APIError]) ->
             # The raw header, not RateLimit.reset_at: that is rounded to the
             # microsecond, and a wait a hair short of the reset is refused again.
             return _lazy.reset_delay(int(headers["x-ratelimit-reset"]), now)
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, OverflowError):  # OverflowError: beyond any float
             pass
     return None
 

@@ -11,6 +11,7 @@ imports it when a model is first needed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import Enum
@@ -76,7 +77,9 @@ def _fold_case(value: object) -> object:
 def _whole_percent(value: object) -> object:
     if value is None:
         return 0
-    return round(value) if isinstance(value, float) else value
+    # round() raises OverflowError on an infinity, which pydantic would not turn into a
+    # ValidationError: a non-finite float is left to the int validation to refuse.
+    return round(value) if isinstance(value, float) and math.isfinite(value) else value
 
 
 # Known states become TranslationState members (whatever their case); unknown

@@ -1,0 +1,503 @@
+"""The API key never shows: not in reprs, results, exceptions, pickles, tracebacks or logs.
+
+"Shows" means any 8 characters in a row of the key, as sent, JSON-escaped or URL-quoted:
+servers echo keys truncated or escaped, and the SDK masks all of those forms (only the
+last four characters may show, as ``****QZ7X``). Every check runs for ``Client`` and
+``AsyncClient``; the failures come from a server that echoes the key everywhere it can
+(error message, body, headers), from network errors whose message holds it, and, over
+real sockets, from the emulator.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import pickle
+import socket
+import subprocess
+import sys
+import textwrap
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+import lingodoc
+from lingodoc.emulator import Emulator
+
+BASE_URL = "https://api.lingodoc.test/v1"
+# Distinctive, and with characters that JSON and URLs escape.
+API_KEY = "ld_S3cr3t/K3y+n0t_f0r_y0ur_3y3s_QZ7X"
+# A key the emulator does not know, for 401s over real sockets.
+OTHER_KEY = "ld_0ther/S3cr3t+nev3r_sh0wn_either_WV5Y"
+
+AnyClient = lingodoc.Client | lingodoc.AsyncClient
+ClientClass = type[lingodoc.Client] | type[lingodoc.AsyncClient]
+
+WINDOW = 8
+
+
+def fragments(key: str) -> frozenset[str]:
+    """Every 8-character window of the key as sent, JSON-escaped, slash-escaped and URL-quoted."""
+    forms = {key, json.dumps(key)[1:-1], key.replace("/", "\\/"), quote(key, safe="")}
+    return frozenset(
+        form[start : start + WINDOW] for form in forms for start in range(len(form) - WINDOW + 1)
+    )
+
+
+FRAGMENTS = fragments(API_KEY) | fragments(OTHER_KEY)
+
+
+def assert_hidden(shown: str | bytes, where: str) -> None:
+    """Fail if ``shown`` holds any window of either key."""
+    text = shown.decode("latin-1") if isinstance(shown, bytes) else shown
+    leaked = sorted(f for f in FRAGMENTS if f in text)
+    assert not leaked, f"the key shows in {where}: {leaked[:3]} in ...{text[:2000]!r}"
+
+
+def chain(error: BaseException) -> list[BaseException]:
+    """The exception and every exception linked to it as cause or context."""
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [error]
+    while todo:
+        current = todo.pop()
+        if current is None or any(current is s for s in seen):
+            continue
+        seen.append(current)
+        todo += [current.__cause__, current.__context__]
+    return seen
+
+
+def assert_exception_hides_key(error: BaseException) -> None:
+    """Everything one can print, pickle or format of ``error`` and its chain is free of the key."""
+    for link in chain(error):
+        name = type(link).__name__
+        assert_hidden(str(link), f"str({name})")
+        assert_hidden(repr(link), f"repr({name})")
+        assert_hidden(repr(link.args), f"{name}.args")
+        assert_hidden(repr(vars(link)), f"vars({name})")
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        data = pickle.dumps(error, protocol=protocol)
+        assert_hidden(data, f"pickle.dumps(protocol={protocol})")
+        copy = pickle.loads(data)
+        assert type(copy) is type(error)
+        assert str(copy) == str(error)
+        for shown in (str(copy), repr(copy), repr(copy.args), repr(vars(copy))):
+            assert_hidden(shown, "the unpickled exception")
+    assert_hidden("".join(traceback.format_exception(error)), "traceback.format_exception")
+    with_locals = traceback.TracebackException.from_exception(error, capture_locals=True)
+    assert_hidden("".join(with_locals.format()), "a traceback with capture_locals=True")
+
+
+async def failure_of(client: AnyClient, method: str, *args: Any, **kwargs: Any) -> Exception:
+    """Call ``method`` (awaiting it on an AsyncClient) and return the LingodocError it raises.
+
+    Caught here, so the traceback's frames are the SDK's and this one, whose locals hold no
+    key: what an application's error handler would see.
+    """
+    try:
+        outcome = getattr(client, method)(*args, **kwargs)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except lingodoc.LingodocError as error:
+        return error
+    raise AssertionError(f"{method} did not fail")
+
+
+# --- a server that echoes the key --------------------------------------------------------
+
+ECHO = (
+    f"invalid key {API_KEY}; starts {API_KEY[:14]}..., ends {API_KEY[-12:]}, "
+    f"escaped {json.dumps(API_KEY)[1:-1]}, quoted {quote(API_KEY, safe='')}, "
+    f"header 'Authorization: Bearer {API_KEY}'"
+)
+
+
+def echo_headers(request: httpx.Request) -> dict[str, str]:
+    """Headers that echo the key, as a careless server or proxy might."""
+    return {
+        "X-Request-Id": f"req-{API_KEY}",
+        "X-Echo-Authorization": request.headers["authorization"],
+        "Retry-After": "1",
+    }
+
+
+def envelope_error(status: int, code: str) -> Callable[[httpx.Request], httpx.Response]:
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = {"success": False, "error": {"code": code, "message": ECHO, "key": API_KEY}}
+        return httpx.Response(status, json=body, headers=echo_headers(request))
+
+    return answer
+
+
+def html_error(request: httpx.Request) -> httpx.Response:
+    body = f"<html><body><h1>502</h1><pre>{ECHO}</pre></body></html>"
+    return httpx.Response(502, text=body, headers=echo_headers(request))
+
+
+def not_json(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, text=f"OK {ECHO}", headers=echo_headers(request))
+
+
+def wrong_shape(request: httpx.Request) -> httpx.Response:
+    data = {"echo": ECHO, "authorization": request.headers["authorization"], "progress": "x"}
+    return httpx.Response(200, json={"success": True, "data": data}, headers=echo_headers(request))
+
+
+def raising(error_type: type[httpx.TransportError]) -> Callable[[httpx.Request], httpx.Response]:
+    def answer(request: httpx.Request) -> httpx.Response:
+        raise error_type(f"failed for {request.headers['authorization']}: {ECHO}", request=request)
+
+    return answer
+
+
+ECHOING_SERVERS: dict[str, Callable[[httpx.Request], httpx.Response]] = {
+    "400-invalid-language": envelope_error(400, "INVALID_LANGUAGE"),
+    "401-unauthorized": envelope_error(401, "UNAUTHORIZED"),
+    "404-not-found": envelope_error(404, "NOT_FOUND"),
+    "429-rate-limited": envelope_error(429, "RATE_LIMITED"),
+    "503-retried": envelope_error(503, "SERVICE_UNAVAILABLE"),
+    "502-html": html_error,
+    "200-not-json": not_json,
+    "200-wrong-shape": wrong_shape,
+    "connect-error": raising(httpx.ConnectError),
+    "read-timeout": raising(httpx.ReadTimeout),
+    "dropped-connection": raising(httpx.RemoteProtocolError),
+}
+
+# Every public method that sends, with arguments that pass the local checks.
+CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+    "translate": (("Hello",), {"source_language": "en", "target_language": "de"}),
+    "translate_batch": ((["a", "b"],), {"source_language": "en", "target_language": "de"}),
+    "translate_many": (
+        (["a", "b", "c"],),
+        {"source_language": "en", "target_language": "de", "batch_size": 1},
+    ),
+    "translate_document": (("doc_1",), {"target_language": "de"}),
+    "get_translation": (("tr_1",), {}),
+    "wait_for_translation": (("tr_1",), {"timeout": 30.0}),
+    "list_documents": ((), {}),
+    "request": (("POST", "/webhooks"), {"json": {"url": "https://example.test/hook"}}),
+}
+
+
+def mock_client(
+    client_class: ClientClass,
+    answer: Callable[[httpx.Request], httpx.Response],
+    max_retries: int = 2,
+) -> AnyClient:
+    transport = httpx.MockTransport(answer)
+    if client_class is lingodoc.Client:
+        return lingodoc.Client(
+            API_KEY,
+            base_url=BASE_URL,
+            max_retries=max_retries,
+            http_client=httpx.Client(transport=transport),
+        )
+    return lingodoc.AsyncClient(
+        API_KEY,
+        base_url=BASE_URL,
+        max_retries=max_retries,
+        http_client=httpx.AsyncClient(transport=transport),
+    )
+
+
+async def close(client: AnyClient) -> None:
+    if isinstance(client, lingodoc.AsyncClient):
+        await client.aclose()
+    else:
+        client.close()
+
+
+@pytest.fixture(params=["sync", "async"])
+def client_class(request: pytest.FixtureRequest) -> ClientClass:
+    return lingodoc.Client if request.param == "sync" else lingodoc.AsyncClient
+
+
+# --- clients and results -------------------------------------------------------------------
+
+
+async def test_client_reprs_show_only_the_last_four_characters(client_class: ClientClass) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL)
+    copies = [
+        client,
+        client.with_options(timeout=5),
+        client.with_options(max_retries=0),
+        client.with_options(timeout=httpx.Timeout(3.0), max_retries=1).with_options(timeout=9),
+    ]
+    for copy in copies:
+        assert repr(copy) == f"{client_class.__name__}(base_url={BASE_URL!r}, api_key='****QZ7X')"
+        assert_hidden(repr(copy), "repr(client)")
+        assert_hidden(str(copy), "str(client)")
+        assert_hidden(f"{copy!r:>200}", "a formatted client")
+    await close(client)
+    assert_hidden(repr(client), "repr(closed client)")
+    assert_hidden(repr(client._headers), "repr(client headers)")  # httpx masks Authorization
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"base_url": "http://api.lingodoc.test/v1"},  # clear text to a remote host
+        {"base_url": "ftp://api.lingodoc.test/v1"},
+        {"base_url": "https://api.lingodoc.test/v1?key=1"},
+        {"base_url": "https://[::1/v1"},  # httpx.InvalidURL
+        {"timeout": -1},
+        {"max_retries": -1},
+        {"default_headers": {"X-Name": "caf\u00e9"}},
+        {"http_client": object()},
+    ],
+    ids=["http", "ftp", "query", "invalid", "timeout", "max_retries", "headers", "http_client"],
+)
+def test_configuration_errors_do_not_show_the_key(
+    client_class: ClientClass, settings: dict[str, Any]
+) -> None:
+    arguments: dict[str, Any] = {"base_url": BASE_URL, **settings}
+    with pytest.raises(lingodoc.ConfigurationError) as caught:
+        client_class(API_KEY, **arguments)
+    assert_exception_hides_key(caught.value)
+
+
+def test_a_malformed_key_is_refused_without_being_shown(client_class: ClientClass) -> None:
+    with pytest.raises(lingodoc.ConfigurationError) as caught:
+        client_class(f" {API_KEY} \n{API_KEY}", base_url=BASE_URL)
+    assert_exception_hides_key(caught.value)
+
+
+async def call_every_method(client: AnyClient) -> list[Any]:
+    """Call every method that sends, on a client of an emulator; return the results."""
+
+    async def run(method: str, *args: Any, **kwargs: Any) -> Any:
+        outcome = getattr(client, method)(*args, **kwargs)
+        return await outcome if inspect.isawaitable(outcome) else outcome
+
+    job = await run("translate_document", "doc_welcome", target_language="de")
+    return [
+        await run("translate", "Hello", source_language="en", target_language="de"),
+        await run("translate_batch", ["Hello", "a"], source_language="en", target_language="de"),
+        await run(
+            "translate_many", ["a", "b", "c"], source_language="en", target_language="de",
+            batch_size=1, max_concurrency=2,
+        ),
+        job,
+        await run("get_translation", job.translation_id),
+        await run("wait_for_translation", job, timeout=60.0),
+        await run("list_documents"),
+        await run("request", "GET", "/documents"),
+        client.rate_limit,
+    ]  # fmt: skip
+
+
+async def test_results_do_not_show_the_key(client_class: ClientClass) -> None:
+    emulator = Emulator(api_key=API_KEY)
+    client = emulator.client() if client_class is lingodoc.Client else emulator.async_client()
+    for result in await call_every_method(client):
+        assert result is not None
+        assert_hidden(repr(result), f"repr of {type(result).__name__}")
+        assert_hidden(str(result), f"str of {type(result).__name__}")
+        assert_hidden(pickle.dumps(result), f"pickled {type(result).__name__}")
+    await close(client)
+
+
+# --- exceptions ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("server", "method"),
+    [
+        pytest.param(server, method, id=f"{name}-{method}")
+        for name, server in ECHOING_SERVERS.items()
+        for method in CALLS
+        # request() returns the data of a success envelope as it is, whatever its shape.
+        if not (server is wrong_shape and method == "request")
+    ],
+)
+async def test_no_exception_shows_the_key_that_a_server_echoes(
+    client_class: ClientClass,
+    server: Callable[[httpx.Request], httpx.Response],
+    method: str,
+) -> None:
+    client = mock_client(client_class, server)
+    args, kwargs = CALLS[method]
+    error = await failure_of(client, method, *args, **kwargs)
+    assert_exception_hides_key(error)
+    await close(client)
+
+
+@pytest.mark.parametrize("server", ECHOING_SERVERS.values(), ids=ECHOING_SERVERS.keys())
+async def test_an_exception_raised_inside_the_callers_frames_hides_the_key(
+    client_class: ClientClass, server: Callable[[httpx.Request], httpx.Response]
+) -> None:
+    """Tracebacks include the caller's frames: with pytest.raises, this test's."""
+    client = mock_client(client_class, server, max_retries=0)
+    call = functools.partial(client.translate, "Hi", source_language="en", target_language="de")
+
+    async def translate() -> None:
+        outcome = call()
+        if inspect.isawaitable(outcome):
+            await outcome
+
+    with pytest.raises(lingodoc.LingodocError) as caught:
+        await translate()
+    assert_exception_hides_key(caught.value)
+    assert_hidden(str(caught.getrepr(showlocals=True)), "pytest's report with locals")
+    await close(client)
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nothing listens on: connecting to it is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@pytest.fixture
+def server() -> Iterator[Any]:
+    """The emulator over real sockets, knowing API_KEY (and not OTHER_KEY)."""
+    with Emulator(api_key=API_KEY).serve() as running:
+        yield running
+
+
+async def test_a_refused_connection_hides_the_key(
+    client_class: ClientClass, closed_port: int
+) -> None:
+    client = client_class(API_KEY, base_url=f"http://127.0.0.1:{closed_port}/v1", max_retries=1)
+    error = await failure_of(client, "translate", "Hi", source_language="en", target_language="de")
+    assert isinstance(error, lingodoc.APIConnectionError)
+    assert_exception_hides_key(error)
+    await close(client)
+
+
+@pytest.mark.parametrize("fault", ["slow", "disconnect", "server_error", "rate_limit"])
+async def test_real_network_failures_hide_the_key(
+    client_class: ClientClass, server: Any, fault: str
+) -> None:
+    server.emulator.inject(fault, times=5, delay=2.0)
+    client = client_class(API_KEY, base_url=server.base_url, timeout=0.25, max_retries=1)
+    error = await failure_of(client, "list_documents")
+    expected = {
+        "slow": lingodoc.APITimeoutError,
+        "disconnect": lingodoc.APIConnectionError,
+        "server_error": lingodoc.ServerError,
+        "rate_limit": lingodoc.RateLimited,
+    }[fault]
+    assert isinstance(error, expected)
+    assert_exception_hides_key(error)
+    await close(client)
+
+
+async def test_an_unknown_key_is_refused_without_being_shown(
+    client_class: ClientClass, server: Any
+) -> None:
+    client = client_class(OTHER_KEY, base_url=server.base_url)
+    error = await failure_of(client, "translate", "Hi", source_language="en", target_language="de")
+    assert isinstance(error, lingodoc.Unauthorized)
+    assert "WV5Y" in str(error)  # the emulator names the key by its last four characters
+    assert_exception_hides_key(error)
+    await close(client)
+
+
+# --- logs ----------------------------------------------------------------------------------
+
+LOGGERS = ("lingodoc", "httpx", "httpcore")
+
+
+@pytest.fixture
+def debug_logs(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[pytest.LogCaptureFixture]:
+    """Every logger at DEBUG, LINGODOC_LOG=debug, and the lingodoc logger restored afterwards."""
+    monkeypatch.setenv("LINGODOC_LOG", "debug")
+    sdk_logger = logging.getLogger("lingodoc")
+    handlers = list(sdk_logger.handlers)
+    caplog.set_level(logging.DEBUG)
+    for name in LOGGERS:
+        caplog.set_level(logging.DEBUG, logger=name)
+    yield caplog
+    sdk_logger.handlers[:] = handlers
+
+
+def assert_logs_hide_key(caplog: pytest.LogCaptureFixture) -> None:
+    records = caplog.records
+    for name in LOGGERS:
+        assert any(r.name.split(".")[0] == name for r in records), f"nothing logged by {name}"
+    for record in records:
+        where = f"a log record of {record.name}"
+        assert_hidden(record.getMessage(), where)
+        assert_hidden(str(record.msg), where)
+        assert_hidden(repr(record.args), where)
+        if record.exc_info:
+            assert_hidden("".join(traceback.format_exception(*record.exc_info)), where)
+    assert_hidden(caplog.text, "the captured log")
+
+
+async def test_debug_logs_of_every_logger_hide_the_key(
+    client_class: ClientClass,
+    server: Any,
+    debug_logs: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    client = client_class(API_KEY, base_url=server.base_url, timeout=0.25)
+    await call_every_method(client)
+    # Failures that are retried, waited out and raised.
+    server.emulator.inject("server_error", times=1)
+    server.emulator.inject("rate_limit", times=1)
+    server.emulator.inject("disconnect", times=1)
+    await failure_of(client.with_options(max_retries=0), "list_documents")  # 500
+    await failure_of(client.with_options(max_retries=0), "list_documents")  # 429
+    await failure_of(client.with_options(max_retries=0), "list_documents")  # dropped
+    server.emulator.inject("slow", times=1, delay=2.0)
+    await failure_of(client.with_options(max_retries=0), "list_documents")  # timeout
+    server.emulator.inject("server_error", times=1, status=503)
+    outcome = client.list_documents()  # retried after a 503
+    await outcome if inspect.isawaitable(outcome) else outcome
+    await close(client)
+    stranger = client_class(OTHER_KEY, base_url=server.base_url)
+    await failure_of(stranger, "translate", "Hi", source_language="en", target_language="de")
+    await close(stranger)
+
+    messages = [r.getMessage() for r in debug_logs.records]
+    assert any("retrying GET /documents" in m for m in messages)
+    assert any(m.startswith("POST /translate -> 401") for m in messages)
+    assert_logs_hide_key(debug_logs)
+    printed = capsys.readouterr()
+    assert_hidden(printed.out + printed.err, "stdout and stderr")
+
+
+def test_the_lingodoc_log_handler_output_hides_the_key() -> None:
+    """LINGODOC_LOG=debug in a script without logging set up: what reaches stderr."""
+    script = textwrap.dedent(
+        f"""
+        import lingodoc
+        from lingodoc.emulator import Emulator
+
+        with Emulator(api_key={API_KEY!r}).serve() as server:
+            server.emulator.inject("server_error", times=1)
+            with lingodoc.Client({API_KEY!r}, base_url=server.base_url) as client:
+                client.translate("Hello", source_language="en", target_language="de")
+            with lingodoc.Client({OTHER_KEY!r}, base_url=server.base_url) as client:
+                try:
+                    client.list_documents()
+                except lingodoc.Unauthorized as error:
+                    print(repr(error), error)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"LINGODOC_LOG": "debug", "PATH": "", "PYTHONPATH": ":".join(sys.path)},
+        timeout=60,
+    )
+    assert "POST /translate -> 500" in result.stderr
+    assert "retrying POST /translate" in result.stderr
+    assert "GET /documents -> 401" in result.stderr
+    assert_hidden(result.stdout + result.stderr, "the output of a script")
