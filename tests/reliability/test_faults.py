@@ -1,0 +1,406 @@
+"""Network faults over real loopback sockets: the exact outcome for Client and AsyncClient.
+
+Each test scripts a :class:`FaultServer` (one action per connection) and asserts
+what the client returns or raises and how many requests reached the server.
+The autouse fake clock makes the SDK's waits instant; socket timeouts stay real.
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+import lingodoc
+from lingodoc.testing import FakeClock, fake_clock
+from tests.conftest import API_KEY, call, close
+from tests.reliability.fault_server import (
+    Action,
+    FaultServer,
+    FaultServers,
+    endless_headers,
+    envelope_body,
+    failure_body,
+    huge,
+    reset_before,
+    reset_during,
+    stall,
+    status,
+    truncated,
+)
+
+AnyClient = lingodoc.Client | lingodoc.AsyncClient
+MB = 1024 * 1024
+TRANSLATION = {"translated_text": "Hallo", "source_language": "en", "target_language": "de"}
+JOB = {"document_id": "doc_1", "translation_id": "tr_1", "status": "processing"}
+JSON = {"Content-Type": "application/json"}
+HTML = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+
+
+def ok(data: Any = TRANSLATION) -> Action:
+    return status(200, envelope_body(data), JSON)
+
+
+def server_error(code: int) -> Action:
+    return status(code, failure_body("INTERNAL_ERROR"), JSON)
+
+
+def rate_limited(reset: int) -> Action:
+    headers = {"X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "0"}
+    return status(
+        429, failure_body("RATE_LIMITED"), {**JSON, **headers, "X-RateLimit-Reset": str(reset)}
+    )
+
+
+@pytest.fixture
+def servers() -> Iterator[FaultServers]:
+    started = FaultServers()
+    yield started
+    started.stop_all()
+
+
+Connect = Callable[..., AnyClient]
+
+
+@pytest.fixture
+async def connect(
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient],
+) -> AsyncIterator[Connect]:
+    """Make clients of the kind under test bound to a fault server; closed at teardown."""
+    made: list[AnyClient] = []
+
+    def make(server: FaultServer, **options: Any) -> AnyClient:
+        options.setdefault("timeout", 5.0)  # no test may hang on a socket
+        client = client_class(API_KEY, base_url=server.base_url(), **options)
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        await close(client)
+
+
+async def translate(client: AnyClient) -> lingodoc.TextTranslation:
+    return await call(client, "translate", "Hello", source_language="en", target_language="de")  # type: ignore[no-any-return]
+
+
+async def translate_document(client: AnyClient) -> lingodoc.TranslationJob:
+    return await call(client, "translate_document", "doc_1", target_language="de")  # type: ignore[no-any-return]
+
+
+async def failure_of(coroutine: Any) -> lingodoc.LingodocError:
+    with pytest.raises(lingodoc.LingodocError) as caught:
+        await coroutine
+    return caught.value
+
+
+# Connections that fail ------------------------------------------------------------
+
+
+async def test_a_refused_connection_is_retried_then_raised_as_connection_error(
+    servers: FaultServers, connect: Connect, clock: FakeClock
+) -> None:
+    server = servers(listening=False)
+    error = await failure_of(translate(connect(server, max_retries=2)))
+    assert type(error) is lingodoc.APIConnectionError
+    assert type(error.__cause__) is httpx.ConnectError
+    assert len(clock.sleeps) == 2  # 3 attempts, each refused: nothing reached the server
+    assert server.requests == []
+
+
+class ListenOnSleep(FakeClock):
+    """A fake clock that makes the server start listening at the client's first backoff."""
+
+    def __init__(self, server: FaultServer) -> None:
+        super().__init__()
+        self.server = server
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        self.server.listen()
+
+
+async def test_a_document_translation_refused_at_connect_is_retried(
+    servers: FaultServers, connect: Connect
+) -> None:
+    server = servers(ok(JOB), listening=False)
+    client = connect(server, max_retries=2)
+    with fake_clock(ListenOnSleep(server)) as clock:
+        job = await translate_document(client)
+    assert job.translation_id == "tr_1"
+    assert len(clock.sleeps) == 1  # refused once, then sent once
+    assert [(r.method, r.path) for r in server.requests] == [
+        ("POST", "/v1/documents/doc_1/translate")
+    ]
+
+
+FAILED_CONNECTIONS = {
+    "reset-before-response": reset_before,
+    "reset-during-response": reset_during,
+    "truncated-body": truncated,
+}
+
+
+@pytest.mark.parametrize("fault", FAILED_CONNECTIONS.values(), ids=FAILED_CONNECTIONS.keys())
+async def test_a_dropped_translate_is_retried_and_succeeds(
+    servers: FaultServers, connect: Connect, fault: Callable[[], Action]
+) -> None:
+    server = servers(fault(), ok())
+    result = await translate(connect(server, max_retries=2))
+    assert result.translated_text == "Hallo"
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("fault", FAILED_CONNECTIONS.values(), ids=FAILED_CONNECTIONS.keys())
+async def test_a_translate_dropped_every_time_raises_connection_error_after_the_retries(
+    servers: FaultServers, connect: Connect, fault: Callable[[], Action]
+) -> None:
+    server = servers(fault(), fault(), fault())
+    error = await failure_of(translate(connect(server, max_retries=2)))
+    assert type(error) is lingodoc.APIConnectionError
+    assert isinstance(error.__cause__, (httpx.ReadError, httpx.RemoteProtocolError))
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("fault", FAILED_CONNECTIONS.values(), ids=FAILED_CONNECTIONS.keys())
+async def test_a_document_translation_dropped_after_sending_is_not_retried(
+    servers: FaultServers, connect: Connect, clock: FakeClock, fault: Callable[[], Action]
+) -> None:
+    server = servers(fault(), ok(JOB))
+    error = await failure_of(translate_document(connect(server, max_retries=2)))
+    assert type(error) is lingodoc.APIConnectionError
+    assert len(server.requests) == 1  # the job may have started: never sent twice
+    assert clock.sleeps == []
+
+
+async def test_an_endless_header_section_is_a_connection_error(
+    servers: FaultServers, connect: Connect
+) -> None:
+    server = servers(endless_headers())
+    error = await failure_of(translate(connect(server, max_retries=0)))
+    assert type(error) is lingodoc.APIConnectionError
+    assert type(error.__cause__) is httpx.RemoteProtocolError  # httpcore caps a head at 100 KiB
+    assert len(server.requests) == 1
+
+
+# Timeouts ---------------------------------------------------------------------------
+
+
+async def test_a_stalled_response_times_out_and_is_retried(
+    servers: FaultServers, connect: Connect
+) -> None:
+    server = servers(stall(), ok())
+    result = await translate(connect(server, timeout=0.5, max_retries=2))
+    assert result.translated_text == "Hallo"
+    assert len(server.requests) == 2
+
+
+async def test_a_response_stalled_every_time_raises_timeout_after_the_retries(
+    servers: FaultServers, connect: Connect
+) -> None:
+    server = servers(stall(), stall())
+    started = time.monotonic()
+    error = await failure_of(translate(connect(server, timeout=0.5, max_retries=1)))
+    assert type(error) is lingodoc.APITimeoutError
+    assert type(error.__cause__) is httpx.ReadTimeout
+    assert len(server.requests) == 2
+    # A lower bound only: two real read timeouts of 0.5 s, not an instant give-up. (No upper
+    # bound: wall-clock limits flake on a loaded machine; the outcome above is the check.)
+    assert time.monotonic() - started >= 1.0
+
+
+async def test_a_stalled_document_translation_times_out_without_retry(
+    servers: FaultServers, connect: Connect
+) -> None:
+    server = servers(stall(), ok(JOB))
+    error = await failure_of(translate_document(connect(server, timeout=0.5, max_retries=2)))
+    assert type(error) is lingodoc.APITimeoutError
+    assert len(server.requests) == 1
+
+
+# Rate limits ------------------------------------------------------------------------
+
+
+async def test_a_429_with_the_reset_in_seconds_waits_then_succeeds(
+    servers: FaultServers, connect: Connect, clock: FakeClock
+) -> None:
+    server = servers(rate_limited(reset=5), ok())
+    result = await translate(connect(server, max_retries=2))
+    assert result.translated_text == "Hallo"
+    assert clock.sleeps == [5.0]
+    assert len(server.requests) == 2
+
+
+async def test_a_429_with_the_reset_as_unix_time_waits_then_succeeds(
+    servers: FaultServers, connect: Connect, clock: FakeClock
+) -> None:
+    reset = int(clock.time()) + 7
+    wait = reset - clock.time()
+    server = servers(rate_limited(reset=reset), ok())
+    result = await translate(connect(server, max_retries=2))
+    assert result.translated_text == "Hallo"
+    assert clock.sleeps == [pytest.approx(wait)]
+    assert len(server.requests) == 2
+
+
+async def test_a_document_translation_waits_out_a_429_too(
+    servers: FaultServers, connect: Connect, clock: FakeClock
+) -> None:
+    server = servers(rate_limited(reset=3), ok(JOB))
+    job = await translate_document(connect(server, max_retries=2))
+    assert job.translation_id == "tr_1"
+    assert clock.sleeps == [3.0]
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("unix_time", [False, True], ids=["seconds", "unix-time"])
+async def test_a_429_with_a_far_reset_is_raised_at_once(
+    servers: FaultServers, connect: Connect, clock: FakeClock, unix_time: bool
+) -> None:
+    reset = int(clock.time()) + 3600 if unix_time else 3600
+    expected = reset - clock.time() if unix_time else 3600.0
+    server = servers(rate_limited(reset=reset), ok())
+    error = await failure_of(translate(connect(server, max_retries=2)))
+    assert type(error) is lingodoc.RateLimited
+    assert (error.status_code, error.code) == (429, "RATE_LIMITED")
+    assert error.retry_after == pytest.approx(expected)
+    assert error.rate_limit is not None
+    assert error.rate_limit.remaining == 0
+    assert len(server.requests) == 1
+    assert clock.sleeps == []
+
+
+# Server errors ----------------------------------------------------------------------
+
+
+async def test_500_502_503_504_then_200_succeeds_on_the_fifth_attempt(
+    servers: FaultServers, connect: Connect, clock: FakeClock
+) -> None:
+    server = servers(*(server_error(code) for code in (500, 502, 503, 504)), ok())
+    result = await translate(connect(server, max_retries=4))
+    assert result.translated_text == "Hallo"
+    assert len(server.requests) == 5
+    assert len(clock.sleeps) == 4
+
+
+async def test_500_on_every_attempt_raises_server_error_after_the_retries(
+    servers: FaultServers, connect: Connect
+) -> None:
+    server = servers(server_error(500), server_error(500), server_error(500), ok())
+    error = await failure_of(translate(connect(server, max_retries=2)))
+    assert type(error) is lingodoc.ServerError
+    assert (error.status_code, error.code) == (500, "INTERNAL_ERROR")
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("code", [500, 502, 504])
+async def test_a_document_translation_is_not_retried_after_500_502_504(
+    servers: FaultServers, connect: Connect, code: int
+) -> None:
+    server = servers(server_error(code), ok(JOB))
+    error = await failure_of(translate_document(connect(server, max_retries=2)))
+    assert type(error) is lingodoc.ServerError
+    assert error.status_code == code
+    assert len(server.requests) == 1
+
+
+async def test_a_document_translation_is_retried_after_503(
+    servers: FaultServers, connect: Connect
+) -> None:
+    server = servers(server_error(503), ok(JOB))
+    job = await translate_document(connect(server, max_retries=2))
+    assert job.translation_id == "tr_1"
+    assert len(server.requests) == 2
+
+
+# Bodies that are not the envelope ---------------------------------------------------
+
+
+async def test_an_html_page_with_200_is_an_unexpected_response_not_retried(
+    servers: FaultServers, connect: Connect
+) -> None:
+    server = servers(status(200, HTML, {"Content-Type": "text/html"}), ok())
+    error = await failure_of(translate(connect(server, max_retries=2)))
+    assert type(error) is lingodoc.UnexpectedResponse
+    assert (error.status_code, error.code, error.body) == (200, None, HTML.decode())
+    assert len(server.requests) == 1
+
+
+async def test_an_html_502_is_retried_then_an_unexpected_response(
+    servers: FaultServers, connect: Connect
+) -> None:
+    page = status(502, HTML, {"Content-Type": "text/html"})
+    server = servers(page, page, page, ok())
+    error = await failure_of(translate(connect(server, max_retries=2)))
+    # Not a ServerError: the body is not the envelope. Its status still drives the retries.
+    assert type(error) is lingodoc.UnexpectedResponse
+    assert (error.status_code, error.body) == (502, HTML.decode())
+    assert len(server.requests) == 3
+
+
+async def test_an_html_502_then_200_succeeds(servers: FaultServers, connect: Connect) -> None:
+    server = servers(status(502, HTML, {"Content-Type": "text/html"}), ok())
+    assert (await translate(connect(server, max_retries=2))).translated_text == "Hallo"
+    assert len(server.requests) == 2
+
+
+async def test_an_empty_200_is_an_unexpected_response_not_retried(
+    servers: FaultServers, connect: Connect
+) -> None:
+    server = servers(status(200), ok())
+    error = await failure_of(translate(connect(server, max_retries=2)))
+    assert type(error) is lingodoc.UnexpectedResponse
+    assert (error.status_code, error.body) == (200, "")
+    assert len(server.requests) == 1
+
+
+async def test_an_empty_503_is_retried_and_succeeds(
+    servers: FaultServers, connect: Connect
+) -> None:
+    server = servers(status(503), ok())
+    assert (await translate(connect(server, max_retries=2))).translated_text == "Hallo"
+    assert len(server.requests) == 2
+
+
+# Huge bodies ------------------------------------------------------------------------
+
+
+async def test_a_50_mb_error_body_is_cut_at_64_kib_without_loading_it(
+    servers: FaultServers, connect: Connect
+) -> None:
+    server = servers(ok(), huge(500))
+    client = connect(server, max_retries=0)
+    # A first call imports the result models, which the SDK imports lazily: not counted.
+    assert (await translate(client)).translated_text == "Hallo"
+    # Memory is counted by tracemalloc, not timed: what the call allocates at its peak,
+    # deterministic on a loaded machine too (~0.3 MB). Reading the whole body takes 50 MB.
+    tracemalloc.start()
+    try:
+        error = await failure_of(translate(client))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * MB
+    assert type(error) is lingodoc.UnexpectedResponse  # 64 KiB of HTML is not the envelope
+    assert error.status_code == 500
+    assert error.body.startswith("<p>error</p><p>error</p>")
+    assert len(error.body) <= 500
+    server.stop()  # waits until the server saw the client hang up
+    assert server.bytes_streamed < 16 * MB  # of 50 MB: what the socket buffers took at most
+
+
+async def test_a_50_mb_success_body_is_refused_past_32_mib(
+    servers: FaultServers, connect: Connect
+) -> None:
+    server = servers(huge(200), ok())
+    error = await failure_of(translate(connect(server, max_retries=2)))
+    assert type(error) is lingodoc.UnexpectedResponse
+    assert error.status_code == 200
+    assert "larger than 33,554,432 bytes" in error.message
+    assert len(server.requests) == 1
+    server.stop()
+    assert 32 * MB < server.bytes_streamed < 50 * MB
