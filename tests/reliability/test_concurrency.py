@@ -1,0 +1,370 @@
+"""One client shared by many threads or tasks, against the emulator over real loopback HTTP.
+
+Every call translates a text unique to its caller, and the emulator's translation keeps the
+digits of a text, so a result handed to the wrong caller, lost or duplicated is seen at once:
+``"Hello world 7 123"`` comes back as ``"Hallo Welt 7 123"`` and as nothing else.
+
+Connections are counted by the operating system, not by asking httpx: the sockets this
+process holds (``/proc/self/fd``) that are connected to the emulator's port
+(``/proc/self/net/tcp``). The server runs in this process too, so its side of each
+connection (local port = the emulator's) is told apart from the client's (remote port =
+the emulator's). Linux only; elsewhere these tests are skipped.
+
+The autouse fake clock of tests/conftest.py makes the SDK's own sleeps instant, but the
+served emulator's ``slow`` fault is a real wait (cut short when the server stops), and
+socket timeouts are real: the tests that abandon requests mid-flight use a real 5 s delay
+and give up on it after 0.3 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+import lingodoc
+from lingodoc.emulator import Emulator, EmulatorServer, translate_text
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or not Path("/proc/self/net/tcp").exists(),
+    reason="counts connections through /proc (Linux)",
+)
+
+THREADS = 16
+CALLS_PER_THREAD = 500
+TASKS = 1_000
+# The SDK's own pool limit (lingodoc._base_client.DEFAULT_LIMITS).
+MAX_CONNECTIONS = 100
+# A real delay for the requests abandoned mid-flight; they are abandoned long before it ends.
+SLOW = 5.0
+_LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
+
+
+def _socket_inodes() -> set[str]:
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed meanwhile by another thread
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
+def _tcp_entries() -> Iterator[tuple[int, int, str, str]]:
+    """(local port, remote port, state, inode) of every TCP socket in this network namespace."""
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, remote, state, inode = fields[1], fields[2], fields[3], fields[9]
+            yield int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16), state, inode
+
+
+def client_connections(port: int) -> int:
+    """Sockets this process holds that are connected to ``port``: the clients' connections."""
+    ours = _socket_inodes()
+    return sum(1 for _, remote, _, inode in _tcp_entries() if remote == port and inode in ours)
+
+
+def server_connections(port: int) -> int:
+    """Sockets this process holds that the server on ``port`` accepted (not the listener)."""
+    ours = _socket_inodes()
+    return sum(
+        1
+        for local, _, state, inode in _tcp_entries()
+        if local == port and state != _LISTEN and inode in ours
+    )
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+    """Poll ``condition`` (real time) until it holds or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+class PeakSampler:
+    """Samples ``client_connections(port)`` every 50 ms in a thread; ``peak`` is the most seen."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, client_connections(self.port))
+
+    def __enter__(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.peak = max(self.peak, client_connections(self.port))
+
+
+def text_for(*ids: int) -> str:
+    return "Hello world " + " ".join(map(str, ids))
+
+
+def expected_for(*ids: int) -> str:
+    expected = "Hallo Welt " + " ".join(map(str, ids))
+    # The emulator's own function agrees: the mapping checked is the one it serves.
+    assert translate_text(text_for(*ids), "en", "de") == expected
+    return expected
+
+
+def translate_posts(emulator: Emulator) -> list[int | None]:
+    return [r.status for r in emulator.requests if (r.method, r.path) == ("POST", "/v1/translate")]
+
+
+def assert_all_closed(port: int) -> None:
+    """No connection left on the client's side, at once, nor on the server's soon after."""
+    assert client_connections(port) == 0
+    # The server's threads close their side when they read the client's FIN.
+    assert wait_until(lambda: server_connections(port) == 0), server_connections(port)
+
+
+@pytest.fixture
+def emulator() -> Emulator:
+    return Emulator(rate_limit=10**9)  # the limit never interferes
+
+
+@pytest.fixture
+def server(emulator: Emulator) -> Iterator[EmulatorServer]:
+    with emulator.serve() as running:
+        yield running
+
+
+@contextmanager
+def timed(label: str) -> Iterator[None]:
+    started = time.perf_counter()
+    yield
+    print(f"{label}: {time.perf_counter() - started:.2f} s")  # shown with pytest -s
+
+
+# One Client, many threads.
+
+
+def test_one_client_shared_by_16_threads_x_500_calls(
+    server: EmulatorServer, emulator: Emulator
+) -> None:
+    # No retries: any failure at all is raised, and fails the test.
+    client = lingodoc.Client(server.api_key, base_url=server.base_url, max_retries=0)
+    results: dict[int, list[tuple[int, str]]] = {}
+    errors: list[BaseException] = []
+    start = threading.Barrier(THREADS)
+
+    def worker(thread: int) -> None:
+        mine: list[tuple[int, str]] = []
+        try:
+            start.wait(10)
+            for i in range(CALLS_PER_THREAD):
+                result = client.translate(text_for(thread, i), source_language="en",
+                                          target_language="de")  # fmt: skip
+                mine.append((i, result.translated_text))
+                assert (result.source_language, result.target_language) == ("en", "de")
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            results[thread] = mine
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+    with timed(f"{THREADS} threads x {CALLS_PER_THREAD} calls"), PeakSampler(server.port) as peak:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+    assert not any(thread.is_alive() for thread in threads)
+    assert errors == []
+
+    for t in range(THREADS):
+        assert len(results[t]) == CALLS_PER_THREAD
+        assert results[t] == [(i, expected_for(t, i)) for i in range(CALLS_PER_THREAD)]
+    # The server saw each call once: no failure was hidden, no call was sent twice.
+    assert translate_posts(emulator) == [200] * (THREADS * CALLS_PER_THREAD)
+
+    # Connections: some were open, never more than one per thread, and none after close().
+    idle = client_connections(server.port)
+    assert 0 < idle <= THREADS
+    assert 0 < peak.peak <= THREADS
+    client.close()
+    assert_all_closed(server.port)
+
+
+# One AsyncClient, many tasks.
+
+
+async def test_one_async_client_with_1000_concurrent_tasks(
+    server: EmulatorServer, emulator: Emulator
+) -> None:
+    # 1,000 tasks queue for the pool's 100 connections. httpcore (1.0.9) hands out
+    # connections in a pass over every queued request and connection, so with 900 waiting
+    # this takes ~15 s on 2 cores rather than ~3: a pool timeout of 30 s would be too close
+    # for a loaded machine. This test is about correctness; no retries hide a failure.
+    timeout = httpx.Timeout(30.0, pool=120.0)
+    client = lingodoc.AsyncClient(
+        server.api_key, base_url=server.base_url, max_retries=0, timeout=timeout
+    )
+
+    async def one(i: int) -> tuple[int, str]:
+        result = await client.translate(text_for(i), source_language="en", target_language="de")
+        return i, result.translated_text
+
+    with timed(f"{TASKS} tasks"), PeakSampler(server.port) as peak:
+        results = await asyncio.gather(*(one(i) for i in range(TASKS)))
+
+    assert results == [(i, expected_for(i)) for i in range(TASKS)]
+    assert translate_posts(emulator) == [200] * TASKS
+
+    idle = client_connections(server.port)
+    assert 0 < idle <= MAX_CONNECTIONS
+    assert 0 < peak.peak <= MAX_CONNECTIONS
+    await client.aclose()
+    assert_all_closed(server.port)
+
+
+# Requests abandoned mid-flight leave the pool usable and leak nothing.
+
+
+def in_flight(emulator: Emulator, before: int, count: int) -> Callable[[], bool]:
+    """Whether ``count`` more GET /documents have reached the emulator (and wait there)."""
+
+    def condition() -> bool:
+        seen = [r for r in emulator.requests[before:] if r.path == "/v1/documents"]
+        return len(seen) >= count
+
+    return condition
+
+
+async def test_tasks_cancelled_mid_request_leave_the_pool_usable(
+    server: EmulatorServer, emulator: Emulator
+) -> None:
+    client = lingodoc.AsyncClient(server.api_key, base_url=server.base_url)
+    port = server.port
+    # Warm the pool: 10 idle keep-alive connections before anything is abandoned.
+    warm = await asyncio.gather(
+        *(client.translate(text_for(i), source_language="en", target_language="de")
+          for i in range(10))
+    )  # fmt: skip
+    assert [r.translated_text for r in warm] == [expected_for(i) for i in range(10)]
+    assert 0 < client_connections(port) <= 10
+
+    # 30 requests that the server answers only after 2 s (real time), abandoned in three
+    # ways once all have reached it: cancelled, timed out by asyncio.wait_for, and timed
+    # out by the SDK's own read timeout.
+    abandoned = 30
+    emulator.inject("slow", times=abandoned, method="GET", path="/documents", delay=SLOW)
+    before = len(emulator.requests)
+    impatient = client.with_options(timeout=0.3, max_retries=0)
+    cancelled = [asyncio.ensure_future(client.list_documents()) for _ in range(10)]
+    waited = [
+        asyncio.ensure_future(asyncio.wait_for(client.list_documents(), timeout=0.3))
+        for _ in range(10)
+    ]
+    timed_out = [asyncio.ensure_future(impatient.list_documents()) for _ in range(10)]
+    started = time.monotonic()
+    while not in_flight(emulator, before, abandoned)():
+        assert time.monotonic() - started < SLOW, "the slow requests did not all arrive"
+        await asyncio.sleep(0.01)
+    assert client_connections(port) == abandoned  # the 10 idle ones were reused, 20 new
+    for task in cancelled:
+        task.cancel()
+    outcomes = await asyncio.gather(*cancelled, *waited, *timed_out, return_exceptions=True)
+    expected = [asyncio.CancelledError, asyncio.TimeoutError, lingodoc.APITimeoutError]
+    assert [type(outcome) for outcome in outcomes] == [kind for kind in expected for _ in range(10)]
+
+    # Every abandoned connection was closed, not put back in the pool half-read. This also
+    # shows none was waited out (checked without a clock): a response read to its end
+    # leaves its connection in the pool, idle.
+    assert client_connections(port) == 0
+    # The same client goes on as if nothing happened, with fresh connections.
+    results = await asyncio.gather(
+        *(client.translate(text_for(i), source_language="en", target_language="de")
+          for i in range(200))
+    )  # fmt: skip
+    assert [r.translated_text for r in results] == [expected_for(i) for i in range(200)]
+    assert [d.document_id for d in await client.list_documents()] == ["doc_welcome",
+                                                                      "doc_handbook"]  # fmt: skip
+    assert 0 < client_connections(port) <= MAX_CONNECTIONS
+    await impatient.aclose()  # a copy: closing it leaves the pool to the original
+    assert client_connections(port) > 0
+    await client.aclose()
+    assert client_connections(port) == 0
+
+
+def test_threads_timed_out_mid_request_leave_the_pool_usable(
+    server: EmulatorServer, emulator: Emulator
+) -> None:
+    client = lingodoc.Client(server.api_key, base_url=server.base_url)
+    impatient = client.with_options(timeout=0.3, max_retries=0)
+    port = server.port
+    abandoned = 8
+    emulator.inject("slow", times=abandoned, method="GET", path="/documents", delay=SLOW)
+    errors: list[BaseException] = []
+    translated: dict[int, list[str]] = {}
+
+    def give_up() -> None:
+        try:
+            impatient.list_documents()
+        except BaseException as exc:
+            errors.append(exc)
+
+    def carry_on(thread: int) -> None:
+        translated[thread] = [
+            client.translate(text_for(thread, i), source_language="en",
+                             target_language="de").translated_text
+            for i in range(50)
+        ]  # fmt: skip
+
+    # 8 threads time out waiting for the slow answers while 8 others keep translating.
+    slow = [threading.Thread(target=give_up) for _ in range(abandoned)]
+    busy = [threading.Thread(target=carry_on, args=(t,)) for t in range(8)]
+    for thread in slow + busy:
+        thread.start()
+    for thread in slow + busy:
+        thread.join(30)
+    assert not any(thread.is_alive() for thread in slow + busy)
+    # Each gave up: a call that had waited the slow answer out would have succeeded.
+    assert [type(error) for error in errors] == [lingodoc.APITimeoutError] * abandoned
+    assert translated == {t: [expected_for(t, i) for i in range(50)] for t in range(8)}
+    # The timed-out connections were closed; only the busy threads' idle ones are left.
+    assert 0 < client_connections(port) <= 8
+
+    # The pool serves 16 threads again, and closes every connection at the end.
+    def again(thread: int) -> None:
+        translated[thread] = [
+            client.translate(text_for(thread, i), source_language="en",
+                             target_language="de").translated_text
+            for i in range(50)
+        ]  # fmt: skip
+
+    threads = [threading.Thread(target=again, args=(t,)) for t in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert translated == {t: [expected_for(t, i) for i in range(50)] for t in range(16)}
+    assert 0 < client_connections(port) <= 16
+    impatient.close()
+    client.close()
+    assert_all_closed(port)
