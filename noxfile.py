@@ -6,6 +6,11 @@ the sdist and the wheel, checks them and runs the quickstart from the installed 
 
 `nox -s bench` runs the benchmarks and rewrites docs/performance.md; it is not a default
 session and CI does not run it.
+
+`nox -s soak` runs ten minutes of mixed traffic with injected faults against the emulator
+over real HTTP, from threads and tasks at once, and fails on any unexpected outcome
+(benchmarks/soak.py; `nox -s soak -- --duration 30` for a short run). It is not a default
+session either, and CI does not run it.
 """
 
 from __future__ import annotations
@@ -63,6 +68,17 @@ def bench(session: nox.Session) -> None:
     """
     session.install(".", *BENCH_DEPS)
     session.run("python", "benchmarks/run.py", "--before", BENCH_BEFORE, *session.posargs)
+
+
+@nox.session
+def soak(session: nox.Session) -> None:
+    """Soak run: 10 minutes of mixed traffic with injected faults; fails on anything unexpected.
+
+    Arguments after -- go to benchmarks/soak.py, such as `--duration 30` for a short run or
+    `--report soak.md` to keep the Markdown summary.
+    """
+    session.install(".")
+    session.run("python", "benchmarks/soak.py", *session.posargs)
 
 
 @nox.session
