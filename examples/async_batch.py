@@ -52,6 +52,8 @@ async def translate_one(
             result = await client.translate(text, source_language="en", target_language=target)
         except lingodoc.APIError as error:  # one failure must not sink the others
             return f"<failed: {error.code}>"
+        except lingodoc.APIConnectionError as error:  # nor one the network caused
+            return f"<failed: {type(error).__name__}>"
         return result.translated_text
 
 

@@ -36,8 +36,10 @@ def translate(client: lingodoc.Client, text: str, target: str) -> str:
     except lingodoc.InvalidLanguage as error:
         return f"(not translated: {error})"  # the caller's mistake; nothing to retry
     except lingodoc.RateLimited as error:
-        # The SDK already waited when the reset was within 60 s; this one is further off.
-        return f"(not translated: rate limited, try again in {error.retry_after:.0f} s)"
+        # The SDK already waited when the reset was within 60 s; this one is further off
+        # (or the service did not say when: retry_after is None).
+        when = f"in {error.retry_after:.0f} s" if error.retry_after is not None else "later"
+        return f"(not translated: rate limited, try again {when})"
     except lingodoc.APIError as error:
         # Anything else the service refused, or a 5xx that outlasted the retries.
         return f"(not translated: {error.code} {error.status_code}, request {error.request_id})"
