@@ -7,21 +7,19 @@ the sync and async paths cannot drift apart.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import math
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
-from urllib.parse import quote
 
 import httpx
 
 from lingodoc import _bulk, _clock, _envelope, _lazy, _validation
+from lingodoc._body import ACCEPT_ENCODING, BodyReader
 from lingodoc._exceptions import (
     APIConnectionError,
     APIError,
@@ -33,6 +31,7 @@ from lingodoc._exceptions import (
     WaitTimeout,
 )
 from lingodoc._logging import configure_from_env, logger
+from lingodoc._redaction import KeyMask, mask, watch_http_logs
 from lingodoc._version import __version__
 
 if TYPE_CHECKING:
@@ -117,11 +116,6 @@ class _Pool(Generic[HttpClientT]):
         self.owned = owned
         self.closed = False
         self.rate_limit: RateLimit | None = None
-
-
-def mask(api_key: str) -> str:
-    """Return the key as it may be shown: at most its last 4 characters."""
-    return f"****{api_key[-4:]}" if len(api_key) >= 12 else "****"
 
 
 def _resolve(value: str | None, argument: str, variable: str) -> str:
@@ -209,7 +203,9 @@ def _check_timeout(timeout: object) -> httpx.Timeout:
 
 
 def _headers(default_headers: Mapping[str, str] | None) -> httpx.Headers:
-    headers = httpx.Headers({"Accept": "application/json", "User-Agent": USER_AGENT})
+    headers = httpx.Headers(
+        {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING, "User-Agent": USER_AGENT}
+    )
     try:
         headers.update(default_headers or {})
     except (TypeError, ValueError, AttributeError) as exc:
@@ -323,6 +319,9 @@ def _check_relative_path(path: object) -> str:
     return path if path.startswith("/") else f"/{path}"
 
 
+WaitError = TypeVar("WaitError", TranslationFailed, WaitTimeout)
+
+
 class Waiter:
     """The rules of ``wait_for_translation``, apart from the polling and sleeping."""
 
@@ -333,6 +332,7 @@ class Waiter:
         poll_interval: float,
         timeout: float | None,
         on_progress: Callable[[TranslationStatus], object] | None,
+        redact: Callable[[str], str],
     ) -> None:
         if not _is_number(poll_interval):
             raise TypeError(f"poll_interval must be a number, not {poll_interval!r}")
@@ -348,6 +348,7 @@ class Waiter:
         self.poll_interval = float(poll_interval)
         self.timeout = timeout
         self.on_progress = on_progress
+        self.redact = redact
         self.last: TranslationStatus | None = None
         self.deadline = None if timeout is None else _clock.current().monotonic() + timeout
 
@@ -363,7 +364,7 @@ class Waiter:
         if status.status == _lazy.TranslationState.COMPLETED:
             return True
         if status.status == _lazy.TranslationState.FAILED:
-            raise TranslationFailed(status)
+            raise self._masked(TranslationFailed(status))
         return False
 
     def delay(self, wanted: float | None = None) -> float:
@@ -387,7 +388,7 @@ class Waiter:
         remaining = self.deadline - _clock.current().monotonic()
         if remaining <= 0 or (wanted is not None and wanted > remaining):
             assert self.timeout is not None
-            raise WaitTimeout(self.last, self.timeout)
+            raise self._masked(WaitTimeout(self.last, self.timeout))
         return min(delay, remaining)
 
     def delay_after_failure(self, error: LingodocError) -> float:
@@ -409,6 +410,20 @@ class Waiter:
             return self.delay()
         except WaitTimeout as timeout:
             raise timeout from error
+
+    def _masked(self, error: WaitError) -> WaitError:
+        # The message quotes the translation id the server sent, and the status is
+        # what it sent: either may echo the key, and an exception must never hold it.
+        error.args = tuple(self.redact(a) if isinstance(a, str) else a for a in error.args)
+        if error.status is not None:
+            changes = {
+                name: self.redact(value)
+                for name, value in error.status
+                if isinstance(value, str) and self.redact(value) != value
+            }
+            if changes:
+                error.status = error.status.model_copy(update=changes)
+        return error
 
 
 class BaseClient(Generic[HttpClientT]):
@@ -442,6 +457,8 @@ class BaseClient(Generic[HttpClientT]):
         self._headers = _headers(default_headers)
         # Set last, and case-insensitively, so no default header can replace the key.
         self._headers["Authorization"] = f"Bearer {self._api_key}"
+        self._key_mask = KeyMask(self._api_key)
+        watch_http_logs(self._key_mask)
         self._pool: _Pool[HttpClientT] = (
             _Pool(self._new_http_client(), owned=True)
             if http_client is None
@@ -506,24 +523,8 @@ class BaseClient(Generic[HttpClientT]):
         copy._is_copy = True
         return copy
 
-    @functools.cached_property
-    def _key_pattern(self) -> re.Pattern[str]:
-        # The key as sent, JSON-escaped and URL-quoted, and any 8 characters
-        # of it: servers echo keys truncated ("ld_live_0123...") or escaped.
-        key = self._api_key
-        forms = {key, json.dumps(key)[1:-1], key.replace("/", "\\/"), quote(key, safe="")}
-        pieces = {
-            form[i:j]
-            for form in forms
-            for i in range(len(form))
-            for j in range(i + 8, len(form) + 1)
-        }
-        return re.compile("|".join(map(re.escape, sorted(pieces, key=len, reverse=True))))
-
     def _redact(self, text: str) -> str:
-        if not text or len(self._api_key) < 8:
-            return text.replace(self._api_key, mask(self._api_key)) if text else text
-        return self._key_pattern.sub(mask(self._api_key), text)
+        return self._key_mask(text)
 
     def _check_open(self) -> None:
         if self.is_closed:
@@ -619,6 +620,7 @@ class BaseClient(Generic[HttpClientT]):
             poll_interval=poll_interval,
             timeout=timeout,
             on_progress=on_progress,
+            redact=self._key_mask,
         )
 
     def _list_documents_call(self) -> Call[list[Document]]:
@@ -692,8 +694,9 @@ class BaseClient(Generic[HttpClientT]):
             self._merged_headers = (theirs, merged)
         return merged
 
-    def _body_limit(self, response: httpx.Response) -> int:
-        return MAX_BODY_BYTES if response.is_success else MAX_ERROR_BODY_BYTES
+    def _body_reader(self, response: httpx.Response) -> BodyReader:
+        limit = MAX_BODY_BYTES if response.is_success else MAX_ERROR_BODY_BYTES
+        return BodyReader(response, limit, self.timeout.read)
 
     def _connection_error(
         self, call: Call[Any], exc: Exception, attempt: int, started: float

@@ -14,8 +14,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 
 from lingodoc import _bulk, _clock, _retry
-from lingodoc._base_client import BaseClient, Call
-from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
+from lingodoc._base_client import BaseClient, Call, Waiter
+from lingodoc._exceptions import (
+    APIConnectionError,
+    APIError,
+    LingodocError,
+    RateLimited,
+    TranslationFailed,
+    WaitTimeout,
+)
 
 if TYPE_CHECKING:
     from lingodoc._models import (
@@ -288,6 +295,15 @@ class Client(BaseClient[httpx.Client]):
             APIConnectionError: If the service cannot be reached.
         """
         waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress)
+        try:
+            return self._wait_loop(waiter)
+        except (TranslationFailed, WaitTimeout) as exc:
+            error: LingodocError = exc
+        # The loop's frames hold the statuses as the server sent them, which may echo the
+        # key: the error is raised afresh without them (as in _send_once).
+        raise error.with_traceback(None)
+
+    def _wait_loop(self, waiter: Waiter) -> TranslationStatus:
         while True:
             try:
                 status = self._send(waiter.poll_call, deadline=waiter.deadline)
@@ -390,13 +406,13 @@ class Client(BaseClient[httpx.Client]):
         raise error
 
     def _read_body(self, response: httpx.Response) -> bytes:
-        limit, chunks, size = self._body_limit(response), [], 0
-        for chunk in response.iter_bytes():
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
+        if response.is_stream_consumed:
+            return response.content  # built in memory, and read (a mock transport)
+        reader = self._body_reader(response)
+        for chunk in response.iter_raw():
+            if reader.feed(chunk):
                 break
-        return b"".join(chunks)
+        return reader.body()
 
 
 class AsyncClient(BaseClient[httpx.AsyncClient]):
@@ -649,6 +665,15 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             APIConnectionError: If the service cannot be reached.
         """
         waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress)
+        try:
+            return await self._wait_loop(waiter)
+        except (TranslationFailed, WaitTimeout) as exc:
+            error: LingodocError = exc
+        # The loop's frames hold the statuses as the server sent them, which may echo the
+        # key: the error is raised afresh without them (as in _send_once).
+        raise error.with_traceback(None)
+
+    async def _wait_loop(self, waiter: Waiter) -> TranslationStatus:
         while True:
             try:
                 status = await self._send(waiter.poll_call, deadline=waiter.deadline)
@@ -751,10 +776,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         raise error
 
     async def _read_body(self, response: httpx.Response) -> bytes:
-        limit, chunks, size = self._body_limit(response), [], 0
-        async for chunk in response.aiter_bytes():
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
+        if response.is_stream_consumed:
+            return response.content  # built in memory, and read (a mock transport)
+        reader = self._body_reader(response)
+        async for chunk in response.aiter_raw():
+            if reader.feed(chunk):
                 break
-        return b"".join(chunks)
+        return reader.body()

@@ -67,6 +67,9 @@ def unwrap(
         code = error.get("code") if isinstance(error.get("code"), str) else None
         message = error.get("message") if isinstance(error.get("message"), str) else None
         cls = error_class(code, status_code)
+        # The class follows the code as sent; what the error keeps is masked, as a
+        # server may echo the key in any field.
+        code = None if code is None else redact(code)
         if cls is not APIError or not is_2xx:
             retry_after = _retry_after(headers, now, cls)
             raise cls(

@@ -60,8 +60,8 @@ def failure_body(code: str, message: str = "it went wrong") -> bytes:
     return json.dumps({"success": False, "error": {"code": code, "message": message}}).encode()
 
 
-def _head(code: int, headers: Mapping[str, str], length: int) -> bytes:
-    lines = [f"HTTP/1.1 {code} Fault", f"Content-Length: {length}", "Connection: close"]
+def _head(code: int, headers: Mapping[str, str], length: int, reason: str = "Fault") -> bytes:
+    lines = [f"HTTP/1.1 {code} {reason}", f"Content-Length: {length}", "Connection: close"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
@@ -75,11 +75,34 @@ def _reset(conn: socket.socket) -> None:
 # Actions --------------------------------------------------------------------
 
 
-def status(code: int, body: bytes = b"", headers: Mapping[str, str] | None = None) -> Action:
+def status(
+    code: int, body: bytes = b"", headers: Mapping[str, str] | None = None, reason: str = "Fault"
+) -> Action:
     """Answer with ``code``, ``body`` and ``headers`` (plus Content-Length), then close."""
 
     def act(server: FaultServer, conn: socket.socket) -> None:
-        conn.sendall(_head(code, headers or {}, len(body)) + body)
+        conn.sendall(_head(code, headers or {}, len(body), reason) + body)
+
+    return act
+
+
+def drip(body: bytes, every: float) -> Action:
+    """Send the headers at once, then ``body`` one byte each ``every`` seconds.
+
+    Each wait is far shorter than a read timeout; the whole body takes longer.
+    Stops when the client hangs up or the server stops.
+    """
+
+    def act(server: FaultServer, conn: socket.socket) -> None:
+        conn.sendall(_head(200, {"Content-Type": "application/json"}, len(body)))
+        for i in range(len(body)):
+            if server.stopping.wait(every):
+                return
+            try:
+                conn.sendall(body[i : i + 1])
+            except OSError:  # the client gave up
+                return
+            server.bytes_streamed += 1
 
     return act
 

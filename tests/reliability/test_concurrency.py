@@ -205,6 +205,7 @@ def test_one_client_shared_by_16_threads_x_500_calls(
 
     # Connections: some were open, never more than one per thread, and none after close().
     idle = client_connections(server.port)
+    print(f"connections: peak {peak.peak}, idle before close {idle}")  # shown with pytest -s
     assert 0 < idle <= THREADS
     assert 0 < peak.peak <= THREADS
     client.close()
@@ -237,6 +238,7 @@ async def test_one_async_client_with_1000_concurrent_tasks(
     assert translate_posts(emulator) == [200] * TASKS
 
     idle = client_connections(server.port)
+    print(f"connections: peak {peak.peak}, idle before close {idle}")  # shown with pytest -s
     assert 0 < idle <= MAX_CONNECTIONS
     assert 0 < peak.peak <= MAX_CONNECTIONS
     await client.aclose()

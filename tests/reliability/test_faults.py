@@ -7,8 +7,10 @@ The autouse fake clock makes the SDK's waits instant; socket timeouts stay real.
 
 from __future__ import annotations
 
+import gzip
 import time
 import tracemalloc
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -22,6 +24,7 @@ from tests.reliability.fault_server import (
     Action,
     FaultServer,
     FaultServers,
+    drip,
     endless_headers,
     envelope_body,
     failure_body,
@@ -404,3 +407,111 @@ async def test_a_50_mb_success_body_is_refused_past_32_mib(
     assert len(server.requests) == 1
     server.stop()
     assert 32 * MB < server.bytes_streamed < 50 * MB
+
+
+# Compressed bodies --------------------------------------------------------------------
+
+ENCODERS: dict[str, Callable[[bytes], bytes]] = {
+    "gzip": gzip.compress,
+    "deflate": zlib.compress,  # the zlib-wrapped deflate of RFC 9110
+    "raw-deflate": lambda data: zlib.compress(data, wbits=-zlib.MAX_WBITS),  # what some send
+}
+
+
+def bomb(size: int) -> bytes:
+    """Gzip of ``size`` zero bytes: a thousandth of that on the wire."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = bytes(MB)
+    return b"".join(packer.compress(block) for _ in range(size // MB)) + packer.flush()
+
+
+@pytest.mark.parametrize("encoding", ENCODERS, ids=ENCODERS.keys())
+async def test_a_compressed_answer_is_decoded(
+    servers: FaultServers, connect: Connect, encoding: str
+) -> None:
+    body = ENCODERS[encoding](envelope_body(TRANSLATION))
+    name = "deflate" if encoding == "raw-deflate" else encoding
+    server = servers(status(200, body, {**JSON, "Content-Encoding": name}))
+    result = await translate(connect(server))
+    assert (result.translated_text, result.target_language) == ("Hallo", "de")
+    # Only what the SDK can decode with a bound on the output is asked for.
+    assert server.requests[0].headers["accept-encoding"] == "gzip, deflate"
+
+
+async def test_a_gzip_bomb_as_an_error_body_is_cut_at_64_kib_without_inflating_it(
+    servers: FaultServers, connect: Connect
+) -> None:
+    compressed = bomb(64 * MB)  # 64 KiB on the wire
+    server = servers(ok(), status(500, compressed, {"Content-Encoding": "gzip"}))
+    client = connect(server, max_retries=0)
+    assert (await translate(client)).translated_text == "Hallo"  # imports done: not counted
+    tracemalloc.start()
+    try:
+        error = await failure_of(translate(client))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # httpx would inflate each 64 KiB read whole, up to 64 MB at once.
+    assert peak < 2 * MB
+    assert type(error) is lingodoc.UnexpectedResponse
+    assert (error.status_code, error.message) == (500, "the response body is not JSON")
+
+
+async def test_a_gzip_bomb_as_a_success_is_refused_past_32_mib(
+    servers: FaultServers, connect: Connect
+) -> None:
+    server = servers(status(200, bomb(64 * MB), {**JSON, "Content-Encoding": "gzip"}), ok())
+    error = await failure_of(translate(connect(server, max_retries=2)))
+    assert type(error) is lingodoc.UnexpectedResponse
+    assert "larger than 33,554,432 bytes" in error.message
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body", "problem"),
+    [
+        ("gzip", b"not gzip at all", "not valid gzip"),
+        ("br", b"\x0b\x02\x80", "encoded with 'br', which lingodoc does not decode"),
+        ("gzip, gzip", gzip.compress(gzip.compress(b"{}")), "encoded with 'gzip,gzip'"),
+    ],
+    ids=["invalid-gzip", "brotli", "gzip-twice"],
+)
+async def test_a_body_that_cannot_be_decoded_is_a_connection_error(
+    servers: FaultServers, connect: Connect, encoding: str, body: bytes, problem: str
+) -> None:
+    server = servers(status(200, body, {**JSON, "Content-Encoding": encoding}), ok())
+    error = await failure_of(translate_document(connect(server, max_retries=2)))
+    assert type(error) is lingodoc.APIConnectionError
+    assert problem in str(error)
+    assert type(error.__cause__) is httpx.DecodingError
+    assert len(server.requests) == 1  # a job was perhaps started: not sent again
+
+
+# A body that trickles in --------------------------------------------------------------
+
+
+async def test_a_body_trickling_in_times_out_after_the_read_timeout_in_all(
+    servers: FaultServers, connect: Connect
+) -> None:
+    # One byte every 0.1 s: each read comes well within the 0.5 s read timeout, but
+    # the whole body would take 10 s. httpx alone waits for it all.
+    server = servers(drip(envelope_body({"translated_text": "x" * 60}), every=0.1), ok())
+    error = await failure_of(translate(connect(server, timeout=0.5, max_retries=0)))
+    assert type(error) is lingodoc.APITimeoutError
+    assert "took longer than the read timeout (0.5 s)" in str(error)
+    assert type(error.__cause__) is httpx.ReadTimeout
+    server.stop()
+    assert server.bytes_streamed < 30  # of about 100: the client hung up
+
+
+async def test_a_trickling_translate_is_retried_and_a_document_translation_is_not(
+    servers: FaultServers, connect: Connect
+) -> None:
+    slow = drip(envelope_body(TRANSLATION), every=0.1)
+    server = servers(slow, ok())
+    assert (await translate(connect(server, timeout=0.5))).translated_text == "Hallo"
+    assert len(server.requests) == 2
+    server = servers(drip(envelope_body(JOB), every=0.1), ok(JOB))
+    error = await failure_of(translate_document(connect(server, timeout=0.5)))
+    assert type(error) is lingodoc.APITimeoutError
+    assert len(server.requests) == 1

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import textwrap
 import traceback
+import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote
@@ -29,6 +30,7 @@ import pytest
 
 import lingodoc
 from lingodoc.emulator import Emulator
+from tests.reliability.fault_server import FaultServer, status
 
 BASE_URL = "https://api.lingodoc.test/v1"
 # Distinctive, and with characters that JSON and URLs escape.
@@ -156,7 +158,33 @@ def raising(error_type: type[httpx.TransportError]) -> Callable[[httpx.Request],
     return answer
 
 
+def code_echo(request: httpx.Request) -> httpx.Response:
+    """An error whose code, not only its message, echoes the Authorization header."""
+    error = {"code": request.headers["authorization"], "message": "bad key"}
+    return httpx.Response(401, json={"success": False, "error": error})
+
+
+def job_echo(state: str) -> Callable[[httpx.Request], httpx.Response]:
+    """A translation in ``state`` whose id and fields echo the key."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        data = {
+            "translation_id": f"tr_1 for {request.headers['authorization']}",
+            "document_id": f"doc_{API_KEY}",
+            "status": state,
+            "progress": 10,
+            "target_language": "de",
+            "note": ECHO,
+        }
+        return httpx.Response(200, json={"success": True, "data": data})
+
+    return answer
+
+
 ECHOING_SERVERS: dict[str, Callable[[httpx.Request], httpx.Response]] = {
+    "401-code-echo": code_echo,
+    "200-failed-job-echo": job_echo("failed"),
+    "200-unfinished-job-echo": job_echo("processing"),
     "400-invalid-language": envelope_error(400, "INVALID_LANGUAGE"),
     "401-unauthorized": envelope_error(401, "UNAUTHORIZED"),
     "404-not-found": envelope_error(404, "NOT_FOUND"),
@@ -307,6 +335,9 @@ async def test_results_do_not_show_the_key(client_class: ClientClass) -> None:
 # --- exceptions ----------------------------------------------------------------------------
 
 
+JOB_ECHO_IS_DATA = ("request", "get_translation", "translate_document")
+
+
 @pytest.mark.parametrize(
     ("server", "method"),
     [
@@ -315,6 +346,9 @@ async def test_results_do_not_show_the_key(client_class: ClientClass) -> None:
         for method in CALLS
         # request() returns the data of a success envelope as it is, whatever its shape.
         if not (server is wrong_shape and method == "request")
+        # A translation's status is an error only for wait_for_translation (failed, or not
+        # finished within its timeout); to other methods it is data, or the wrong shape.
+        if not (name.endswith("job-echo") and method in JOB_ECHO_IS_DATA)
     ],
 )
 async def test_no_exception_shows_the_key_that_a_server_echoes(
@@ -501,3 +535,89 @@ def test_the_lingodoc_log_handler_output_hides_the_key() -> None:
     assert "retrying POST /translate" in result.stderr
     assert "GET /documents -> 401" in result.stderr
     assert_hidden(result.stdout + result.stderr, "the output of a script")
+
+
+# --- long keys -----------------------------------------------------------------------------
+
+# As long as a JWT: masking must cost no more than for a short key.
+LONG_KEY = "eyJhbGciOiJSUzI1NiJ9." + "".join(f"{i:03d}/seg+" for i in range(60)) + "QZ7X"
+
+
+async def test_a_long_key_is_masked_in_every_echo(client_class: ClientClass) -> None:
+    truncated, quoted = LONG_KEY[100:160], quote(LONG_KEY, safe="")
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        message = f"bad key {LONG_KEY}, part {truncated}, quoted {quoted}"
+        return httpx.Response(
+            401, json={"success": False, "error": {"code": "X", "message": message}}
+        )
+
+    transport = httpx.MockTransport(answer)
+    http = httpx.Client(transport=transport) if client_class is lingodoc.Client else (
+        httpx.AsyncClient(transport=transport))  # fmt: skip
+    client = client_class(LONG_KEY, base_url=BASE_URL, http_client=http)  # type: ignore[arg-type]
+    error = await failure_of(client, "list_documents")
+    assert str(error) == "X (401): bad key ****QZ7X, part ****QZ7X, quoted ****QZ7X"
+    await close(client)
+
+
+def test_building_the_mask_of_a_long_key_takes_little_memory() -> None:
+    # Counted by tracemalloc, deterministic: the mask holds each 8-character window of
+    # the key in 4 forms, linear in its length. (Every substring would be cubic: 250 MB
+    # for a key of 400 characters.)
+    key = LONG_KEY * 2  # 1,000 characters
+    tracemalloc.start()
+    try:
+        client = lingodoc.Client(key, base_url=BASE_URL)
+        masked = client._redact(f"echo {key[300:700]}")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    client.close()
+    assert masked == "echo ****QZ7X"
+    assert peak < 2_000_000
+
+
+# --- what httpx and httpcore log of what a server sent -----------------------------------
+
+
+async def test_httpx_and_httpcore_logs_mask_a_key_the_server_echoes(
+    client_class: ClientClass, debug_logs: pytest.LogCaptureFixture
+) -> None:
+    """httpx logs the reason phrase, httpcore the response headers: a server can echo the
+    key in either, and the SDK masks it in their records too."""
+    body = json.dumps({"success": False, "error": {"code": "X", "message": "m"}}).encode()
+    server = FaultServer(
+        [status(500, body, {"X-Echo": f"Bearer {API_KEY}"}, reason=f"Bearer {API_KEY}")]
+    )
+    base_url = server.base_url()
+    try:
+        client = client_class(API_KEY, base_url=base_url, max_retries=0, timeout=5.0)
+        error = await failure_of(client, "list_documents")
+        await close(client)
+    finally:
+        server.stop()
+    assert type(error) is lingodoc.ServerError
+    messages = [(r.name, r.getMessage()) for r in debug_logs.records]
+    httpx_lines = [m for name, m in messages if name == "httpx"]
+    assert httpx_lines == [f'HTTP Request: GET {base_url}/documents "HTTP/1.1 500 Bearer ****QZ7X"']
+    headers = [m for name, m in messages if "receive_response_headers.complete" in m]
+    assert len(headers) == 1
+    assert "(b'X-Echo', b'Bearer ****QZ7X')" in headers[0]
+    assert_logs_hide_key(debug_logs)
+
+
+def test_every_httpx_and_httpcore_logger_masks_keys() -> None:
+    client = lingodoc.Client(API_KEY, base_url=BASE_URL)
+    names = [
+        name
+        for name in logging.root.manager.loggerDict
+        if name.split(".")[0] in ("httpx", "httpcore")
+    ]
+    assert {"httpx", "httpcore.connection", "httpcore.http11"} <= set(names)
+    for name in names:
+        logger = logging.getLogger(name)
+        record = logger.makeRecord(name, logging.INFO, __file__, 1, "got %s", (API_KEY,), None)
+        assert logger.filter(record)
+        assert record.getMessage() == "got ****QZ7X", name
+    client.close()
