@@ -3,25 +3,34 @@
 The API reference (docs/reference.md, rendered by mkdocstrings) shows the docstrings and
 nothing else, so they must say everything a user needs:
 
-* every name in ``lingodoc.__all__``, every public method and property of its classes (also
-  those inherited from lingodoc's own base classes), and the documented extras
-  (``lingodoc.testing``, ``lingodoc.emulator.Emulator``) has a docstring of its own;
+* every name in ``lingodoc.__all__`` and in ``lingodoc.emulator.__all__``, every public
+  method and property of their classes (also those inherited from lingodoc's own base
+  classes), and the testing helpers (``lingodoc.testing``) has a docstring of its own (a
+  constant or a type alias, the string literal right after its assignment, which is what
+  the API reference shows);
 * a function or method lists each of its parameters under ``Args:`` (a class, those of its
   constructor), says what it gives under ``Returns:`` (``Yields:`` for a generator), and
-  says what it raises under ``Raises:``, naming real exception classes. Every client
-  method sends a request or checks its arguments, so all of them raise; elsewhere a method
-  that takes arguments raises unless it is listed in ``RAISES_NOTHING``;
-* results list their fields, exceptions their attributes, and enums their members, under
-  ``Attributes:``;
-* docs/reference.md documents exactly these names.
+  says what it raises under ``Raises:``, naming real exception classes (of lingodoc, of
+  the builtins, or dotted such as ``httpx.ReadTimeout``). Every client method sends a
+  request or checks its arguments, so all of them raise; elsewhere a method that takes
+  arguments raises unless it is listed in ``RAISES_NOTHING``;
+* a class users construct documents its constructor's arguments; results list their
+  fields, exceptions their attributes, and enums their members, under ``Attributes:``;
+* docs/reference.md documents exactly these names: ``lingodoc.__all__``, the testing
+  helpers, and ``lingodoc.emulator.__all__``.
 """
 
 from __future__ import annotations
 
+import ast
 import builtins
+import dataclasses
 import enum
+import importlib
 import inspect
+import itertools
 import re
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,29 +39,77 @@ import pydantic
 import pytest
 
 import lingodoc
+import lingodoc.emulator
 import lingodoc.testing
-from lingodoc.emulator import Emulator
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "docs" / "reference.md"
 
 PUBLIC = {f"lingodoc.{name}": getattr(lingodoc, name) for name in lingodoc.__all__}
 del PUBLIC["lingodoc.__version__"]
+EMULATOR = {
+    f"lingodoc.emulator.{name}": getattr(lingodoc.emulator, name)
+    for name in lingodoc.emulator.__all__
+}
 # Documented in the API reference too, beyond lingodoc.__all__.
 EXTRAS: dict[str, Any] = {
     "lingodoc.testing.FakeClock": lingodoc.testing.FakeClock,
     "lingodoc.testing.fake_clock": lingodoc.testing.fake_clock,
-    "lingodoc.emulator.Emulator": Emulator,
+    **EMULATOR,
 }
-# Held to "has a docstring" only: the emulator documents itself in docs/emulator.md.
-DOCSTRING_ONLY = ("lingodoc.emulator.",)
 CLIENTS = (lingodoc.Client, lingodoc.AsyncClient)
 # Methods that take arguments but raise nothing of their own, and why.
 RAISES_NOTHING = {
     "lingodoc.testing.FakeClock.sleep": "records any number of seconds",
     "lingodoc.testing.FakeClock.async_sleep": "records any number of seconds",
     "lingodoc.testing.fake_clock": "installs the clock it is given",
+    "lingodoc.emulator.Clock.sleep": "a protocol: what an implementation must accept",
+    "lingodoc.emulator.Clock.async_sleep": "a protocol: what an implementation must accept",
+    "lingodoc.emulator.Emulator.fail_next_job": "queues any message, for any document",
+    "lingodoc.emulator.Emulator.handle": "answers every request, an emulator bug with a 500",
+    "lingodoc.emulator.translate_text": "any text has a translation, in any language pair",
 }
+# Classes users do not construct, and why; they list their Attributes: instead.
+NOT_CONSTRUCTED = {
+    "lingodoc.emulator.Clock": "a protocol, for users' own clocks",
+    "lingodoc.emulator.EmulatorServer": "yielded by Emulator.serve()",
+    "lingodoc.emulator.Reply": "returned by Emulator.handle()",
+    "lingodoc.emulator.RequestRecord": "listed by Emulator.requests",
+}
+
+
+def is_data(obj: Any) -> bool:
+    """Whether ``obj`` is a constant or a type alias rather than a class or a function."""
+    return not (isinstance(obj, (type, property)) or inspect.isroutine(obj))
+
+
+def attribute_doc(path: str) -> str:
+    """The docstring of the constant or type alias ``path``: the string after its assignment.
+
+    Python keeps no such docstring at run time (``PLAN_LIMITS.__doc__`` is ``dict``'s), so
+    it is read from the source of the module that assigns the name, as mkdocstrings does.
+    """
+    package, name = path.rsplit(".", 1)
+    modules = [m for m in list(sys.modules.values()) if m and m.__name__.startswith(package)]
+    for module in modules:
+        if getattr(module, name, None) is not getattr(importlib.import_module(package), name):
+            continue
+        body = ast.parse(inspect.getsource(module)).body
+        for statement, following in itertools.pairwise(body):
+            targets = (
+                statement.targets
+                if isinstance(statement, ast.Assign)
+                else [statement.target]
+                if isinstance(statement, ast.AnnAssign)
+                else []
+            )
+            if not any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                continue
+            value = following.value if isinstance(following, ast.Expr) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return inspect.cleandoc(value.value)
+            return ""
+    raise AssertionError(f"no module of {package} assigns {name}")
 
 
 def own_doc(obj: Any) -> str:
@@ -133,11 +190,11 @@ def owner(path: str) -> Any:
 
 @pytest.mark.parametrize("path", sorted(ALL))
 def test_has_a_docstring(path: str) -> None:
-    assert own_doc(ALL[path]), f"{path} has no docstring of its own"
+    doc = attribute_doc(path) if is_data(ALL[path]) else own_doc(ALL[path])
+    assert doc, f"{path} has no docstring of its own"
 
 
-STRICT = sorted(path for path in ALL if not path.startswith(DOCSTRING_ONLY))
-FUNCTIONS = [path for path in STRICT if inspect.isfunction(ALL[path])]
+FUNCTIONS = sorted(path for path in ALL if inspect.isfunction(ALL[path]))
 
 
 @pytest.mark.parametrize("path", FUNCTIONS)
@@ -169,18 +226,29 @@ def test_functions_say_what_they_raise(path: str) -> None:
     elif sends or parameters(func):
         assert raised, f"{path} can raise; it needs a Raises: section"
     for name in raised:
-        error = getattr(lingodoc, name, getattr(builtins, name, None))
+        error = exception_class(name)
         assert isinstance(error, type), f"{path}: Raises: names {name!r}, which is no class"
         assert issubclass(error, Exception), f"{path}: Raises: names {name!r}"
 
 
-CLASSES = [path for path in STRICT if isinstance(ALL[path], type)]
+def exception_class(name: str) -> Any:
+    """The class a Raises: entry names: ``NotFound``, ``ValueError``, ``httpx.ReadTimeout``."""
+    if "." in name:
+        module, _, attribute = name.rpartition(".")
+        try:
+            return getattr(importlib.import_module(module), attribute, None)
+        except ImportError:
+            return None
+    return getattr(lingodoc, name, getattr(builtins, name, None))
+
+
+CLASSES = sorted(path for path in ALL if isinstance(ALL[path], type))
 
 
 @pytest.mark.parametrize("path", CLASSES)
 def test_classes_document_their_constructor(path: str) -> None:
     cls = ALL[path]
-    if issubclass(cls, (Exception, pydantic.BaseModel, enum.Enum)):
+    if issubclass(cls, (Exception, pydantic.BaseModel, enum.Enum)) or path in NOT_CONSTRUCTED:
         return  # built by the SDK, not by users: they document their Attributes instead
     expected = [star_name(cls.__init__, name) for name in parameters(cls.__init__)]
     listed = sections(own_doc(cls)).get("Args", []) or sections(own_doc(cls.__init__)).get(
@@ -206,16 +274,42 @@ def test_results_exceptions_and_enums_list_their_attributes(path: str) -> None:
         expected = set(cls.__members__)
     elif issubclass(cls, Exception):
         expected = set(instance_attributes(cls))
+    elif dataclasses.is_dataclass(cls):
+        expected = {field.name for field in dataclasses.fields(cls)}
+    elif issubclass(cls, tuple) and hasattr(cls, "_fields"):  # a NamedTuple
+        expected = set(cls._fields)
     else:
         return
     listed = set(sections(own_doc(cls)).get("Attributes", []))
     assert expected <= listed, f"{path}: Attributes: lacks {sorted(expected - listed)}"
 
 
+def reference_directives() -> list[str]:
+    """The names docs/reference.md documents, in its ``::: name`` lines."""
+    return re.findall(r"^::: *([\w.]+)", REFERENCE.read_text(encoding="utf-8"), re.M)
+
+
 def test_the_api_reference_documents_exactly_the_public_names() -> None:
-    directives = re.findall(r"^::: *([\w.]+)", REFERENCE.read_text(encoding="utf-8"), re.M)
+    directives = reference_directives()
     assert len(directives) == len(set(directives)), "a name is documented twice"
     assert set(directives) == set(PUBLIC) | set(EXTRAS)
+
+
+def test_the_api_reference_documents_exactly_the_emulators_public_names() -> None:
+    documented = {name for name in reference_directives() if name.startswith("lingodoc.emulator.")}
+    public = {f"lingodoc.emulator.{name}" for name in lingodoc.emulator.__all__}
+    assert documented - public == set(), "the reference documents names not in __all__"
+    assert public - documented == set(), "names in lingodoc.emulator.__all__ lack a reference"
+    # What the contract (API.md) names users need: the emulator, serve()'s object with
+    # .base_url, the fault kinds.
+    assert {"Emulator", "EmulatorServer", "FaultKind"} <= set(lingodoc.emulator.__all__)
+
+
+def test_data_docstrings_are_read_from_the_source() -> None:
+    assert attribute_doc("lingodoc.emulator.MAX_BATCH_ITEMS").startswith("Most texts")
+    assert is_data(EMULATOR["lingodoc.emulator.PLAN_LIMITS"])
+    assert is_data(EMULATOR["lingodoc.emulator.FaultKind"])
+    assert not is_data(EMULATOR["lingodoc.emulator.translate_text"])
 
 
 def test_the_section_reader() -> None:

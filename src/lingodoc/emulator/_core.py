@@ -33,7 +33,18 @@ if TYPE_CHECKING:
     from lingodoc.emulator._transport import EmulatorTransport
 
 Permission = Literal["read_only", "read_write", "full_access"]
+"""The permission levels of an API key, for :meth:`Emulator.create_key`.
+
+``"read_only"`` may list documents and read translations; ``"read_write"`` and
+``"full_access"`` may also start translations (the two are the same for the endpoints
+emulated).
+"""
 FaultKind = Literal["rate_limit", "server_error", "disconnect", "slow"]
+"""The faults :meth:`Emulator.inject` can make the next requests meet.
+
+``"rate_limit"`` (a 429), ``"server_error"`` (a 5xx), ``"disconnect"`` (the connection drops
+with no answer) and ``"slow"`` (the answer comes late).
+"""
 
 MAX_TEXT_CHARS = 10_000
 """Longest text accepted by ``/translate`` and per item of ``/translate/batch``."""
@@ -54,16 +65,31 @@ _SERVER_ERRORS = {
 
 
 class Clock(Protocol):
-    """What the emulator needs of a clock (``lingodoc.testing.FakeClock`` is one)."""
+    """What the emulator needs of a clock, for ``Emulator(clock=...)``.
+
+    ``lingodoc.testing.FakeClock`` is one; any object with these three methods will do.
+    """
 
     def time(self) -> float:
-        """Wall-clock Unix time: jobs, key expiry and rate-limit windows all follow it."""
+        """Return the wall-clock time.
+
+        Returns:
+            Unix time in seconds: jobs, key expiry and rate-limit windows all follow it.
+        """
 
     def sleep(self, seconds: float) -> None:
-        """Block for ``seconds``."""
+        """Block for ``seconds`` (a ``slow`` fault's delay, in-process).
+
+        Args:
+            seconds: How long, 0 or more.
+        """
 
     async def async_sleep(self, seconds: float) -> None:
-        """Wait ``seconds`` without blocking the event loop."""
+        """Wait ``seconds`` without blocking the event loop.
+
+        Args:
+            seconds: How long, 0 or more.
+        """
 
 
 class RequestRecord(NamedTuple):
@@ -380,6 +406,11 @@ class Emulator:
     def revoke_key(self, key: str) -> None:
         """Revoke a key; the next request made with it is refused.
 
+        Requests made with it answer 401 ``UNAUTHORIZED``, as for a key that never existed.
+
+        Args:
+            key: The secret, as :meth:`create_key` returned it (or :attr:`api_key`).
+
         Raises:
             KeyError: If there is no such key.
         """
@@ -496,7 +527,13 @@ class Emulator:
         """Make the next document translation started (of ``document_id``, if given) fail.
 
         The job runs to 50 % and then shows ``status: "failed"`` with
-        ``error: {"code": "TRANSLATION_FAILED", "message": message}``.
+        ``error: {"code": "TRANSLATION_FAILED", "message": message}``, so that
+        ``wait_for_translation`` raises ``lingodoc.TranslationFailed``. Calls queue up: each
+        job started takes the first failure that matches it.
+
+        Args:
+            message: The ``error.message`` of the failed job.
+            document_id: Only a job of this document; by default the next job of any.
         """
         with self._lock:
             self._state.job_failures.append((document_id, message))
@@ -526,6 +563,9 @@ class Emulator:
 
         Use it as ``httpx.Client(transport=em.transport())`` or with ``httpx.AsyncClient``.
         It holds no sockets or threads, so leaving it unclosed leaks nothing.
+
+        Returns:
+            A new :class:`EmulatorTransport` bound to this emulator; its URLs' host is ignored.
         """
         from lingodoc.emulator._transport import EmulatorTransport
 
@@ -557,6 +597,8 @@ class Emulator:
 
         Raises:
             ValueError: On a port out of 0-65535, or a host not loopback without ``allow_remote``.
+            TypeError: If ``port`` is not an int.
+            OSError: If it cannot listen there, such as on a port already in use.
         """
         from lingodoc.emulator._server import start
 
@@ -583,7 +625,16 @@ class Emulator:
 
         Args:
             api_key: The key to use; the ready-made Full Access key by default.
-            **kwargs: More arguments for ``lingodoc.Client`` (``timeout``, ``max_retries``...).
+            **kwargs: More arguments for ``lingodoc.Client`` (``timeout``, ``max_retries``,
+                ``default_headers``); not ``base_url`` or ``http_client``, which it sets.
+
+        Returns:
+            A new client, with :attr:`base_url` and an ``httpx.Client`` on :meth:`transport`.
+
+        Raises:
+            ConfigurationError: If ``api_key`` or a setting is unusable (a key with spaces,
+                a negative ``max_retries``...), as ``lingodoc.Client`` raises it.
+            TypeError: On an argument ``lingodoc.Client`` does not take, or one given twice.
         """
         import lingodoc
 
@@ -592,7 +643,26 @@ class Emulator:
         return lingodoc.Client(key, base_url=self.base_url, http_client=http_client, **kwargs)
 
     def async_client(self, api_key: str | None = None, **kwargs: Any) -> lingodoc.AsyncClient:
-        """Return a ``lingodoc.AsyncClient`` bound to this emulator in-process (see ``client``)."""
+        """Return a ``lingodoc.AsyncClient`` bound to this emulator in-process.
+
+        Close it as usual (``await client.aclose()`` or ``async with``); the in-process
+        transport holds no sockets, so its ``httpx.AsyncClient`` needs no closing.
+
+        Args:
+            api_key: The key to use; the ready-made Full Access key by default.
+            **kwargs: More arguments for ``lingodoc.AsyncClient`` (``timeout``, ``max_retries``,
+                ``default_headers``); not ``base_url`` or ``http_client``, which it sets.
+
+        Returns:
+            A new client, with :attr:`base_url` and an ``httpx.AsyncClient`` on
+            :meth:`transport`.
+
+        Raises:
+            ConfigurationError: If ``api_key`` or a setting is unusable (a key with spaces,
+                a negative ``max_retries``...), as ``lingodoc.AsyncClient`` raises it.
+            TypeError: On an argument ``lingodoc.AsyncClient`` does not take, or one given
+                twice.
+        """
         import lingodoc
 
         http_client = httpx.AsyncClient(transport=self.transport())
@@ -603,6 +673,9 @@ class Emulator:
 
     def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
         """Answer one request.
+
+        This is what both faces call: the in-process transport and the HTTP server. It raises
+        nothing: whatever goes wrong is an answer (an emulator bug a 500 ``INTERNAL_ERROR``).
 
         Args:
             method: The HTTP method.

@@ -102,7 +102,24 @@ def _match_case(original: str, word: str) -> str:
 
 
 def translate_text(text: str, source: str, target: str, style: str | None = None) -> str:
-    """Return the emulator's deterministic "translation" of ``text`` (rules in the module doc)."""
+    """Return the emulator's "translation" of ``text``, to compute expected values in tests.
+
+    It is what ``/translate`` and ``/translate/batch`` answer: the same text, languages and
+    style always give the same result. Same source and target: the text unchanged. From
+    ``en`` to ``de``, ``fr`` or ``es``: each word of :data:`WORDS` replaced, keeping its case.
+    If a word is not in the table, or for another pair, the result is prefixed with the
+    target code: ``translate_text("Hello Bob", "en", "de")`` is ``"[de] Hallo Bob"``.
+
+    Args:
+        text: The text.
+        source: The source language code, lower case (``"en"``).
+        target: The target language code, lower case (``"de"``).
+        style: ``"formal"`` for the polite "you" (``Sie``, ``vous``, ``usted``); any other
+            style changes nothing.
+
+    Returns:
+        The "translation": plainly not a real one, but exact and predictable.
+    """
     if source == target:
         return text
     words: dict[str, str] = {}

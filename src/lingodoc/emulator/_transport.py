@@ -17,13 +17,30 @@ class EmulatorTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     ``lingodoc.testing.fake_clock()``) and raises ``httpx.ReadTimeout`` when the request's read
     timeout is shorter than the delay; a ``disconnect`` fault raises
     ``httpx.RemoteProtocolError``, as httpx does when a server hangs up.
+
+    :meth:`Emulator.transport` makes one; it holds no sockets or threads.
+
+    Args:
+        emulator: The emulator that answers the requests.
     """
 
     def __init__(self, emulator: Emulator) -> None:
         self._emulator = emulator
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        """Answer a request from a sync ``httpx.Client``."""
+        """Answer a request from a sync ``httpx.Client``.
+
+        Args:
+            request: The request, whose body is read here.
+
+        Returns:
+            The emulator's answer, after the delay of a ``slow`` fault (on its clock).
+
+        Raises:
+            httpx.RemoteProtocolError: For a ``disconnect`` fault: no answer.
+            httpx.ReadTimeout: For a ``slow`` fault longer than the request's read timeout,
+                after waiting that long.
+        """
         reply = self._handle(request, request.read())
         wait, timed_out = _delay(reply, request)
         if wait:
@@ -31,7 +48,20 @@ class EmulatorTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         return _response(reply, request, timed_out)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Answer a request from an ``httpx.AsyncClient``."""
+        """Answer a request from an ``httpx.AsyncClient``.
+
+        Args:
+            request: The request, whose body is read here.
+
+        Returns:
+            The emulator's answer, after the delay of a ``slow`` fault (on its clock, without
+            blocking the event loop).
+
+        Raises:
+            httpx.RemoteProtocolError: For a ``disconnect`` fault: no answer.
+            httpx.ReadTimeout: For a ``slow`` fault longer than the request's read timeout,
+                after waiting that long.
+        """
         reply = self._handle(request, await request.aread())
         wait, timed_out = _delay(reply, request)
         if wait:
