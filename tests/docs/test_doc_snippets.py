@@ -13,8 +13,25 @@ Conventions for the Markdown, so that no page goes stale:
   retries do not really sleep).
 * ``<!-- output -->`` before a ```text block right after a runnable block: what that block
   must print, exactly.
+* ``<!-- run: fail_next_job -->`` runs a block like ``<!-- run -->``, after
+  ``fail_next_job("The file is corrupt.")`` on the emulator behind the page: the next
+  document translation started fails (at 50 %). It shows a failure path, which a reader's
+  service does not produce on demand, without fault injection in the example itself.
 * ``<!-- run: pytest -->`` before a block makes it a test module: the page's such blocks
   are run by pytest in a subprocess, as a user would run them, and must all pass.
+
+Every Python block runs, but two kinds, which only compile:
+
+* a signature, such as ``Client(api_key=None, *, base_url=None)``: not code to run, it is
+  checked against the real callable instead (above);
+* a whole example file, included with ``--8<-- "examples/....py"`` (docs/examples.md):
+  tests/docs/test_examples_run.py runs those as a user does, in a subprocess, and checks
+  what they print.
+
+A block that needs the real service, or is a fragment of a larger program, has no place in
+the docs: make it runnable (an import, a variable from an earlier block), or show it as an
+example file. ``test_every_python_block_runs_or_is_a_signature_or_an_example`` holds the
+pages to this. The ``console`` transcripts are checked by test_console_transcripts.py.
 """
 
 from __future__ import annotations
@@ -27,7 +44,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +61,12 @@ PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<lang>[\w+-]*)")
 # pymdownx.snippets, with base_path the repository root (mkdocs.yml).
 SNIPPET = re.compile(r'^\s*--8<--\s+"(?P<path>[^"]+)"\s*$')
-MARKER = re.compile(r"^\s*<!--\s*(?P<what>run|run: pytest|output)\s*-->\s*$")
+MARKER = re.compile(r"^\s*<!--\s*(?P<what>run|run: pytest|run: fail_next_job|output)\s*-->\s*$")
+# The markers that run a block in the page's namespace, and what each does first.
+SETUPS: dict[str, Callable[[Emulator], object]] = {
+    "run": lambda emulator: None,
+    "run: fail_next_job": lambda emulator: emulator.fail_next_job("The file is corrupt."),
+}
 # A bare `*` between parameters, replaced by as many spaces: positions stay the same.
 BARE_STAR = re.compile(r"(?<=[(,])(\s*)\*(\s*),")
 COMPILE_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
@@ -58,8 +80,14 @@ class Block:
     line: int  # of the opening fence, from 1
     lang: str
     code: str
-    marker: str | None  # "run", "run: pytest", "output" or None
+    marker: str | None  # "run", "run: pytest", "run: fail_next_job", "output" or None
+    include: str | None = None  # the file it shows, if it is a single `--8<--` line
     output: str | None = None  # for a runnable block: what it must print
+
+    @property
+    def runs(self) -> bool:
+        """Whether it runs in the page's namespace (not as a pytest module)."""
+        return self.marker in SETUPS
 
     @property
     def name(self) -> str:
@@ -89,7 +117,17 @@ def read_blocks(page: Path) -> list[Block]:
             j += 1
         marker = MARKER.match(previous)
         code = "\n".join(include_snippets(body)) + "\n"
-        blocks.append(Block(page, i + 1, opening["lang"], code, marker and marker["what"]))
+        include = SNIPPET.match(body[0]) if len(body) == 1 else None
+        blocks.append(
+            Block(
+                page,
+                i + 1,
+                opening["lang"],
+                code,
+                marker and marker["what"],
+                include and include["path"],
+            )
+        )
         previous = lines[j] if j < len(lines) else ""
         i = j + 1
     return attach_outputs(blocks)
@@ -112,7 +150,7 @@ def attach_outputs(blocks: list[Block]) -> list[Block]:
     for block in blocks:
         if block.marker == "output":
             owner = kept[-1] if kept else None
-            if owner is None or owner.marker != "run":
+            if owner is None or not owner.runs:
                 message = f"{block.name}: <!-- output --> must follow a <!-- run --> block"
                 raise AssertionError(message)
             assert block.lang == "text", f"{block.name}: an output block is ```text"
@@ -128,6 +166,9 @@ PYTHON_BLOCKS = [block for block in ALL_BLOCKS if block.lang == "python"]
 
 def pages_with(marker: str) -> list[Path]:
     return sorted({block.page for block in PYTHON_BLOCKS if block.marker == marker})
+
+
+RUNNABLE_PAGES = sorted({block.page for block in PYTHON_BLOCKS if block.runs})
 
 
 # -- every block compiles ------------------------------------------------------------------
@@ -211,24 +252,43 @@ def served_emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
         yield emulator
 
 
-def close_clients(namespace: dict[str, Any], loop: asyncio.AbstractEventLoop) -> None:
+Clients = list[lingodoc.Client | lingodoc.AsyncClient]
+
+
+def keep_clients(namespace: dict[str, Any], clients: Clients) -> None:
+    """Remember the clients a block left in the namespace, to close them after the page.
+
+    A later block may bind the same name to another client: a reader's script would let
+    the first go at exit, a test run must close it (an open socket is a ResourceWarning).
+    """
     for value in namespace.values():
-        if isinstance(value, lingodoc.Client):
-            value.close()
-        elif isinstance(value, lingodoc.AsyncClient):
-            loop.run_until_complete(value.aclose())
+        if isinstance(value, (lingodoc.Client, lingodoc.AsyncClient)) and not any(
+            value is kept for kept in clients
+        ):
+            clients.append(value)
 
 
-@pytest.mark.parametrize("page", pages_with("run"), ids=lambda page: page.name)
+def close_clients(clients: Clients, loop: asyncio.AbstractEventLoop) -> None:
+    for client in clients:
+        if isinstance(client, lingodoc.Client):
+            client.close()
+        else:
+            loop.run_until_complete(client.aclose())
+
+
+@pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=lambda page: page.name)
 def test_runnable_blocks_run_and_print_what_the_page_shows(
     page: Path, served_emulator: Emulator
 ) -> None:
     namespace: dict[str, Any] = {"__name__": "__main__"}
+    clients: Clients = []
     loop = asyncio.new_event_loop()  # for blocks with a top-level await
     try:
         for block in PYTHON_BLOCKS:
-            if block.page != page or block.marker != "run":
+            if block.page != page or not block.runs:
                 continue
+            assert block.marker is not None
+            SETUPS[block.marker](served_emulator)
             code = compile(block.code, block.name, "exec", flags=COMPILE_FLAGS)
             printed = io.StringIO()
             with redirect_stdout(printed):
@@ -236,12 +296,14 @@ def test_runnable_blocks_run_and_print_what_the_page_shows(
                     loop.run_until_complete(eval(code, namespace))
                 else:
                     exec(code, namespace)
+            keep_clients(namespace, clients)
             if block.output is not None:
                 assert printed.getvalue().rstrip() == block.output.rstrip(), (
                     f"{block.name} printed something else than the page shows"
                 )
     finally:
-        close_clients(namespace, loop)
+        keep_clients(namespace, clients)  # those of a block that raised, too
+        close_clients(clients, loop)
         loop.close()
 
 
@@ -282,9 +344,36 @@ def test_pytest_blocks_pass(page: Path, tmp_path: Path) -> None:
 
 
 def test_the_pages_that_teach_the_api_run_their_examples() -> None:
-    runnable = {block.page.name for block in PYTHON_BLOCKS if block.marker == "run"}
-    assert {"getting-started.md", "text.md", "documents.md"} <= runnable
-    assert "testing.md" in {page.name for page in pages_with("run: pytest")}
+    runnable = {page.name for page in RUNNABLE_PAGES}
+    assert {"getting-started.md", "text.md", "documents.md", "emulator.md", "README.md"} <= (
+        runnable
+    )
+    assert {"testing.md", "emulator.md", "README.md"} <= {
+        page.name for page in pages_with("run: pytest")
+    }
+
+
+def is_signature(block: Block) -> bool:
+    try:
+        compile(block.code, block.name, "exec", flags=COMPILE_FLAGS)
+    except SyntaxError:
+        return BARE_STAR.search(block.code) is not None
+    return False
+
+
+def test_every_python_block_runs_or_is_a_signature_or_an_example() -> None:
+    compile_only = [block for block in PYTHON_BLOCKS if block.marker is None]
+    for block in compile_only:
+        shows_an_example = block.include is not None and block.include.startswith("examples/")
+        assert is_signature(block) or shows_an_example, (
+            f"{block.name} only compiles: mark it <!-- run --> (or <!-- run: pytest -->), "
+            "see the conventions at the top of this file"
+        )
+    # The reader tells both kinds apart.
+    assert {"configuration.md", "emulator.md"} <= {
+        block.page.name for block in compile_only if is_signature(block)
+    }
+    assert any(block.include for block in compile_only)
 
 
 def test_markers_are_spelled_right_and_sit_on_python_blocks() -> None:
@@ -293,7 +382,7 @@ def test_markers_are_spelled_right_and_sit_on_python_blocks() -> None:
             if line.strip().startswith("<!--") and re.search(r"\b(run|output)\b", line):
                 assert MARKER.match(line), f"{page.name}:{number}: unknown marker {line!r}"
     for block in ALL_BLOCKS:
-        if block.marker in ("run", "run: pytest"):
+        if block.runs or block.marker == "run: pytest":
             assert block.lang == "python", f"{block.name}: only python blocks run"
 
 

@@ -1,0 +1,266 @@
+"""The ```console transcripts of the docs: their commands run, and print what the page shows.
+
+A transcript is read as a terminal session: a line ``$ COMMAND`` is a command, and the lines
+after it, up to the next command, are what it prints (stdout and stderr together; blank
+lines at the end do not count). The commands of a page run in order, in one session: in a
+scratch directory, with no ``LINGODOC_*`` variables but those the page exports, and with
+``lingodoc`` and ``python`` running this source tree. So:
+
+* a command that starts the emulator (``lingodoc emulator``, ``python -m lingodoc.emulator``)
+  starts it in the background, on any free port (``--port 0`` in place of the page's port,
+  which may be taken), and what it prints on start must be what the page shows. It serves
+  the rest of the page, as the first terminal does for the second in docs/cli.md, and is
+  stopped (SIGTERM) after the page, which must end it with exit code 0;
+* ``export NAME=VALUE`` sets NAME to the value the page's emulator printed for it (the page
+  shows a placeholder, below);
+* any other command runs in bash, must exit with 0 and print what the page shows.
+
+What varies from run to run is written in the pages as an example value, and compared as a
+placeholder: before comparing, this replaces, in the page and in what was printed alike,
+
+* a loopback address ``http://127.0.0.1:8787/v1`` (any port) with ``http://127.0.0.1:<port>/v1``;
+* an API key, shown elided as ``ld_3f0c...`` and printed whole (``ld_`` and 32 hex digits),
+  with ``<key>``;
+* a translation id (``tr_`` and 16 hex digits) with ``<translation id>``;
+* a timestamp (``2026-01-22T05:32:01+00:00``) with ``<time>``.
+
+Nothing else may differ. The commands whose output cannot be the same on every run are not
+run, and ``NOT_RUN`` says why; it must name only commands the pages show.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+import lingodoc
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "docs" / name for name in ("cli.md", "getting-started.md", "emulator.md")]
+SRC = str(Path(lingodoc.__file__).resolve().parents[1])
+TIMEOUT = 20  # seconds for any one command
+
+# Commands shown but not run, and why.
+NOT_RUN = {
+    "lingodoc document doc_welcome --to de --wait": (
+        "its progress bar is drawn for a terminal, with the seconds the wait has taken"
+    ),
+    "id=$(lingodoc --json document doc_welcome --to fr | jq -r .translation_id)": (
+        "it only sets $id, for the next command"
+    ),
+    'lingodoc wait "$id" --timeout 600': (
+        "it waits for a job in real time (6 s) and shows its progress, which the page leaves out"
+    ),
+}
+
+PLACEHOLDERS = [
+    (re.compile(r"http://127\.0\.0\.1:\d+/v1\b"), "http://127.0.0.1:<port>/v1"),
+    (re.compile(r"\bld_(?:[0-9a-f]{32}\b|[0-9a-f]{1,31}\.\.\.)"), "<key>"),
+    (re.compile(r"\btr_[0-9a-f]{16}\b"), "<translation id>"),
+    (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)"), "<time>"),
+]
+EMULATOR = re.compile(r"^(lingodoc emulator|python -m lingodoc\.emulator)\b")
+PORT = re.compile(r"\s--port[ =]\d+")
+EXPORT = re.compile(r"^export (?P<name>\w+)=(?P<value>\S*)$")
+
+pytestmark = pytest.mark.skipif(
+    os.name == "nt" or shutil.which("bash") is None, reason="the transcripts are bash sessions"
+)
+
+
+@dataclass
+class Command:
+    """One command of a transcript and what the page shows it printing."""
+
+    page: Path
+    line: int  # of the command, from 1
+    text: str
+    shown: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def read_transcripts(page: Path) -> list[Command]:
+    """Return the commands of the page's ```console blocks, in order."""
+    commands: list[Command] = []
+    fence: str | None = None
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        if fence is None:
+            opening = re.match(r"^(`{3,})console\s*$", line)
+            fence = opening and opening.group(1)
+        elif line.strip() == fence:
+            fence = None
+        elif line.startswith("$ "):
+            commands.append(Command(page, number, line[2:].strip()))
+        else:
+            assert commands, f"{page.name}:{number}: output before any command"
+            commands[-1].shown.append(line)
+    for command in commands:
+        while command.shown and not command.shown[-1].strip():
+            command.shown.pop()
+    return commands
+
+
+TRANSCRIPTS = {page: read_transcripts(page) for page in PAGES}
+
+
+def normalize(lines: list[str]) -> list[str]:
+    """Replace what varies from run to run with its placeholder."""
+    normalized = []
+    for line in lines:
+        for pattern, placeholder in PLACEHOLDERS:
+            line = pattern.sub(placeholder, line)
+        normalized.append(line.rstrip())
+    return normalized
+
+
+@dataclass
+class Session:
+    """A terminal session: its directory, environment and the emulator it started."""
+
+    cwd: Path
+    env: dict[str, str]
+    emulator: subprocess.Popen[bytes] | None = None
+    printed: dict[str, str] = field(default_factory=dict)  # NAME=VALUE lines it printed
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[Session]:
+    """A session with ``lingodoc`` and ``python`` running this source tree."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, args in (("lingodoc", '-m lingodoc "$@"'), ("python", '"$@"')):
+        shim = bin_dir / name
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" {args}\n', encoding="utf-8")
+        shim.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LINGODOC_", "PYTEST_"))}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONIOENCODING"] = "utf-8"
+    work = tmp_path / "work"
+    work.mkdir()
+    running = Session(work, env)
+    try:
+        yield running
+    finally:
+        if running.emulator is not None and running.emulator.poll() is None:
+            running.emulator.kill()
+            running.emulator.wait(TIMEOUT)
+
+
+def start_emulator(command: Command, session: Session) -> list[str]:
+    """Start the emulator in the background; return what it printed on start."""
+    assert session.emulator is None, f"{command.name}: a second emulator"
+    text = PORT.sub("", command.text) + " --port 0"
+    log = session.cwd.parent / "emulator.log"
+    with log.open("wb") as out:
+        session.emulator = subprocess.Popen(
+            ["bash", "-c", f"exec {text}"],
+            cwd=session.cwd,
+            env=session.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + TIMEOUT
+    printed = ""
+    # Its banner is one write, ending with the line that exports the key.
+    while "LINGODOC_API_KEY=" not in printed:
+        assert session.emulator.poll() is None, f"{command.name}: it exited: {printed}"
+        assert time.monotonic() < deadline, f"{command.name}: no banner in time: {printed}"
+        time.sleep(0.02)
+        printed = log.read_text(encoding="utf-8")
+    lines = printed.rstrip("\n").splitlines()
+    for line in lines:
+        export = EXPORT.match(line.strip())
+        if export:
+            session.printed[export["name"]] = export["value"]
+    return lines
+
+
+def stop_emulator(session: Session) -> None:
+    if session.emulator is None:
+        return
+    session.emulator.send_signal(signal.SIGTERM)
+    assert session.emulator.wait(TIMEOUT) == 0, "the emulator did not stop cleanly"
+
+
+def run(command: Command, session: Session) -> list[str]:
+    """Run one command as the page's terminal does; return what it printed."""
+    if EMULATOR.match(command.text):
+        return start_emulator(command, session)
+    export = EXPORT.match(command.text)
+    if export:
+        name = export["name"]
+        assert name in session.printed, f"{command.name}: the emulator printed no {name}"
+        value = session.printed[name]
+        assert normalize([export["value"]]) == normalize([value]), (
+            f"{command.name}: the page exports {export['value']!r}, the emulator printed {value!r}"
+        )
+        session.env[name] = value
+        return []
+    result = subprocess.run(
+        ["bash", "-c", command.text],
+        cwd=session.cwd,
+        env=session.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    printed = result.stdout.decode("utf-8")
+    assert result.returncode == 0, f"{command.name} exited with {result.returncode}: {printed}"
+    return printed.rstrip("\n").splitlines()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_the_commands_print_what_the_page_shows(page: Path, session: Session) -> None:
+    checked = 0
+    for command in TRANSCRIPTS[page]:
+        if command.text in NOT_RUN:
+            continue
+        printed = run(command, session)
+        assert normalize(printed) == normalize(command.shown), (
+            f"{command.name}: `{command.text}` printed something else than the page shows"
+        )
+        checked += 1
+    stop_emulator(session)
+    assert checked, f"{page.name}: no command was checked"
+
+
+def test_the_transcripts_are_read_and_the_exemptions_are_real() -> None:
+    commands = {command.text: command for page in PAGES for command in TRANSCRIPTS[page]}
+    assert set(NOT_RUN) <= set(commands), "NOT_RUN names a command no page shows"
+    batch = commands["lingodoc batch greetings.txt --from en --to fr"]
+    assert batch.shown == ["Bonjour monde", "Merci tu", "", "Bon matin"]  # a blank line kept
+    assert commands["lingodoc emulator"].shown[-1].startswith("  export LINGODOC_API_KEY=")
+    runnable = [text for text in commands if text not in NOT_RUN]
+    assert len(runnable) >= 10
+
+
+def test_placeholders_cover_only_what_varies() -> None:
+    printed = [
+        "lingodoc emulator running at http://127.0.0.1:40123/v1 (Ctrl-C to stop)",
+        "API key (Full Access): ld_0123456789abcdef0123456789abcdef",
+        "tr_d65b71256aa4b187  completed  100%  doc_welcome -> de  completed 2026-03-01T10:00:00Z",
+    ]
+    shown = [
+        "lingodoc emulator running at http://127.0.0.1:8787/v1 (Ctrl-C to stop)",
+        "API key (Full Access): ld_3f0c...",
+        "tr_0123456789abcdef  completed  100%  doc_welcome -> de  completed 2026-01-22T05:32:01Z",
+    ]
+    assert normalize(printed) == normalize(shown)
+    assert normalize(["Hallo Welt"]) != normalize(["Hallo Welt!"])
+    assert normalize(["http://127.0.0.1:8787/v2"]) != normalize(["http://127.0.0.1:1/v1"])
+    assert normalize(["ld_3f0c"]) != normalize(["ld_3f0c..."])  # a key is elided or whole
