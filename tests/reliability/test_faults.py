@@ -101,6 +101,22 @@ async def failure_of(coroutine: Any) -> lingodoc.LingodocError:
     return caught.value
 
 
+async def failure_with_peak_memory(client: AnyClient) -> tuple[lingodoc.LingodocError, int]:
+    """The error of a second ``translate``, and the most memory it allocated at once.
+
+    Memory is counted by tracemalloc, not timed: deterministic on a loaded machine too. The
+    first call, which must succeed, imports the result models (the SDK imports them lazily)
+    and is not counted.
+    """
+    assert (await translate(client)).translated_text == "Hallo"
+    tracemalloc.start()
+    try:
+        error = await failure_of(translate(client))
+        return error, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 # Connections that fail ------------------------------------------------------------
 
 
@@ -376,18 +392,8 @@ async def test_a_50_mb_error_body_is_cut_at_64_kib_without_loading_it(
     servers: FaultServers, connect: Connect
 ) -> None:
     server = servers(ok(), huge(500))
-    client = connect(server, max_retries=0)
-    # A first call imports the result models, which the SDK imports lazily: not counted.
-    assert (await translate(client)).translated_text == "Hallo"
-    # Memory is counted by tracemalloc, not timed: what the call allocates at its peak,
-    # deterministic on a loaded machine too (~0.3 MB). Reading the whole body takes 50 MB.
-    tracemalloc.start()
-    try:
-        error = await failure_of(translate(client))
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < 2 * MB
+    error, peak = await failure_with_peak_memory(connect(server, max_retries=0))
+    assert peak < 2 * MB  # about 0.3 MB; reading the whole body would take 50 MB
     assert type(error) is lingodoc.UnexpectedResponse  # 64 KiB of HTML is not the envelope
     assert error.status_code == 500
     assert error.body.startswith("<p>error</p><p>error</p>")
@@ -443,16 +449,8 @@ async def test_a_gzip_bomb_as_an_error_body_is_cut_at_64_kib_without_inflating_i
 ) -> None:
     compressed = bomb(64 * MB)  # 64 KiB on the wire
     server = servers(ok(), status(500, compressed, {"Content-Encoding": "gzip"}))
-    client = connect(server, max_retries=0)
-    assert (await translate(client)).translated_text == "Hallo"  # imports done: not counted
-    tracemalloc.start()
-    try:
-        error = await failure_of(translate(client))
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    # httpx would inflate each 64 KiB read whole, up to 64 MB at once.
-    assert peak < 2 * MB
+    error, peak = await failure_with_peak_memory(connect(server, max_retries=0))
+    assert peak < 2 * MB  # httpx would inflate each 64 KiB read whole, up to 64 MB at once
     assert type(error) is lingodoc.UnexpectedResponse
     assert (error.status_code, error.message) == (500, "the response body is not JSON")
 
