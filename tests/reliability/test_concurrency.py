@@ -353,14 +353,7 @@ def test_threads_timed_out_mid_request_leave_the_pool_usable(
     assert 0 < client_connections(port) <= 8
 
     # The pool serves 16 threads again, and closes every connection at the end.
-    def again(thread: int) -> None:
-        translated[thread] = [
-            client.translate(text_for(thread, i), source_language="en",
-                             target_language="de").translated_text
-            for i in range(50)
-        ]  # fmt: skip
-
-    threads = [threading.Thread(target=again, args=(t,)) for t in range(16)]
+    threads = [threading.Thread(target=carry_on, args=(t,)) for t in range(16)]
     for thread in threads:
         thread.start()
     for thread in threads:
