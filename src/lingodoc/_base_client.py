@@ -20,6 +20,13 @@ import httpx
 
 from lingodoc import _bulk, _clock, _envelope, _lazy, _validation
 from lingodoc._body import ACCEPT_ENCODING, BodyReader
+from lingodoc._constants import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    is_loopback,
+)
 from lingodoc._exceptions import (
     APIConnectionError,
     APIError,
@@ -50,10 +57,6 @@ ModelT = TypeVar("ModelT", bound="_Result")
 HttpClientT = TypeVar("HttpClientT", httpx.Client, httpx.AsyncClient)
 Self = TypeVar("Self", bound="BaseClient[Any]")
 
-API_KEY_ENV = "LINGODOC_API_KEY"
-BASE_URL_ENV = "LINGODOC_BASE_URL"
-DEFAULT_TIMEOUT = 30.0
-DEFAULT_MAX_RETRIES = 2
 # A 429 while polling is waited out; these bound one such wait.
 MIN_RATE_LIMIT_WAIT = 1.0
 MAX_POLL_WAIT = 3600.0
@@ -146,17 +149,6 @@ def _check_api_key(api_key: object) -> str:
     return key
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    import ipaddress  # only here: a client is made far more rarely than lingodoc is imported
-
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _check_base_url(base_url: object) -> str:
     if base_url is not None and not isinstance(base_url, str):
         raise ConfigurationError(f"base_url must be a str, not {type(base_url).__name__}")
@@ -175,7 +167,7 @@ def _check_base_url(base_url: object) -> str:
             f"base_url must be an absolute https:// URL such as "
             f"'https://api.example.com/v1', not {raw!r} (from base_url or {BASE_URL_ENV})"
         )
-    if url.scheme == "http" and not _is_loopback(url.host):
+    if url.scheme == "http" and not is_loopback(url.host):
         raise ConfigurationError(
             f"base_url {raw!r} uses http://, which would send the API key in clear text; "
             "use https:// (http:// is allowed only for localhost and loopback addresses)"

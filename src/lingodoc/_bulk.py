@@ -24,13 +24,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lingodoc import _clock
-from lingodoc._retry import MAX_SERVER_WAIT
+from lingodoc._constants import MAX_BATCH_ITEMS, MAX_SERVER_WAIT
 
 if TYPE_CHECKING:
     from lingodoc._base_client import Call
     from lingodoc._models import BatchTranslation, RateLimit
 
-DEFAULT_BATCH_SIZE = 100
+DEFAULT_BATCH_SIZE = MAX_BATCH_ITEMS
 DEFAULT_MAX_CONCURRENCY = 4
 # Responses to requests sent at nearly the same time report resets that differ
 # by rounding (a reset in whole seconds): within this, they are one window.

@@ -6,6 +6,8 @@ import logging
 import os
 import sys
 
+from lingodoc._constants import LOG_ENV
+
 logger = logging.getLogger("lingodoc")
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO}
@@ -17,7 +19,7 @@ def configure_from_env() -> None:
     A handler is added only when neither the root logger nor ``lingodoc``
     has one, so an application's own logging set-up is never doubled.
     """
-    level = _LEVELS.get(os.environ.get("LINGODOC_LOG", "").strip().lower())
+    level = _LEVELS.get(os.environ.get(LOG_ENV, "").strip().lower())
     if level is None:
         return
     logger.setLevel(level)

@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from lingodoc import _clock
+from lingodoc._constants import MAX_SERVER_WAIT
 from lingodoc._exceptions import APIConnectionError, APIError
 from lingodoc._logging import logger
 
 if TYPE_CHECKING:
     import tenacity
 
-MAX_SERVER_WAIT = 60.0
 BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 8.0
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import quote
 
+from lingodoc._constants import MAX_TEXT_LENGTH
 from lingodoc._exceptions import InvalidLanguage, TextTooLong
-
-MAX_TEXT_LENGTH = 10_000
 
 
 def language(value: object, argument: str) -> str:

@@ -14,10 +14,9 @@ import sys
 import traceback
 
 import lingodoc
+from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
 from lingodoc.cli._commands import Handler, run_emulator
 from lingodoc.cli._errors import (
-    API_KEY_ENV,
-    BASE_URL_ENV,
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     EXIT_USAGE,

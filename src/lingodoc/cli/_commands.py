@@ -12,14 +12,11 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import lingodoc
+from lingodoc._constants import MAX_BATCH_ITEMS, MAX_TEXT_LENGTH
 from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, UsageError
 from lingodoc.cli._progress import Progress
 
 Handler = Callable[[lingodoc.Client, argparse.Namespace], int]
-
-# The spec gives no batch limit; 100 is what the emulator accepts, and a modest size anyway.
-BATCH_SIZE = 100
-MAX_TEXT_CHARS = 10_000
 
 
 def emit(args: argparse.Namespace, result: Any, text: str) -> None:
@@ -75,10 +72,10 @@ def translate_lines(
     # refuse empty texts. They come back unchanged, so line N out still matches line N in.
     todo = [i for i, line in enumerate(lines) if line.strip()]
     for i in todo:
-        if len(lines[i]) > MAX_TEXT_CHARS:  # checked here to name the line, not texts[i]
+        if len(lines[i]) > MAX_TEXT_LENGTH:  # checked here to name the line, not texts[i]
             raise lingodoc.TextTooLong(
                 f"line {first + i} has {len(lines[i]):,} characters; the limit is "
-                f"{MAX_TEXT_CHARS:,}: split it",
+                f"{MAX_TEXT_LENGTH:,}: split it",
                 code="TEXT_TOO_LONG",
             )
     out = list(lines)
@@ -98,7 +95,7 @@ def batch(client: lingodoc.Client, args: argparse.Namespace) -> int:
         lines = (line.removesuffix("\n") for line in stream)
         out.write("[" if args.json else "")
         # Chunk by chunk, printed as it comes: a large file never sits in memory whole.
-        while chunk := list(itertools.islice(lines, BATCH_SIZE)):
+        while chunk := list(itertools.islice(lines, MAX_BATCH_ITEMS)):
             for translation in translate_lines(client, args, chunk, count + 1):
                 if args.json:
                     out.write((",\n  " if count else "\n  ") + json.dumps(translation))

@@ -6,11 +6,11 @@ import argparse
 import math
 
 import lingodoc
+from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
 
 EXIT_OK, EXIT_API_ERROR, EXIT_USAGE, EXIT_FAILED, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 # 128 + the signal, as shells report a process that a signal stopped.
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141
-API_KEY_ENV, BASE_URL_ENV = "LINGODOC_API_KEY", "LINGODOC_BASE_URL"
 
 
 class UsageError(Exception):

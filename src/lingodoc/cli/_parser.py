@@ -8,8 +8,8 @@ import math
 from typing import Any
 
 import lingodoc
+from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
 from lingodoc.cli import _commands
-from lingodoc.cli._errors import API_KEY_ENV, BASE_URL_ENV
 
 EPILOG = f"""\
 environment:
