@@ -23,6 +23,8 @@ from pathlib import Path
 
 import nox
 
+# nox.project.dependency_groups() is new in nox 2025.02.09.
+nox.needs_version = ">=2025.2.9"
 nox.options.sessions = ["tests", "lint", "typecheck"]
 nox.options.error_on_missing_interpreters = False
 nox.options.reuse_existing_virtualenvs = True
@@ -34,19 +36,27 @@ PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 BENCH_BEFORE = "21c3620"
 # Only the bench session installs these: the peers measured against, and the profiler.
 BENCH_DEPS = ["openai", "deepl", "pyinstrument"]
+# The development tools are PEP 735 dependency groups of pyproject.toml (test, lint, docs),
+# not extras: the sessions read them here, so any pip in the session's venv installs them.
+PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+
+
+def group(*names: str) -> tuple[str, ...]:
+    """The requirements of pyproject.toml's dependency groups of these names."""
+    return nox.project.dependency_groups(PYPROJECT, *names)
 
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """Run the test suite (arguments after -- go to pytest)."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".", *group("test"))
     session.run("pytest", *session.posargs)
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """Ruff: lint rules and formatting."""
-    session.install(".[lint]")
+    session.install(".", *group("lint"))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 
@@ -54,7 +64,8 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over the package."""
-    session.install("-e", ".[lint]")
+    # The test group too: the pytest plugin (lingodoc.emulator.pytest_plugin) imports pytest.
+    session.install("-e", ".", *group("lint", "test"))
     session.run("mypy", "--strict")
 
 
@@ -87,7 +98,7 @@ def docs(session: nox.Session) -> None:
 
     Arguments after -- go to `mkdocs build`, such as `--site-dir /tmp/site`.
     """
-    session.install(".[docs]")
+    session.install(".", *group("docs"))
     session.run("mkdocs", "build", "--strict", *session.posargs, env={"NO_MKDOCS_2_WARNING": "1"})
 
 
