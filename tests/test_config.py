@@ -212,7 +212,7 @@ async def test_closed_client_refuses_to_send(
 
 def test_sync_context_manager_closes_its_own_pool() -> None:
     with lingodoc.Client(API_KEY, base_url=BASE_URL) as client:
-        http = client._pool.http
+        http = client._shared.http
         assert not http.is_closed
     assert client.is_closed
     assert http.is_closed
@@ -220,7 +220,7 @@ def test_sync_context_manager_closes_its_own_pool() -> None:
 
 async def test_async_context_manager_closes_its_own_pool() -> None:
     async with lingodoc.AsyncClient(API_KEY, base_url=BASE_URL) as client:
-        http = client._pool.http
+        http = client._shared.http
         assert not http.is_closed
     assert client.is_closed
     assert http.is_closed
@@ -267,7 +267,7 @@ async def test_with_options_copies_settings_and_shares_the_pool(
     assert type(patient) is type(client)
     assert (patient.max_retries, patient.timeout) == (0, httpx.Timeout(120))
     assert (client.max_retries, client.timeout) == (2, httpx.Timeout(30))
-    assert patient._pool is client._pool
+    assert patient._shared is client._shared
     assert repr(patient) == repr(client)
     await call(patient, "get_translation", "tr_1")
     assert client.rate_limit is not None

@@ -13,7 +13,7 @@
 import typing as _typing
 
 from lingodoc import _lazy
-from lingodoc._client import AsyncClient, Client
+from lingodoc._async_client import AsyncClient
 from lingodoc._exceptions import (
     APIConnectionError,
     APIError,
@@ -31,6 +31,7 @@ from lingodoc._exceptions import (
     UnexpectedResponse,
     WaitTimeout,
 )
+from lingodoc._sync_client import Client
 from lingodoc._version import __version__
 
 if _typing.TYPE_CHECKING:

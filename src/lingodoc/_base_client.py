@@ -14,12 +14,21 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
 from lingodoc import _bulk, _clock, _envelope, _lazy, _validation
 from lingodoc._body import ACCEPT_ENCODING, BodyReader
+from lingodoc._call import (
+    Call,
+    Failure,
+    ShapeError,
+    batch_call,
+    model_parser,
+    parse_data,
+    parse_documents,
+)
 from lingodoc._constants import (
     API_KEY_ENV,
     BASE_URL_ENV,
@@ -38,7 +47,7 @@ from lingodoc._exceptions import (
     WaitTimeout,
 )
 from lingodoc._logging import configure_from_env, logger
-from lingodoc._redaction import KeyMask, mask, watch_http_logs
+from lingodoc._redaction import KeyMask, mask, raise_scrubbed, watch_http_logs
 from lingodoc._version import __version__
 
 if TYPE_CHECKING:
@@ -77,42 +86,8 @@ USER_AGENT = (
 )
 
 
-class Call(Generic[T]):
-    """One API call, ready to send: what to send and how to read the answer.
-
-    A plain class with slots rather than a frozen dataclass: one is made for
-    every call, and a frozen dataclass takes three times as long to build.
-    """
-
-    __slots__ = ("idempotent", "json", "method", "params", "parse", "path")
-
-    def __init__(
-        self,
-        method: str,
-        path: str,
-        parse: Callable[[Any, RateLimit | None], T],
-        json: Any = None,
-        params: Mapping[str, Any] | None = None,
-        idempotent: bool = True,
-    ) -> None:
-        self.method = method
-        self.path = path
-        self.parse = parse
-        self.json = json
-        self.params = params
-        self.idempotent = idempotent
-
-    def __repr__(self) -> str:
-        return f"Call({self.method} {self.path})"
-
-    @property
-    def description(self) -> str:
-        """``METHOD /path``, for logs."""
-        return f"{self.method} {self.path}"
-
-
-class _Pool(Generic[HttpClientT]):
-    """The connection pool and state that a client shares with its ``with_options`` copies."""
+class _Shared(Generic[HttpClientT]):
+    """What a client shares with its ``with_options`` copies: the HTTP client and live state."""
 
     def __init__(self, http: HttpClientT, *, owned: bool) -> None:
         self.http: HttpClientT = http
@@ -121,28 +96,35 @@ class _Pool(Generic[HttpClientT]):
         self.rate_limit: RateLimit | None = None
 
 
+def _missing(argument: str, variable: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"no {argument.replace('_', ' ')} given: pass {argument}=... "
+        f"or set the {variable} environment variable"
+    )
+
+
 def _resolve(value: str | None, argument: str, variable: str) -> str:
     if value is None:
         value = os.environ.get(variable)
     if not value or not value.strip():
-        raise ConfigurationError(
-            f"no {argument.replace('_', ' ')} given: pass {argument}=... "
-            f"or set the {variable} environment variable"
-        )
+        raise _missing(argument, variable)
     return value.strip()
 
 
-def _check_api_key(api_key: object) -> str:
-    # Each error is raised with the key deleted from the locals, as is BaseClient.__init__'s
-    # argument: a traceback shown with its frames' locals must not print it.
-    if api_key is not None and not isinstance(api_key, str):
-        kind = type(api_key).__name__
-        del api_key
-        raise ConfigurationError(f"api_key must be a str, not {kind}")
-    key = _resolve(api_key, "api_key", API_KEY_ENV)
+def _api_key(value: object) -> str | ConfigurationError:
+    """Return the key to send, or the error that refuses it.
+
+    The error is returned, not raised: this frame holds the key, and a
+    traceback shown with its locals must not print it (see ``raise_scrubbed``).
+    """
+    if value is not None and not isinstance(value, str):
+        return ConfigurationError(f"api_key must be a str, not {type(value).__name__}")
+    key = (os.environ.get(API_KEY_ENV) if value is None else value) or ""
+    key = key.strip()
+    if not key:
+        return _missing("api_key", API_KEY_ENV)
     if not key.isprintable() or any(c.isspace() for c in key) or not key.isascii():
-        del api_key, key
-        raise ConfigurationError(
+        return ConfigurationError(
             f"api_key (or {API_KEY_ENV}) holds spaces or characters that cannot be "
             "sent in a header; check it was copied whole"
         )
@@ -220,80 +202,6 @@ def _check_max_retries(max_retries: object) -> int:
     return max_retries
 
 
-class ShapeError(ValueError):
-    """The data of a success envelope is not of the shape the endpoint returns."""
-
-    def __init__(self, problem: str, data: Any) -> None:
-        super().__init__(problem)
-        self.data = data
-
-
-_parsers: dict[type[Any], Callable[[Any, RateLimit | None], Any]] = {}
-
-
-def _model(cls: type[ModelT]) -> Callable[[Any, RateLimit | None], ModelT]:
-    """Return a parser that validates ``data`` as ``cls`` and attaches the rate limit."""
-    parse = _parsers.get(cls)
-    if parse is None:
-        parse = _parsers[cls] = _new_model_parser(cls)
-    return cast("Callable[[Any, RateLimit | None], ModelT]", parse)
-
-
-def _new_model_parser(cls: type[ModelT]) -> Callable[[Any, RateLimit | None], ModelT]:
-    from pydantic import ValidationError  # loaded with the models already
-
-    validate = cls.model_validate
-
-    def parse(data: Any, rate_limit: RateLimit | None) -> ModelT:
-        try:
-            result = validate(data)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'data'}: {e['msg']}" for e in exc.errors()[:3]
-            )
-            problem = f"the response data is not a {cls.__name__} ({problems})"
-            raise ShapeError(problem, data) from None
-        result._rate_limit = rate_limit
-        return result
-
-    return parse
-
-
-def _parse_documents(data: Any, rate_limit: RateLimit | None) -> list[Document]:
-    items = data.get("documents") if isinstance(data, dict) else data
-    if not isinstance(items, list):
-        raise ShapeError(
-            "the document listing is neither a list nor an object with a 'documents' list", data
-        )
-    parse = _model(_lazy.Document)
-    return [parse(item, rate_limit) for item in items]
-
-
-def _batch_parser(count: int) -> Callable[[Any, RateLimit | None], BatchTranslation]:
-    parse = _model(_lazy.BatchTranslation)
-
-    def parse_batch(data: Any, rate_limit: RateLimit | None) -> BatchTranslation:
-        result = parse(data, rate_limit)
-        if len(result.translations) != count:
-            # Pairing the texts with a short list would silently lose some.
-            raise ShapeError(
-                f"the batch has {len(result.translations)} translations for {count} texts", data
-            )
-        return result
-
-    return parse_batch
-
-
-def _batch_call(texts: list[str], source: str, target: str) -> Call[BatchTranslation]:
-    """The request of one batch, from arguments already checked."""
-    body = {"texts": texts, "source_language": source, "target_language": target}
-    return Call("POST", "/translate/batch", _batch_parser(len(texts)), json=body)
-
-
-def _parse_data(data: Any, rate_limit: RateLimit | None) -> Any:
-    return data
-
-
 def _check_relative_path(path: object) -> str:
     if not isinstance(path, str):
         raise TypeError(f"path must be a str, not {type(path).__name__}")
@@ -344,31 +252,32 @@ class Waiter:
         self.last: TranslationStatus | None = None
         self.deadline = None if timeout is None else _clock.current().monotonic() + timeout
 
-    def finished(self, status: TranslationStatus) -> bool:
-        """Record a poll's status; ``True`` if it is completed.
+    def finished(self, status: TranslationStatus) -> TranslationStatus | Failure | None:
+        """Record a poll's status and say whether the wait is over.
 
-        Raises:
-            TranslationFailed: If the translation failed.
+        Returns:
+            The status if it is completed, a [`Failure`][lingodoc._call.Failure]
+            holding ``TranslationFailed`` if the translation failed, else ``None``.
         """
         self.last = status
         if self.on_progress is not None:
             self.on_progress(status)
         if status.status == _lazy.TranslationState.COMPLETED:
-            return True
+            return status
         if status.status == _lazy.TranslationState.FAILED:
-            raise self._masked(TranslationFailed(status))
-        return False
+            return Failure(self._masked(TranslationFailed(status)))
+        return None
 
-    def delay(self, wanted: float | None = None) -> float:
+    def delay(self, wanted: float | None = None) -> float | Failure:
         """Return how long to sleep before the next poll.
 
         Args:
             wanted: A wait the service asked for (a 429's reset), instead of
                 the poll interval.
 
-        Raises:
-            WaitTimeout: If the deadline has passed, or falls before the end
-                of a wait the service asked for.
+        Returns:
+            Seconds, or a ``Failure`` holding ``WaitTimeout`` if the deadline
+            has passed, or falls before the end of a wait the service asked for.
         """
         if wanted is None:
             delay = self.poll_interval
@@ -380,28 +289,30 @@ class Waiter:
         remaining = self.deadline - _clock.current().monotonic()
         if remaining <= 0 or (wanted is not None and wanted > remaining):
             assert self.timeout is not None
-            raise self._masked(WaitTimeout(self.last, self.timeout))
+            return Failure(self._masked(WaitTimeout(self.last, self.timeout)))
         return min(delay, remaining)
 
-    def delay_after_failure(self, error: LingodocError) -> float:
+    def delay_after_failure(self, error: LingodocError) -> float | Failure:
         """Return how long to sleep after a poll failed even after the client's retries.
 
         With a timeout, a transient failure (a 5xx, the network) is ridden
         out like a poll that found the job unfinished, until the deadline.
 
-        Raises:
-            LingodocError: ``error`` itself if there is no timeout or it is not transient.
-            WaitTimeout: If the deadline has passed (chained from ``error``).
+        Returns:
+            Seconds; or a ``Failure`` holding ``error`` itself if there is no
+            timeout or it is not transient, or ``WaitTimeout`` (caused by
+            ``error``) if the deadline has passed.
         """
         transient = isinstance(error, APIConnectionError) or (
             isinstance(error, APIError) and (error.status_code or 0) >= 500
         )
         if self.deadline is None or not transient:
-            raise error
-        try:
-            return self.delay()
-        except WaitTimeout as timeout:
-            raise timeout from error
+            return Failure(error)
+        delay = self.delay()
+        if isinstance(delay, Failure):  # as `raise timeout from error` would chain them
+            delay.error.__cause__ = error
+            delay.error.__suppress_context__ = True
+        return delay
 
     def _masked(self, error: WaitError) -> WaitError:
         # The message quotes the translation id the server sent, and the status is
@@ -422,6 +333,14 @@ class BaseClient(Generic[HttpClientT]):
     """Configuration and I/O-free logic shared by :class:`Client` and :class:`AsyncClient`."""
 
     _http_client_type: type[HttpClientT]
+    base_url: str
+    """The service address, up to and including ``/v1``, without a trailing slash."""
+    timeout: httpx.Timeout
+    """The timeout of each attempt."""
+    max_retries: int
+    """Extra attempts after a failure that may pass."""
+    _api_key: str
+    _headers: httpx.Headers
 
     def __init__(
         self,
@@ -434,10 +353,10 @@ class BaseClient(Generic[HttpClientT]):
         http_client: HttpClientT | None = None,
     ) -> None:
         configure_from_env()
-        try:
-            self._api_key = _check_api_key(api_key)
-        finally:
-            del api_key  # out of the locals that a traceback through here may show
+        refused = self._use_api_key(api_key)
+        del api_key  # out of the locals that a traceback through __init__ may show
+        if refused is not None:
+            raise_scrubbed(refused)
         self.base_url = _check_base_url(base_url)
         self.timeout = _check_timeout(timeout)
         self.max_retries = _check_max_retries(max_retries)
@@ -451,10 +370,10 @@ class BaseClient(Generic[HttpClientT]):
         self._headers["Authorization"] = f"Bearer {self._api_key}"
         self._key_mask = KeyMask(self._api_key)
         watch_http_logs(self._key_mask)
-        self._pool: _Pool[HttpClientT] = (
-            _Pool(self._new_http_client(), owned=True)
+        self._shared: _Shared[HttpClientT] = (
+            _Shared(self._new_http_client(), owned=True)
             if http_client is None
-            else _Pool(http_client, owned=False)
+            else _Shared(http_client, owned=False)
         )
         self._view_closed = False
         self._is_copy = False
@@ -462,6 +381,14 @@ class BaseClient(Generic[HttpClientT]):
         self._urls: dict[str, httpx.URL] = {}
         self._merged_headers: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]] = ([], [])
         self._extensions: tuple[httpx.Timeout, dict[str, Any]] = (self.timeout, {})
+
+    def _use_api_key(self, api_key: object) -> ConfigurationError | None:
+        """Keep the key to send; return the error that refuses it instead (see ``_api_key``)."""
+        key = _api_key(api_key)
+        if isinstance(key, ConfigurationError):
+            return key
+        self._api_key = key
+        return None
 
     def _new_http_client(self) -> HttpClientT:
         return self._http_client_type(
@@ -471,12 +398,12 @@ class BaseClient(Generic[HttpClientT]):
     @property
     def rate_limit(self) -> RateLimit | None:
         """The rate-limit state of the most recent response that reported one, or ``None``."""
-        return self._pool.rate_limit
+        return self._shared.rate_limit
 
     @property
     def is_closed(self) -> bool:
         """Whether this client (or the client it was copied from) has been closed."""
-        return self._view_closed or self._pool.closed
+        return self._view_closed or self._shared.closed
 
     def __repr__(self) -> str:
         # getattr: a traceback shown with its locals reprs a client whose __init__ failed.
@@ -536,12 +463,12 @@ class BaseClient(Generic[HttpClientT]):
         }
         if _validation.optional(style, "style", str) is not None:
             body["style"] = style  # type: ignore[assignment]
-        return Call("POST", "/translate", _model(_lazy.TextTranslation), json=body)
+        return Call("POST", "/translate", model_parser(_lazy.TextTranslation), json=body)
 
     def _translate_batch_call(
         self, texts: Sequence[str], source_language: str, target_language: str
     ) -> Call[BatchTranslation]:
-        return _batch_call(
+        return batch_call(
             _validation.texts(texts),
             _validation.language(source_language, "source_language"),
             _validation.language(target_language, "target_language"),
@@ -571,7 +498,7 @@ class BaseClient(Generic[HttpClientT]):
             checked,
             batch_size=_validation.positive_int(batch_size, "batch_size"),
             max_concurrency=_validation.positive_int(max_concurrency, "max_concurrency"),
-            make_call=lambda chunk: _batch_call(chunk, source, target),
+            make_call=lambda chunk: batch_call(chunk, source, target),
             rate_limit=self.rate_limit,
         )
 
@@ -591,11 +518,11 @@ class BaseClient(Generic[HttpClientT]):
         if _validation.optional(use_translation_memory, "use_translation_memory", bool) is not None:
             body["use_translation_memory"] = use_translation_memory
         # Starting a job twice would translate (and bill) the document twice.
-        return Call("POST", path, _model(_lazy.TranslationJob), json=body, idempotent=False)
+        return Call("POST", path, model_parser(_lazy.TranslationJob), json=body, idempotent=False)
 
     def _get_translation_call(self, translation_id: str) -> Call[TranslationStatus]:
         path = f"/translations/{_validation.path_segment(translation_id, 'translation_id')}"
-        return Call("GET", path, _model(_lazy.TranslationStatus))
+        return Call("GET", path, model_parser(_lazy.TranslationStatus))
 
     def _waiter(
         self,
@@ -616,7 +543,7 @@ class BaseClient(Generic[HttpClientT]):
         )
 
     def _list_documents_call(self) -> Call[list[Document]]:
-        return Call("GET", "/documents", _parse_documents)
+        return Call("GET", "/documents", parse_documents)
 
     def _raw_call(
         self, method: str, path: str, json: Any, params: Mapping[str, Any] | None
@@ -626,7 +553,7 @@ class BaseClient(Generic[HttpClientT]):
         method = method.upper()
         path = _check_relative_path(path)
         return Call(
-            method, path, _parse_data, json=json, params=params,
+            method, path, parse_data, json=json, params=params,
             idempotent=method in IDEMPOTENT_METHODS,
         )  # fmt: skip
 
@@ -641,7 +568,7 @@ class BaseClient(Generic[HttpClientT]):
         the request is made directly; a client with cookies or query
         parameters of its own still goes through ``build_request``.
         """
-        http = self._pool.http
+        http = self._shared.http
         try:
             url = self._urls.get(call.path)
             if url is None:
@@ -723,12 +650,30 @@ class BaseClient(Generic[HttpClientT]):
         body: bytes,
         attempt: int,
         started: float,
+    ) -> T | Failure:
+        """Return the result of a response, or the error it reports.
+
+        The error is returned, not raised: the frames that read the body hold it
+        as the server sent it (see ``raise_scrubbed``).
+        """
+        try:
+            return self._parse_response(call, response, body, attempt, started)
+        except APIError as exc:
+            return Failure(exc)
+
+    def _parse_response(
+        self,
+        call: Call[T],
+        response: httpx.Response,
+        body: bytes,
+        attempt: int,
+        started: float,
     ) -> T:
         self._log(call, response.status_code, attempt, started)
         now = _clock.current().time()
         rate_limit = _lazy.parse_rate_limit(response.headers.raw, now)
         if rate_limit is not None:
-            self._pool.rate_limit = rate_limit
+            self._shared.rate_limit = rate_limit
         if len(body) > MAX_BODY_BYTES:
             raise UnexpectedResponse(
                 f"the response body is larger than {MAX_BODY_BYTES:,} bytes",
@@ -768,4 +713,4 @@ class BaseClient(Generic[HttpClientT]):
             )
 
 
-__all__ = ["BaseClient", "Call", "Waiter", "mask"]
+__all__ = ["BaseClient", "Call", "Failure", "Waiter", "mask"]

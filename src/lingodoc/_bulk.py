@@ -1,10 +1,12 @@
 """What ``translate_many`` does without I/O: splitting, ordering, pacing and the first error.
 
-The clients run workers (threads for :class:`~lingodoc.Client`, tasks for
-:class:`~lingodoc.AsyncClient`) that ask a :class:`Bulk` what to do next, send
-the batch it hands out through the client's normal ``_send`` (so every batch
-gets the retry policy), and report back. The :class:`Bulk` is shared by the
-workers and guards its state with a lock, which it never holds across I/O.
+The clients run workers that ask a [`Bulk`][lingodoc._bulk.Bulk] what to do
+next, send the batch it hands out through the client's normal ``_send`` (so
+every batch gets the retry policy), and report back. The workers are the one
+thing that differs between the flavours: [`run_workers`][lingodoc._bulk.run_workers]
+runs them in threads for ``Client``, [`async_run_workers`][lingodoc._bulk.async_run_workers]
+in tasks for ``AsyncClient``. The ``Bulk`` is shared by the workers and guards
+its state with a lock, which it never holds across I/O.
 
 Pacing: every batch's response reports ``X-RateLimit-Remaining`` and when
 the window resets. A worker may start a batch while the last remaining count
@@ -20,14 +22,14 @@ the ``RateLimited`` error ends ``translate_many`` as it would end
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from lingodoc import _clock
 from lingodoc._constants import MAX_BATCH_ITEMS, MAX_SERVER_WAIT
 
 if TYPE_CHECKING:
-    from lingodoc._base_client import Call
+    from lingodoc._call import Call
     from lingodoc._models import BatchTranslation, RateLimit
 
 DEFAULT_BATCH_SIZE = MAX_BATCH_ITEMS
@@ -157,3 +159,48 @@ class Bulk:
         if self._remaining - self._in_flight > 0 or wait > MAX_SERVER_WAIT:
             return 0.0
         return wait
+
+
+def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
+    """Run ``bulk.workers`` copies of ``worker`` in threads (this one among them) until done.
+
+    Whatever happens here (an error, Ctrl-C), no further batch starts, and no
+    thread is left running when it returns or raises.
+    """
+    if bulk.workers == 1:
+        worker(bulk)
+        return
+    # Imported here: most programs never need a thread pool.
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(bulk.workers - 1, thread_name_prefix="lingodoc-many")
+    try:
+        for _ in range(bulk.workers - 1):
+            pool.submit(worker, bulk)
+        worker(bulk)
+    finally:
+        bulk.stop()
+        pool.shutdown(wait=True)
+
+
+async def async_run_workers(worker: Callable[[Bulk], Awaitable[None]], bulk: Bulk) -> None:
+    """Run ``bulk.workers`` copies of ``worker`` as tasks until done, or until one fails.
+
+    On the first failure (or when the awaiting task is cancelled) the batches
+    in flight are cancelled; no task is left running when it returns or raises.
+    """
+    if bulk.workers == 1:
+        await worker(bulk)
+        return
+    import asyncio
+
+    tasks = {asyncio.ensure_future(worker(bulk)) for _ in range(bulk.workers)}
+    try:
+        pending = tasks
+        while pending and not bulk.stopped:  # until all are done, or one failed
+            _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        bulk.stop()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

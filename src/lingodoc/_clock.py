@@ -38,6 +38,16 @@ def current() -> SystemClock:
     return _current
 
 
+def sleep(seconds: float) -> None:
+    """Sleep on the clock in force (looked up now, so a test's swap takes effect)."""
+    _current.sleep(seconds)
+
+
+async def async_sleep(seconds: float) -> None:
+    """Sleep on the clock in force without blocking the event loop."""
+    await _current.async_sleep(seconds)
+
+
 def install(clock: SystemClock) -> SystemClock:
     """Make ``clock`` the clock in force and return the one it replaces."""
     global _current

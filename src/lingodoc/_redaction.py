@@ -12,6 +12,7 @@ import json
 import logging
 import threading
 import weakref
+from typing import NoReturn
 from urllib.parse import quote
 
 # A run of this many characters of the key is masked: servers echo keys
@@ -130,3 +131,16 @@ def watch_http_logs(key_mask: KeyMask) -> None:
                 if _filter not in logger.filters:
                     logger.addFilter(_filter)
         _loggers_seen = len(logging.root.manager.loggerDict)
+
+
+def raise_scrubbed(error: BaseException) -> NoReturn:
+    """Raise ``error`` without the traceback of the frames that built it.
+
+    Every error the SDK builds from what a server sent, or near the API key,
+    is raised here. The frames that built it hold in their locals the body as
+    the server sent it (which may echo the key) or the key itself, and a
+    traceback shown with its locals (``capture_locals``, error trackers)
+    would print them. So the functions that see such data *return* their
+    error, and their caller, which holds nothing secret, raises it here.
+    """
+    raise error.with_traceback(None)

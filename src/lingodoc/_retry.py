@@ -16,19 +16,17 @@ any other 4xx                          raised                      raised
 jitter, capped, unless the response said how long to wait (``Retry-After``,
 or the rate-limit reset for a 429); a wait longer than 60 s is not waited out.
 
-The first attempt of a call is made without tenacity: nearly every call
-succeeds at once, and setting up tenacity's state for each one cost more
-than everything else the SDK does on a call. A first attempt that failed
-with an error that :func:`may_retry` accepts enters tenacity (imported only
-then), which takes that failure as its attempt 1 and goes on from there, so
-the waits, the stops and the log lines are those of a tenacity loop that ran
-from the start.
+Each call runs in a plain tenacity loop whose options come from
+:func:`policy`; the clients supply only the sleep (blocking or awaited):
+
+    for attempt in tenacity.Retrying(sleep=_clock.sleep, **policy(...)):
+        with attempt:
+            ...  # one attempt
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -80,14 +78,6 @@ def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
     return False
 
 
-def may_retry(failure: BaseException, max_retries: int, *, idempotent: bool) -> bool:
-    """Whether a first attempt that failed with ``failure`` may be followed by others.
-
-    ``False`` means the failure is final and is raised as it is.
-    """
-    return max_retries > 0 and is_retryable(failure, idempotent=idempotent)
-
-
 def backoff(attempt: int) -> float:
     """Return the wait before attempt ``attempt + 1``: exponential, capped, with jitter."""
     ceiling = min(BACKOFF_MAX, BACKOFF_INITIAL * 2.0 ** (attempt - 1))
@@ -103,17 +93,22 @@ def _wait(state: tenacity.RetryCallState) -> float:
     return wait if wait is not None else backoff(state.attempt_number)
 
 
-def _sleep(seconds: float) -> None:
-    _clock.current().sleep(seconds)
-
-
-async def _async_sleep(seconds: float) -> None:
-    await _clock.current().async_sleep(seconds)
-
-
-def _options(
-    max_retries: int, idempotent: bool, description: str, deadline: float | None
+def policy(
+    max_retries: int, *, idempotent: bool, description: str, deadline: float | None = None
 ) -> dict[str, Any]:
+    """Return the options of tenacity's ``Retrying``/``AsyncRetrying`` for one call.
+
+    Args:
+        max_retries: Extra attempts allowed.
+        idempotent: Whether the call is safe to repeat after the server may have acted.
+        description: ``METHOD /path``, for the log.
+        deadline: A monotonic time on the SDK clock that no wait may pass.
+
+    Returns:
+        ``stop``, ``retry``, ``wait``, ``before_sleep`` and ``reraise``: tenacity
+        raises the last error itself once no more attempts are allowed.
+    """
+
     def stop(state: tenacity.RetryCallState) -> bool:
         if state.attempt_number > max_retries:
             return True
@@ -152,89 +147,3 @@ def _summary(error: BaseException | None) -> str:
     if isinstance(error, APIError):
         return f"{type(error).__name__} {error.status_code}"
     return type(error).__name__
-
-
-class _Attempts:
-    """Tenacity's attempts, after an attempt 1 that was made outside it and failed."""
-
-    def __init__(self, retrying: tenacity.Retrying, failure: BaseException) -> None:
-        self._attempts = iter(retrying)
-        self._failure: BaseException | None = failure
-
-    def __iter__(self) -> _Attempts:
-        return self
-
-    def __next__(self) -> tenacity.AttemptManager:
-        attempt = next(self._attempts)
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            with attempt:  # tenacity records it as attempt 1's outcome
-                raise failure
-            attempt = next(self._attempts)
-        return attempt
-
-
-class _AsyncAttempts:
-    """The async twin of :class:`_Attempts`."""
-
-    def __init__(self, retrying: tenacity.AsyncRetrying, failure: BaseException) -> None:
-        self._retrying = retrying
-        self._failure: BaseException | None = failure
-
-    def __aiter__(self) -> _AsyncAttempts:
-        self._retrying = self._retrying.__aiter__()
-        return self
-
-    async def __anext__(self) -> tenacity.AttemptManager:
-        attempt = await self._retrying.__anext__()
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            with attempt:
-                raise failure
-            attempt = await self._retrying.__anext__()
-        return attempt
-
-
-def retrying(
-    failure: BaseException,
-    max_retries: int,
-    *,
-    idempotent: bool,
-    description: str,
-    deadline: float | None = None,
-) -> Iterator[tenacity.AttemptManager]:
-    """Return the attempts that follow a failed first attempt of a sync call.
-
-    Use it as ``for attempt in ...: with attempt: ...``; it raises the last
-    error once no more attempts are allowed. Call it only when
-    :func:`may_retry` accepted ``failure``.
-
-    Args:
-        failure: What the first attempt raised.
-        max_retries: Extra attempts allowed.
-        idempotent: Whether the call is safe to repeat after the server may have acted.
-        description: ``METHOD /path``, for the log.
-        deadline: A monotonic time on the SDK clock that no wait may pass.
-    """
-    import tenacity
-
-    options = _options(max_retries, idempotent, description, deadline)
-    return _Attempts(tenacity.Retrying(sleep=_sleep, **options), failure)
-
-
-def async_retrying(
-    failure: BaseException,
-    max_retries: int,
-    *,
-    idempotent: bool,
-    description: str,
-    deadline: float | None = None,
-) -> AsyncIterator[tenacity.AttemptManager]:
-    """Return the attempts that follow a failed first attempt of an async call.
-
-    Use it as ``async for attempt in ...: with attempt: ...`` (see :func:`retrying`).
-    """
-    import tenacity
-
-    options = _options(max_retries, idempotent, description, deadline)
-    return _AsyncAttempts(tenacity.AsyncRetrying(sleep=_async_sleep, **options), failure)

@@ -1,0 +1,139 @@
+"""Generate the blocking client from the async one: ``_async_client.py`` -> ``_sync_client.py``.
+
+The request path is written once, as ``AsyncClient``; ``Client`` is the same code
+with ``async``/``await`` taken out and the async names replaced by their blocking
+twins. Run it after editing ``src/lingodoc/_async_client.py``:
+
+    python scripts/unasync.py          # rewrite src/lingodoc/_sync_client.py
+    python scripts/unasync.py --check  # exit 1 if the generated file is stale (CI)
+
+The rules are two lists. ``PHRASES`` replaces whole phrases of the docstrings where the
+two flavours really differ (threads and tasks, Ctrl-C and cancellation); each must match
+at least once, so a reworded docstring cannot silently drop one. ``NAMES`` then replaces
+words, on word boundaries, in code and text alike. The result is formatted with ruff
+(the version pinned in pyproject.toml), so it is exactly what ``ruff format`` keeps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "src" / "lingodoc" / "_async_client.py"
+TARGET = ROOT / "src" / "lingodoc" / "_sync_client.py"
+
+PHRASES = [
+    (
+        '"""[`AsyncClient`][lingodoc.AsyncClient]: the one source of the request path.\n\n'
+        "This module is written by hand; ``_sync_client.py`` is generated from it by\n"
+        "``scripts/unasync.py`` (run ``python scripts/unasync.py`` after editing, CI\n"
+        "checks that the generated file is current).",
+        '"""[`Client`][lingodoc.Client], generated from ``_async_client.py``: do not edit.\n\n'
+        "Edit ``_async_client.py`` and run ``python scripts/unasync.py``; CI checks\n"
+        "that this file is current.",
+    ),
+    ("An asyncio client", "A blocking client"),
+    ("Safe to share between the tasks of one event loop.", "Safe to share between threads."),
+    ("Use it in an `async with` block, or await", "Use it in a `with` block, or call"),
+    (
+        "by up to ``max_concurrency`` tasks,",
+        "by up to ``max_concurrency`` threads (this one and ``max_concurrency - 1`` more),",
+    ),
+    (
+        "the batches in flight are cancelled, and that first error is raised.\n"
+        "        Cancelling the awaiting task cancels them too.\n"
+        "        No task is left running",
+        "the batches in flight are finished (with their retries), and that first error\n"
+        "        is raised. Ctrl-C stops it the same way.\n"
+        "        No thread is left running",
+    ),
+    (
+        "Cancelling the awaiting task stops the polling at once and leaves no task\n"
+        "        or connection behind; the translation goes on on the service.",
+        "Ctrl-C (KeyboardInterrupt) stops the polling at once; the translation goes\n"
+        "        on on the service.",
+    ),
+]
+
+NAMES = {
+    "AsyncClient": "Client",
+    "AsyncClientT": "ClientT",
+    "AsyncRetrying": "Retrying",
+    "__aenter__": "__enter__",
+    "__aexit__": "__exit__",
+    "aclose": "close",
+    "aiter_raw": "iter_raw",
+    "async_sleep": "sleep",
+    "async_run_workers": "run_workers",
+}
+# Keywords: `async def`/`async with`/`async for` lose `async`, and `await x` becomes `x`.
+KEYWORDS = [(re.compile(r"\basync (def|with|for)\b"), r"\1"), (re.compile(r"\bawait "), "")]
+WORD = re.compile(r"\b(" + "|".join(sorted(map(re.escape, NAMES), key=len, reverse=True)) + r")\b")
+
+
+def unasync(source: str) -> str:
+    """Return the blocking twin of the async module ``source``.
+
+    Raises:
+        SystemExit: If a phrase of ``PHRASES`` is not in ``source``.
+    """
+    for phrase, replacement in PHRASES:
+        if phrase not in source:
+            raise SystemExit(f"unasync: {SOURCE.name} no longer has the phrase {phrase!r}")
+        source = source.replace(phrase, replacement)
+    for pattern, replacement in KEYWORDS:
+        source = pattern.sub(replacement, source)
+    return WORD.sub(lambda match: NAMES[match.group(1)], source)
+
+
+def formatted(code: str) -> str:
+    """Return ``code`` as ``ruff format`` writes it (with the project's settings)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(TARGET), "-"],
+        input=code,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"unasync: ruff format failed:\n{result.stderr}")
+    return result.stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write (or with ``--check``, compare) the generated module; return the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if the file is stale")
+    args = parser.parse_args(argv)
+    generated = formatted(unasync(SOURCE.read_text(encoding="utf-8")))
+    current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
+    if not args.check:
+        if generated != current:
+            TARGET.write_text(generated, encoding="utf-8")
+            print(f"unasync: wrote {TARGET.relative_to(ROOT)}")
+        return 0
+    if generated == current:
+        print(f"unasync: {TARGET.relative_to(ROOT)} is current")
+        return 0
+    diff = difflib.unified_diff(
+        current.splitlines(keepends=True),
+        generated.splitlines(keepends=True),
+        f"{TARGET.name} (in the tree)",
+        f"{TARGET.name} (generated)",
+    )
+    sys.stdout.writelines(diff)
+    print(
+        f"unasync: {TARGET.relative_to(ROOT)} is stale: run `python scripts/unasync.py`",
+        file=sys.stderr,
+    )
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

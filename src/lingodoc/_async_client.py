@@ -1,0 +1,401 @@
+"""[`AsyncClient`][lingodoc.AsyncClient]: the one source of the request path.
+
+This module is written by hand; ``_sync_client.py`` is generated from it by
+``scripts/unasync.py`` (run ``python scripts/unasync.py`` after editing, CI
+checks that the generated file is current).
+
+Both clients are thin: they send, read, sleep and close. Everything that does
+no I/O lives in ``_base_client``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import httpx
+
+from lingodoc import _bulk, _clock, _retry
+from lingodoc._base_client import BaseClient, Call, Failure, Waiter
+from lingodoc._exceptions import APIConnectionError, APIError, RateLimited
+from lingodoc._redaction import raise_scrubbed
+
+if TYPE_CHECKING:
+    from lingodoc._models import (
+        BatchTranslation,
+        Document,
+        TextTranslation,
+        TranslationJob,
+        TranslationStatus,
+    )
+
+T = TypeVar("T")
+AsyncClientT = TypeVar("AsyncClientT", bound="AsyncClient")
+
+ProgressCallback = Callable[["TranslationStatus"], object]
+
+
+class AsyncClient(BaseClient[httpx.AsyncClient]):
+    """An asyncio client for the lingodoc service.
+
+    Safe to share between the tasks of one event loop.
+    Use it in an `async with` block, or await [`aclose`][lingodoc.AsyncClient.aclose],
+    to release its connections:
+
+    ```python
+    async with lingodoc.AsyncClient() as client:
+        result = await client.translate("Hello", source_language="en", target_language="de")
+    ```
+
+    Args:
+        api_key: The API key; defaults to the ``LINGODOC_API_KEY`` environment
+            variable.
+        base_url: The service address up to and including ``/v1``; defaults
+            to ``LINGODOC_BASE_URL``. Must be ``https://`` unless the host is
+            loopback.
+        timeout: Seconds, or an ``httpx.Timeout``, for each attempt.
+        max_retries: Extra attempts after a failure that may pass; 0 disables
+            retries.
+        default_headers: Headers to send with every request.
+        http_client: An ``httpx.AsyncClient`` to send through (proxies, custom
+            transports). It stays the caller's: the SDK never closes it.
+
+    Raises:
+        ConfigurationError: If the key or the base URL is missing or unusable,
+            or another setting is invalid.
+    """
+
+    _http_client_type = httpx.AsyncClient
+
+    async def __aenter__(self: AsyncClientT) -> AsyncClientT:
+        self._check_open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the client and its connections (unless the ``http_client`` was passed in).
+
+        Closing a copy made by [`with_options`][lingodoc.AsyncClient.with_options]
+        closes only the copy.
+        """
+        if self._view_closed:
+            return
+        self._view_closed = True
+        if not self._is_copy:
+            self._shared.closed = True
+            if self._shared.owned:
+                await self._shared.http.aclose()
+
+    async def translate(
+        self,
+        text: str,
+        *,
+        source_language: str,
+        target_language: str,
+        style: str | None = None,
+    ) -> TextTranslation:
+        """Translate one text.
+
+        Args:
+            text: Up to 10,000 characters.
+            source_language: ISO 639-1 code of the text, such as ``"en"``.
+            target_language: ISO 639-1 code to translate into.
+            style: A style such as ``"formal"`` or ``"marketing"``.
+
+        Returns:
+            The translation.
+
+        Raises:
+            TextTooLong: If the text exceeds 10,000 characters (checked before sending).
+            InvalidLanguage: If a code is malformed (checked before sending) or
+                not supported by the service.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return await self._send(self._translate_call(text, source_language, target_language, style))
+
+    async def translate_batch(
+        self, texts: Sequence[str], *, source_language: str, target_language: str
+    ) -> BatchTranslation:
+        """Translate several texts in one request.
+
+        Args:
+            texts: The texts, a non-empty list of strings.
+            source_language: ISO 639-1 code of the texts.
+            target_language: ISO 639-1 code to translate into.
+
+        Returns:
+            The translations, one per text, in input order.
+
+        Raises:
+            ValueError: If ``texts`` is empty.
+            TypeError: If ``texts`` is not a list of strings.
+            InvalidLanguage: If a code is malformed or not supported.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return await self._send(self._translate_batch_call(texts, source_language, target_language))
+
+    async def translate_many(
+        self,
+        texts: Sequence[str],
+        *,
+        source_language: str,
+        target_language: str,
+        batch_size: int = _bulk.DEFAULT_BATCH_SIZE,
+        max_concurrency: int = _bulk.DEFAULT_MAX_CONCURRENCY,
+    ) -> list[str]:
+        """Translate any number of texts, in batches sent side by side.
+
+        The texts are split into batches of ``batch_size``, sent as
+        [`translate_batch`][lingodoc.AsyncClient.translate_batch] requests
+        by up to ``max_concurrency`` tasks,
+        each with the usual retries. The client paces itself by the rate-limit
+        headers: when the requests left in the window do not exceed those in
+        flight, it waits for the reset (if within 60 s) instead of running
+        into 429s.
+
+        The first error stops it: no further batch is started,
+        the batches in flight are cancelled, and that first error is raised.
+        Cancelling the awaiting task cancels them too.
+        No task is left running when it returns or raises.
+
+        Args:
+            texts: The texts, a non-empty list of strings.
+            source_language: ISO 639-1 code of the texts.
+            target_language: ISO 639-1 code to translate into.
+            batch_size: Texts per request. The spec gives no limit; the
+                default, 100, is what the emulator accepts, and a service that
+                takes fewer refuses the batch (the error is raised).
+            max_concurrency: Requests in flight at most (default 4).
+
+        Returns:
+            The translations, one per text, in input order.
+
+        Raises:
+            ValueError: If ``texts`` is empty, or a size is below 1.
+            TypeError: If ``texts`` is not a list of strings, or a size is not an int.
+            InvalidLanguage: If a code is malformed or not supported.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        bulk = self._bulk_plan(texts, source_language, target_language, batch_size, max_concurrency)
+        await _bulk.async_run_workers(self._bulk_worker, bulk)
+        return bulk.result()
+
+    async def _bulk_worker(self, bulk: _bulk.Bulk) -> None:
+        while (step := bulk.next()) is not None:
+            if isinstance(step, float):
+                await _clock.async_sleep(step)
+                continue
+            try:
+                result = await self._send(step.call)
+            except Exception as exc:
+                bulk.failed(exc)
+                return
+            bulk.done(step, result)
+
+    async def translate_document(
+        self,
+        document_id: str,
+        *,
+        target_language: str,
+        style: str | None = None,
+        use_translation_memory: bool | None = None,
+    ) -> TranslationJob:
+        """Start translating a stored document.
+
+        The job runs on the service; pass the result to
+        [`wait_for_translation`][lingodoc.AsyncClient.wait_for_translation].
+        Not retried where the service may already have started the job.
+
+        Args:
+            document_id: The document's id.
+            target_language: ISO 639-1 code to translate into.
+            style: A style such as ``"formal"``.
+            use_translation_memory: Whether the service uses stored
+                translation memory; the service's default if ``None``.
+
+        Returns:
+            The started job (state ``processing``).
+
+        Raises:
+            NotFound: If there is no such document.
+            InvalidLanguage: If the code is malformed or not supported.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        call = self._translate_document_call(
+            document_id, target_language, style, use_translation_memory
+        )
+        return await self._send(call)
+
+    async def get_translation(self, translation_id: str) -> TranslationStatus:
+        """Read the state of a document translation.
+
+        Args:
+            translation_id: The job's id, from
+                [`translate_document`][lingodoc.AsyncClient.translate_document].
+
+        Returns:
+            Its state and progress.
+
+        Raises:
+            NotFound: If there is no such translation.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return await self._send(self._get_translation_call(translation_id))
+
+    async def wait_for_translation(
+        self,
+        job_or_id: TranslationJob | str,
+        *,
+        poll_interval: float = 5.0,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> TranslationStatus:
+        """Poll a document translation until it completes.
+
+        A 429 while polling is waited out (until the rate-limit reset), even
+        with ``max_retries=0``. With a ``timeout``, a 5xx or network failure
+        that outlasts the client's retries is ridden out too, until the deadline.
+        Cancelling the awaiting task stops the polling at once and leaves no task
+        or connection behind; the translation goes on on the service.
+
+        Args:
+            job_or_id: The job from
+                [`translate_document`][lingodoc.AsyncClient.translate_document],
+                or its translation id.
+            poll_interval: Seconds between polls.
+            timeout: Seconds to wait in all; ``None`` waits as long as it takes.
+            on_progress: Called with each status read, after every poll.
+
+        Returns:
+            The completed status.
+
+        Raises:
+            TranslationFailed: If the translation failed; ``.status`` holds it.
+            WaitTimeout: If ``timeout`` passed first; ``.status`` holds the last state.
+            APIError: For an error other than 429 while polling.
+            APIConnectionError: If the service cannot be reached.
+        """
+        waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress)
+        outcome = await self._wait_loop(waiter)
+        if isinstance(outcome, Failure):
+            raise_scrubbed(outcome.error)
+        return outcome
+
+    async def _wait_loop(self, waiter: Waiter) -> TranslationStatus | Failure:
+        # The statuses in this frame are as the server sent them (they may echo the key):
+        # a failure or a timeout is returned for the caller to raise (see raise_scrubbed).
+        while True:
+            try:
+                status = await self._send(waiter.poll_call, deadline=waiter.deadline)
+            except RateLimited as exc:
+                delay = waiter.delay(wanted=exc.retry_after)
+            except (APIError, APIConnectionError) as exc:
+                delay = waiter.delay_after_failure(exc)
+            else:
+                outcome = waiter.finished(status)
+                if outcome is not None:
+                    return outcome
+                delay = waiter.delay()
+            if isinstance(delay, Failure):
+                return delay
+            await _clock.async_sleep(delay)
+
+    async def list_documents(self) -> list[Document]:
+        """List the stored documents.
+
+        Returns:
+            The documents, each with at least a ``document_id``.
+
+        Raises:
+            APIError: For an error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return await self._send(self._list_documents_call())
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Call any endpoint under ``base_url``, for parts of the service the SDK does not wrap.
+
+        Same authentication, envelope, errors, retries and rate-limit
+        tracking as the other methods. Only GET, HEAD, OPTIONS, PUT and
+        DELETE are retried after a failure the server may have acted on.
+
+        Args:
+            method: The HTTP method, such as ``"GET"``.
+            path: A path relative to ``base_url``, such as ``"/documents/doc_1"``;
+                absolute URLs and ``..`` are refused.
+            json: A JSON body; none if ``None``.
+            params: Query parameters.
+
+        Returns:
+            The ``data`` of the envelope, as plain JSON values.
+
+        Raises:
+            ValueError: If ``path`` would leave ``base_url``.
+            APIError: For an error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return await self._send(self._raw_call(method, path, json, params))
+
+    async def _send(self, call: Call[T], *, deadline: float | None = None) -> T:
+        self._check_open()
+        request = self._build_request(call)
+        import tenacity  # here, not at the top: `import lingodoc` stays light
+
+        policy = _retry.policy(
+            self.max_retries,
+            idempotent=call.idempotent,
+            description=call.description,
+            deadline=deadline,
+        )
+        async for attempt in tenacity.AsyncRetrying(sleep=_clock.async_sleep, **policy):
+            with attempt:
+                number = attempt.retry_state.attempt_number
+                outcome = await self._send_once(call, request, number)
+                if isinstance(outcome, Failure):
+                    raise_scrubbed(outcome.error)
+                return outcome
+        raise AssertionError("unreachable: tenacity reraises the last error")
+
+    async def _send_once(self, call: Call[T], request: httpx.Request, attempt: int) -> T | Failure:
+        # The response and its body are as the server sent them, key echoes and all, so
+        # this frame returns its error for _send to raise (see raise_scrubbed).
+        started = time.perf_counter()
+        try:
+            response = await self._shared.http.send(request, stream=True, follow_redirects=False)
+            try:
+                body = await self._read_body(response)
+            finally:
+                await response.aclose()
+        except (httpx.RequestError, RuntimeError) as exc:
+            return Failure(self._connection_error(call, exc, attempt, started))
+        return self._read_response(call, response, body, attempt, started)
+
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        if response.is_stream_consumed:
+            return response.content  # built in memory, and read (a mock transport)
+        reader = self._body_reader(response)
+        async for chunk in response.aiter_raw():
+            if reader.feed(chunk):
+                break
+        return reader.body()

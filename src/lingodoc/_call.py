@@ -1,0 +1,141 @@
+"""One API call: what to send, and how to read the answer into a result.
+
+The clients turn each method's arguments into a [`Call`][lingodoc._call.Call]
+(in ``_base_client``), send it, and hand the envelope's ``data`` to its
+``parse``. The parsers here validate that data as the endpoint's model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+from lingodoc import _lazy
+
+if TYPE_CHECKING:
+    from lingodoc._exceptions import LingodocError
+    from lingodoc._models import BatchTranslation, Document, RateLimit, _Result
+
+T = TypeVar("T")
+ModelT = TypeVar("ModelT", bound="_Result")
+
+
+class Call(Generic[T]):
+    """One API call, ready to send: what to send and how to read the answer.
+
+    A plain class with slots rather than a frozen dataclass: one is made for
+    every call, and a frozen dataclass takes three times as long to build.
+    """
+
+    __slots__ = ("idempotent", "json", "method", "params", "parse", "path")
+
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        parse: Callable[[Any, RateLimit | None], T],
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        idempotent: bool = True,
+    ) -> None:
+        self.method = method
+        self.path = path
+        self.parse = parse
+        self.json = json
+        self.params = params
+        self.idempotent = idempotent
+
+    def __repr__(self) -> str:
+        return f"Call({self.method} {self.path})"
+
+    @property
+    def description(self) -> str:
+        """``METHOD /path``, for logs."""
+        return f"{self.method} {self.path}"
+
+
+class Failure:
+    """An attempt's error, returned rather than raised by the code that read the response.
+
+    See [`raise_scrubbed`][lingodoc._redaction.raise_scrubbed]: the caller
+    raises it, from a frame that holds nothing the server sent.
+    """
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: LingodocError) -> None:
+        self.error = error
+
+
+class ShapeError(ValueError):
+    """The data of a success envelope is not of the shape the endpoint returns."""
+
+    def __init__(self, problem: str, data: Any) -> None:
+        super().__init__(problem)
+        self.data = data
+
+
+_parsers: dict[type[Any], Callable[[Any, RateLimit | None], Any]] = {}
+
+
+def model_parser(cls: type[ModelT]) -> Callable[[Any, RateLimit | None], ModelT]:
+    """Return a parser that validates ``data`` as ``cls`` and attaches the rate limit."""
+    parse = _parsers.get(cls)
+    if parse is None:
+        parse = _parsers[cls] = _new_model_parser(cls)
+    return cast("Callable[[Any, RateLimit | None], ModelT]", parse)
+
+
+def _new_model_parser(cls: type[ModelT]) -> Callable[[Any, RateLimit | None], ModelT]:
+    from pydantic import ValidationError  # loaded with the models already
+
+    validate = cls.model_validate
+
+    def parse(data: Any, rate_limit: RateLimit | None) -> ModelT:
+        try:
+            result = validate(data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'data'}: {e['msg']}" for e in exc.errors()[:3]
+            )
+            problem = f"the response data is not a {cls.__name__} ({problems})"
+            raise ShapeError(problem, data) from None
+        result._rate_limit = rate_limit
+        return result
+
+    return parse
+
+
+def parse_documents(data: Any, rate_limit: RateLimit | None) -> list[Document]:
+    items = data.get("documents") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise ShapeError(
+            "the document listing is neither a list nor an object with a 'documents' list", data
+        )
+    parse = model_parser(_lazy.Document)
+    return [parse(item, rate_limit) for item in items]
+
+
+def batch_parser(count: int) -> Callable[[Any, RateLimit | None], BatchTranslation]:
+    parse = model_parser(_lazy.BatchTranslation)
+
+    def parse_batch(data: Any, rate_limit: RateLimit | None) -> BatchTranslation:
+        result = parse(data, rate_limit)
+        if len(result.translations) != count:
+            # Pairing the texts with a short list would silently lose some.
+            raise ShapeError(
+                f"the batch has {len(result.translations)} translations for {count} texts", data
+            )
+        return result
+
+    return parse_batch
+
+
+def batch_call(texts: list[str], source: str, target: str) -> Call[BatchTranslation]:
+    """The request of one batch, from arguments already checked."""
+    body = {"texts": texts, "source_language": source, "target_language": target}
+    return Call("POST", "/translate/batch", batch_parser(len(texts)), json=body)
+
+
+def parse_data(data: Any, rate_limit: RateLimit | None) -> Any:
+    return data

@@ -1,0 +1,400 @@
+"""[`Client`][lingodoc.Client], generated from ``_async_client.py``: do not edit.
+
+Edit ``_async_client.py`` and run ``python scripts/unasync.py``; CI checks
+that this file is current.
+
+Both clients are thin: they send, read, sleep and close. Everything that does
+no I/O lives in ``_base_client``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import httpx
+
+from lingodoc import _bulk, _clock, _retry
+from lingodoc._base_client import BaseClient, Call, Failure, Waiter
+from lingodoc._exceptions import APIConnectionError, APIError, RateLimited
+from lingodoc._redaction import raise_scrubbed
+
+if TYPE_CHECKING:
+    from lingodoc._models import (
+        BatchTranslation,
+        Document,
+        TextTranslation,
+        TranslationJob,
+        TranslationStatus,
+    )
+
+T = TypeVar("T")
+ClientT = TypeVar("ClientT", bound="Client")
+
+ProgressCallback = Callable[["TranslationStatus"], object]
+
+
+class Client(BaseClient[httpx.Client]):
+    """A blocking client for the lingodoc service.
+
+    Safe to share between threads.
+    Use it in a `with` block, or call [`close`][lingodoc.Client.close],
+    to release its connections:
+
+    ```python
+    with lingodoc.Client() as client:
+        result = client.translate("Hello", source_language="en", target_language="de")
+    ```
+
+    Args:
+        api_key: The API key; defaults to the ``LINGODOC_API_KEY`` environment
+            variable.
+        base_url: The service address up to and including ``/v1``; defaults
+            to ``LINGODOC_BASE_URL``. Must be ``https://`` unless the host is
+            loopback.
+        timeout: Seconds, or an ``httpx.Timeout``, for each attempt.
+        max_retries: Extra attempts after a failure that may pass; 0 disables
+            retries.
+        default_headers: Headers to send with every request.
+        http_client: An ``httpx.Client`` to send through (proxies, custom
+            transports). It stays the caller's: the SDK never closes it.
+
+    Raises:
+        ConfigurationError: If the key or the base URL is missing or unusable,
+            or another setting is invalid.
+    """
+
+    _http_client_type = httpx.Client
+
+    def __enter__(self: ClientT) -> ClientT:
+        self._check_open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the client and its connections (unless the ``http_client`` was passed in).
+
+        Closing a copy made by [`with_options`][lingodoc.Client.with_options]
+        closes only the copy.
+        """
+        if self._view_closed:
+            return
+        self._view_closed = True
+        if not self._is_copy:
+            self._shared.closed = True
+            if self._shared.owned:
+                self._shared.http.close()
+
+    def translate(
+        self,
+        text: str,
+        *,
+        source_language: str,
+        target_language: str,
+        style: str | None = None,
+    ) -> TextTranslation:
+        """Translate one text.
+
+        Args:
+            text: Up to 10,000 characters.
+            source_language: ISO 639-1 code of the text, such as ``"en"``.
+            target_language: ISO 639-1 code to translate into.
+            style: A style such as ``"formal"`` or ``"marketing"``.
+
+        Returns:
+            The translation.
+
+        Raises:
+            TextTooLong: If the text exceeds 10,000 characters (checked before sending).
+            InvalidLanguage: If a code is malformed (checked before sending) or
+                not supported by the service.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return self._send(self._translate_call(text, source_language, target_language, style))
+
+    def translate_batch(
+        self, texts: Sequence[str], *, source_language: str, target_language: str
+    ) -> BatchTranslation:
+        """Translate several texts in one request.
+
+        Args:
+            texts: The texts, a non-empty list of strings.
+            source_language: ISO 639-1 code of the texts.
+            target_language: ISO 639-1 code to translate into.
+
+        Returns:
+            The translations, one per text, in input order.
+
+        Raises:
+            ValueError: If ``texts`` is empty.
+            TypeError: If ``texts`` is not a list of strings.
+            InvalidLanguage: If a code is malformed or not supported.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return self._send(self._translate_batch_call(texts, source_language, target_language))
+
+    def translate_many(
+        self,
+        texts: Sequence[str],
+        *,
+        source_language: str,
+        target_language: str,
+        batch_size: int = _bulk.DEFAULT_BATCH_SIZE,
+        max_concurrency: int = _bulk.DEFAULT_MAX_CONCURRENCY,
+    ) -> list[str]:
+        """Translate any number of texts, in batches sent side by side.
+
+        The texts are split into batches of ``batch_size``, sent as
+        [`translate_batch`][lingodoc.Client.translate_batch] requests
+        by up to ``max_concurrency`` threads (this one and ``max_concurrency - 1`` more),
+        each with the usual retries. The client paces itself by the rate-limit
+        headers: when the requests left in the window do not exceed those in
+        flight, it waits for the reset (if within 60 s) instead of running
+        into 429s.
+
+        The first error stops it: no further batch is started,
+        the batches in flight are finished (with their retries), and that first error
+        is raised. Ctrl-C stops it the same way.
+        No thread is left running when it returns or raises.
+
+        Args:
+            texts: The texts, a non-empty list of strings.
+            source_language: ISO 639-1 code of the texts.
+            target_language: ISO 639-1 code to translate into.
+            batch_size: Texts per request. The spec gives no limit; the
+                default, 100, is what the emulator accepts, and a service that
+                takes fewer refuses the batch (the error is raised).
+            max_concurrency: Requests in flight at most (default 4).
+
+        Returns:
+            The translations, one per text, in input order.
+
+        Raises:
+            ValueError: If ``texts`` is empty, or a size is below 1.
+            TypeError: If ``texts`` is not a list of strings, or a size is not an int.
+            InvalidLanguage: If a code is malformed or not supported.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        bulk = self._bulk_plan(texts, source_language, target_language, batch_size, max_concurrency)
+        _bulk.run_workers(self._bulk_worker, bulk)
+        return bulk.result()
+
+    def _bulk_worker(self, bulk: _bulk.Bulk) -> None:
+        while (step := bulk.next()) is not None:
+            if isinstance(step, float):
+                _clock.sleep(step)
+                continue
+            try:
+                result = self._send(step.call)
+            except Exception as exc:
+                bulk.failed(exc)
+                return
+            bulk.done(step, result)
+
+    def translate_document(
+        self,
+        document_id: str,
+        *,
+        target_language: str,
+        style: str | None = None,
+        use_translation_memory: bool | None = None,
+    ) -> TranslationJob:
+        """Start translating a stored document.
+
+        The job runs on the service; pass the result to
+        [`wait_for_translation`][lingodoc.Client.wait_for_translation].
+        Not retried where the service may already have started the job.
+
+        Args:
+            document_id: The document's id.
+            target_language: ISO 639-1 code to translate into.
+            style: A style such as ``"formal"``.
+            use_translation_memory: Whether the service uses stored
+                translation memory; the service's default if ``None``.
+
+        Returns:
+            The started job (state ``processing``).
+
+        Raises:
+            NotFound: If there is no such document.
+            InvalidLanguage: If the code is malformed or not supported.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        call = self._translate_document_call(
+            document_id, target_language, style, use_translation_memory
+        )
+        return self._send(call)
+
+    def get_translation(self, translation_id: str) -> TranslationStatus:
+        """Read the state of a document translation.
+
+        Args:
+            translation_id: The job's id, from
+                [`translate_document`][lingodoc.Client.translate_document].
+
+        Returns:
+            Its state and progress.
+
+        Raises:
+            NotFound: If there is no such translation.
+            APIError: For any other error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return self._send(self._get_translation_call(translation_id))
+
+    def wait_for_translation(
+        self,
+        job_or_id: TranslationJob | str,
+        *,
+        poll_interval: float = 5.0,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> TranslationStatus:
+        """Poll a document translation until it completes.
+
+        A 429 while polling is waited out (until the rate-limit reset), even
+        with ``max_retries=0``. With a ``timeout``, a 5xx or network failure
+        that outlasts the client's retries is ridden out too, until the deadline.
+        Ctrl-C (KeyboardInterrupt) stops the polling at once; the translation goes
+        on on the service.
+
+        Args:
+            job_or_id: The job from
+                [`translate_document`][lingodoc.Client.translate_document],
+                or its translation id.
+            poll_interval: Seconds between polls.
+            timeout: Seconds to wait in all; ``None`` waits as long as it takes.
+            on_progress: Called with each status read, after every poll.
+
+        Returns:
+            The completed status.
+
+        Raises:
+            TranslationFailed: If the translation failed; ``.status`` holds it.
+            WaitTimeout: If ``timeout`` passed first; ``.status`` holds the last state.
+            APIError: For an error other than 429 while polling.
+            APIConnectionError: If the service cannot be reached.
+        """
+        waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress)
+        outcome = self._wait_loop(waiter)
+        if isinstance(outcome, Failure):
+            raise_scrubbed(outcome.error)
+        return outcome
+
+    def _wait_loop(self, waiter: Waiter) -> TranslationStatus | Failure:
+        # The statuses in this frame are as the server sent them (they may echo the key):
+        # a failure or a timeout is returned for the caller to raise (see raise_scrubbed).
+        while True:
+            try:
+                status = self._send(waiter.poll_call, deadline=waiter.deadline)
+            except RateLimited as exc:
+                delay = waiter.delay(wanted=exc.retry_after)
+            except (APIError, APIConnectionError) as exc:
+                delay = waiter.delay_after_failure(exc)
+            else:
+                outcome = waiter.finished(status)
+                if outcome is not None:
+                    return outcome
+                delay = waiter.delay()
+            if isinstance(delay, Failure):
+                return delay
+            _clock.sleep(delay)
+
+    def list_documents(self) -> list[Document]:
+        """List the stored documents.
+
+        Returns:
+            The documents, each with at least a ``document_id``.
+
+        Raises:
+            APIError: For an error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return self._send(self._list_documents_call())
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Call any endpoint under ``base_url``, for parts of the service the SDK does not wrap.
+
+        Same authentication, envelope, errors, retries and rate-limit
+        tracking as the other methods. Only GET, HEAD, OPTIONS, PUT and
+        DELETE are retried after a failure the server may have acted on.
+
+        Args:
+            method: The HTTP method, such as ``"GET"``.
+            path: A path relative to ``base_url``, such as ``"/documents/doc_1"``;
+                absolute URLs and ``..`` are refused.
+            json: A JSON body; none if ``None``.
+            params: Query parameters.
+
+        Returns:
+            The ``data`` of the envelope, as plain JSON values.
+
+        Raises:
+            ValueError: If ``path`` would leave ``base_url``.
+            APIError: For an error the service reports.
+            APIConnectionError: If the service cannot be reached.
+        """
+        return self._send(self._raw_call(method, path, json, params))
+
+    def _send(self, call: Call[T], *, deadline: float | None = None) -> T:
+        self._check_open()
+        request = self._build_request(call)
+        import tenacity  # here, not at the top: `import lingodoc` stays light
+
+        policy = _retry.policy(
+            self.max_retries,
+            idempotent=call.idempotent,
+            description=call.description,
+            deadline=deadline,
+        )
+        for attempt in tenacity.Retrying(sleep=_clock.sleep, **policy):
+            with attempt:
+                number = attempt.retry_state.attempt_number
+                outcome = self._send_once(call, request, number)
+                if isinstance(outcome, Failure):
+                    raise_scrubbed(outcome.error)
+                return outcome
+        raise AssertionError("unreachable: tenacity reraises the last error")
+
+    def _send_once(self, call: Call[T], request: httpx.Request, attempt: int) -> T | Failure:
+        # The response and its body are as the server sent them, key echoes and all, so
+        # this frame returns its error for _send to raise (see raise_scrubbed).
+        started = time.perf_counter()
+        try:
+            response = self._shared.http.send(request, stream=True, follow_redirects=False)
+            try:
+                body = self._read_body(response)
+            finally:
+                response.close()
+        except (httpx.RequestError, RuntimeError) as exc:
+            return Failure(self._connection_error(call, exc, attempt, started))
+        return self._read_response(call, response, body, attempt, started)
+
+    def _read_body(self, response: httpx.Response) -> bytes:
+        if response.is_stream_consumed:
+            return response.content  # built in memory, and read (a mock transport)
+        reader = self._body_reader(response)
+        for chunk in response.iter_raw():
+            if reader.feed(chunk):
+                break
+        return reader.body()
