@@ -55,10 +55,11 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Ruff: lint rules and formatting."""
+    """Ruff: lint rules and formatting; and that the generated sync client is current."""
     session.install(".", *group("lint"))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("python", "scripts/unasync.py", "--check")
 
 
 @nox.session
