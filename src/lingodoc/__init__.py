@@ -4,9 +4,9 @@
 >>> with lingodoc.Client() as client:                       # doctest: +SKIP
 ...     client.translate("Hello", source_language="en", target_language="de")
 
-:class:`Client` blocks, :class:`AsyncClient` awaits; both read
+``Client`` blocks, ``AsyncClient`` awaits; both read
 ``LINGODOC_API_KEY`` and ``LINGODOC_BASE_URL``. Errors are subclasses of
-:class:`LingodocError`. ``lingodoc.testing`` makes waits instant in tests, and
+``LingodocError``. ``lingodoc.testing`` makes waits instant in tests, and
 ``lingodoc.emulator`` runs a local stand-in for the service.
 """
 

@@ -1,4 +1,4 @@
-"""``python -m lingodoc``: the ``lingodoc`` command (see :mod:`lingodoc.cli`)."""
+"""``python -m lingodoc``: the ``lingodoc`` command (see ``lingodoc.cli``)."""
 
 import sys
 

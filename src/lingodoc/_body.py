@@ -1,6 +1,6 @@
 """Reading a response body within bounds: of size, of decompressed size, and of time.
 
-:class:`BodyReader` holds the rules; ``Client`` and ``AsyncClient`` only feed
+``BodyReader`` holds the rules; ``Client`` and ``AsyncClient`` only feed
 it the raw chunks they read. It decompresses the body itself, never producing
 more than the limit: httpx would inflate each chunk of the network whole, and
 64 KiB of gzip can inflate to 64 MiB. Its failures are httpx exceptions, so the

@@ -35,7 +35,7 @@ def unwrap(
 
     Raises:
         APIError: The subclass the error code, else the status, stands for; a
-            429 is always :class:`RateLimited`, whatever its body.
+            429 is always ``RateLimited``, whatever its body.
         UnexpectedResponse: If the body is not the envelope.
     """
     if status_code == 204 and not body:

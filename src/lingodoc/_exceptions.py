@@ -1,22 +1,24 @@
 """The exceptions lingodoc raises.
 
-Every exception is a :class:`LingodocError`; catch that to catch them all::
+Every exception is a ``LingodocError``; catch that to catch them all:
 
-    LingodocError
-    ├── ConfigurationError            bad arguments or environment at construction
-    ├── APIConnectionError            network failure after retries (cause chained)
-    │   └── APITimeoutError
-    ├── APIError                      the service answered with an error
-    │   ├── BadRequest                400, and any 4xx with no better class
-    │   │   ├── InvalidLanguage       INVALID_LANGUAGE (also raised locally)
-    │   │   └── TextTooLong           TEXT_TOO_LONG (also raised locally)
-    │   ├── Unauthorized              401 / UNAUTHORIZED
-    │   ├── NotFound                  404
-    │   ├── RateLimited               429; .retry_after
-    │   ├── ServerError               5xx
-    │   └── UnexpectedResponse        a body that is not the service's envelope
-    ├── TranslationFailed             a document translation ended in "failed"
-    └── WaitTimeout                   wait_for_translation ran out of time
+```text
+LingodocError
+├── ConfigurationError            bad arguments or environment at construction
+├── APIConnectionError            network failure after retries (cause chained)
+│   └── APITimeoutError
+├── APIError                      the service answered with an error
+│   ├── BadRequest                400, and any 4xx with no better class
+│   │   ├── InvalidLanguage       INVALID_LANGUAGE (also raised locally)
+│   │   └── TextTooLong           TEXT_TOO_LONG (also raised locally)
+│   ├── Unauthorized              401 / UNAUTHORIZED
+│   ├── NotFound                  404
+│   ├── RateLimited               429; .retry_after
+│   ├── ServerError               5xx
+│   └── UnexpectedResponse        a body that is not the service's envelope
+├── TranslationFailed             a document translation ended in "failed"
+└── WaitTimeout                   wait_for_translation ran out of time
+```
 
 The error code chooses the class first and the HTTP status second, so an
 unknown code still gets the class of its status and keeps ``.code``.
@@ -180,7 +182,7 @@ class TranslationFailed(LingodocError):
     """A document translation ended in the ``failed`` state.
 
     Attributes:
-        status: The last :class:`~lingodoc.TranslationStatus` read.
+        status: The last [`TranslationStatus`][lingodoc.TranslationStatus] read.
     """
 
     def __init__(self, status: TranslationStatus) -> None:
@@ -192,8 +194,8 @@ class WaitTimeout(LingodocError):
     """``wait_for_translation`` gave up before the translation finished.
 
     Attributes:
-        status: The last :class:`~lingodoc.TranslationStatus` read, or ``None``
-            if no poll succeeded.
+        status: The last [`TranslationStatus`][lingodoc.TranslationStatus]
+            read, or ``None`` if no poll succeeded.
         timeout: The timeout, in seconds, that ran out.
     """
 

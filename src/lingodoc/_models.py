@@ -208,8 +208,8 @@ class TranslationJob(_Result):
         translation_id: The job's id: all it takes to find the translation
             again, with ``get_translation`` or ``wait_for_translation``.
         status: Its state when started, usually ``processing``: a
-            :class:`TranslationState`, or the plain string of a state this
-            SDK does not know.
+            [`TranslationState`][lingodoc.TranslationState], or the plain string
+            of a state this SDK does not know.
         estimated_completion: When the service expects it to complete, if it said.
     """
 
@@ -224,8 +224,8 @@ class TranslationStatus(_Result):
 
     Attributes:
         translation_id: The job's id.
-        status: A :class:`TranslationState`, or the plain string of a state
-            this SDK does not know.
+        status: A [`TranslationState`][lingodoc.TranslationState], or the plain
+            string of a state this SDK does not know.
         progress: How far it is, in percent (0 to 100).
         document_id: The document being translated, if the service said.
         target_language: The language it is translated into, if the service said.

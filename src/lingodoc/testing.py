@@ -2,16 +2,18 @@
 
 Retries back off, a 429 waits for the rate-limit reset and
 ``wait_for_translation`` polls every 5 seconds: all of that is real sleeping in
-production and must not be in a test suite. :func:`fake_clock` swaps the SDK's
-clock for a :class:`FakeClock` whose sleeps return at once and move its time
-forward, so deadlines and timeouts still behave exactly as they would::
+production and must not be in a test suite. ``fake_clock()`` swaps the SDK's
+clock for a ``FakeClock`` whose sleeps return at once and move its time
+forward, so deadlines and timeouts still behave exactly as they would:
 
-    from lingodoc.testing import fake_clock
+```python
+from lingodoc.testing import fake_clock
 
-    def test_waits_for_the_document(client):
-        with fake_clock() as clock:
-            status = client.wait_for_translation("tr_123")
-        assert clock.sleeps == [5.0, 5.0]
+def test_waits_for_the_document(client):
+    with fake_clock() as clock:
+        status = client.wait_for_translation("tr_123")
+    assert clock.sleeps == [5.0, 5.0]
+```
 
 The in-process emulator (``lingodoc.emulator``) reads the same clock, so its
 translation jobs advance as the fake time does.
@@ -33,7 +35,7 @@ __all__ = ["FakeClock", "fake_clock"]
 
 
 class FakeClock(_clock.SystemClock):
-    """A clock that only moves when something sleeps on it or calls :meth:`advance`.
+    """A clock that only moves when something sleeps on it or calls `advance()`.
 
     Attributes:
         sleeps: Every sleep requested through this clock, in seconds, in order.
@@ -95,7 +97,7 @@ class FakeClock(_clock.SystemClock):
             self._wall += seconds
 
     async def async_sleep(self, seconds: float) -> None:
-        """Like :meth:`sleep`, and yield to the event loop once, as a real sleep would.
+        """Like `sleep()`, and yield to the event loop once, as a real sleep would.
 
         Args:
             seconds: The sleep asked for; a negative one counts as 0.
@@ -109,7 +111,7 @@ def fake_clock(clock: FakeClock | None = None) -> Iterator[FakeClock]:
     """Make every lingodoc wait instant for the duration of the ``with`` block.
 
     Args:
-        clock: The clock to install; a new :class:`FakeClock` by default.
+        clock: The clock to install; a new [`FakeClock`][lingodoc.testing.FakeClock] by default.
 
     Yields:
         The installed clock, to inspect ``sleeps`` or call ``advance``.

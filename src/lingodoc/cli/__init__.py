@@ -1,7 +1,7 @@
 """The ``lingodoc`` command: translate texts, files and documents from a shell.
 
 ``lingodoc --help`` lists the commands; the guide is ``docs/cli.md``. Built on the public
-:class:`lingodoc.Client` only. ``import lingodoc`` does not import this package (nor
+``lingodoc.Client`` only. ``import lingodoc`` does not import this package (nor
 argparse), so the SDK stays light for applications that never use the command line.
 """
 
