@@ -63,7 +63,6 @@ PHRASES = [
 NAMES = {
     "AsyncClient": "Client",
     "AsyncClientT": "ClientT",
-    "AsyncRetrying": "Retrying",
     "__aenter__": "__enter__",
     "__aexit__": "__exit__",
     "aclose": "close",

@@ -368,10 +368,14 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             description=call.description,
             deadline=deadline,
         )
-        async for attempt in tenacity.AsyncRetrying(sleep=_clock.async_sleep, **policy):
+        # tenacity decides; the waits it asks for are slept here, on the SDK clock, so
+        # one loop serves both flavours (tenacity's own async loop costs twice as much).
+        waits: list[float] = []
+        for attempt in tenacity.Retrying(sleep=waits.append, **policy):
+            if waits:
+                await _clock.async_sleep(waits.pop())
             with attempt:
-                number = attempt.retry_state.attempt_number
-                outcome = await self._send_once(call, request, number)
+                outcome = await self._send_once(call, request, attempt.retry_state.attempt_number)
                 if isinstance(outcome, Failure):
                     raise_scrubbed(outcome.error)
                 return outcome
