@@ -31,9 +31,9 @@ nox.options.reuse_existing_virtualenvs = True
 
 ROOT = Path(__file__).resolve().parent
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
-# The last commit before the speed work of issue 5: `nox -s bench` measures it as well, for
-# the before/after table of docs/performance.md.
-BENCH_BEFORE = "21c3620"
+# The last commit before issue 12 (one source for the request path, plain tenacity): `nox -s
+# bench` measures it as well, for the before/after table of docs/performance.md.
+BENCH_BEFORE = "fb57f3b"
 # Only the bench session installs these: the peers measured against, and the profiler.
 BENCH_DEPS = ["openai", "deepl", "pyinstrument"]
 # The development tools are PEP 735 dependency groups of pyproject.toml (test, lint, docs),

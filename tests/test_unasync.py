@@ -1,0 +1,99 @@
+"""The blocking client is generated from the async one (scripts/unasync.py).
+
+CI runs `python scripts/unasync.py --check`, which compares the formatted text; these
+tests hold the same promise without ruff (the test tools do not include it), by
+comparing syntax trees, and pin down the rules of the generator.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import inspect
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import lingodoc
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_unasync() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("unasync", ROOT / "scripts" / "unasync.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+unasync = load_unasync()
+
+
+def test_the_generated_sync_client_is_current() -> None:
+    source = unasync.SOURCE.read_text(encoding="utf-8")
+    generated = unasync.unasync(source)
+    committed = unasync.TARGET.read_text(encoding="utf-8")
+    # ruff format changes layout only: equal trees mean the file in the tree is current.
+    assert ast.dump(ast.parse(generated)) == ast.dump(ast.parse(committed)), (
+        "src/lingodoc/_sync_client.py is stale: run `python scripts/unasync.py`"
+    )
+
+
+def test_async_code_becomes_blocking_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(unasync, "PHRASES", [])
+    source = (
+        "async def fetch(self) -> AsyncClient:\n"
+        "    async with self.lock:\n"
+        "        async for chunk in response.aiter_raw():\n"
+        "            await _clock.async_sleep(1)\n"
+        "    await self.aclose()\n"
+        "    await _bulk.async_run_workers(self._worker, bulk)\n"
+    )
+    assert unasync.unasync(source) == (
+        "def fetch(self) -> Client:\n"
+        "    with self.lock:\n"
+        "        for chunk in response.iter_raw():\n"
+        "            _clock.sleep(1)\n"
+        "    self.close()\n"
+        "    _bulk.run_workers(self._worker, bulk)\n"
+    )
+
+
+def test_names_are_replaced_only_as_whole_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(unasync, "PHRASES", [])
+    assert unasync.unasync("MyAsyncClientFactory, aclosed, awaited\n") == (
+        "MyAsyncClientFactory, aclosed, awaited\n"
+    )
+
+
+def test_a_docstring_phrase_that_no_longer_matches_stops_the_generator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(unasync, "PHRASES", [("a phrase the source lacks", "anything")])
+    with pytest.raises(SystemExit, match="no longer has the phrase"):
+        unasync.unasync("async def f(): ...\n")
+
+
+def blocking_name(name: str) -> str:
+    return {"__aenter__": "__enter__", "__aexit__": "__exit__", "aclose": "close"}.get(name, name)
+
+
+def test_both_clients_have_the_same_methods_and_signatures() -> None:
+    async_methods = {
+        blocking_name(name): member
+        for name, member in vars(lingodoc.AsyncClient).items()
+        if inspect.isfunction(member)
+    }
+    sync_methods = {
+        name: member for name, member in vars(lingodoc.Client).items() if inspect.isfunction(member)
+    }
+    assert set(async_methods) == set(sync_methods)
+    for name, member in sync_methods.items():
+        assert inspect.iscoroutinefunction(async_methods[name]), name
+        assert not inspect.iscoroutinefunction(member), name
+        assert list(inspect.signature(member).parameters) == list(
+            inspect.signature(async_methods[name]).parameters
+        ), name
