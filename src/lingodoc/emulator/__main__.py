@@ -10,7 +10,7 @@ import threading
 import time
 from types import FrameType
 
-from lingodoc.emulator._core import PLAN_LIMITS, Emulator
+from lingodoc.emulator._emulator import PLAN_LIMITS, Emulator
 
 
 def _port(text: str) -> int:

@@ -14,7 +14,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from lingodoc.emulator._core import Emulator, EmulatorServer, Reply
+from lingodoc.emulator._routing import Reply, Router
 
 _MAX_BODY = 16 * 1024 * 1024
 
@@ -35,15 +35,15 @@ class _Handler(BaseHTTPRequestHandler):
         raise AttributeError(name)
 
     def _serve(self) -> None:
-        emulator = self.server.emulator
+        router = self.server.router
         body = self._read_body()
         if body is None:
             # Where this body ends is unknown, so the connection cannot be reused.
             self.close_connection = True
             message = "Unsupported or malformed body framing, or a body over 16 MiB."
-            reply = emulator._error_reply(400, "VALIDATION_ERROR", message)
+            reply = router.error_reply(400, "VALIDATION_ERROR", message)
         else:
-            reply = emulator.handle(self.command, self.path, dict(self.headers.items()), body)
+            reply = router.handle(self.command, self.path, dict(self.headers.items()), body)
         if reply.disconnect or (reply.delay and self.server.stopping.wait(reply.delay)):
             self.close_connection = True
             return
@@ -57,7 +57,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         name = "REQUEST_TOO_LARGE" if code in (413, 414, 431) else "BAD_REQUEST"
         text = (message or HTTPStatus(code).phrase)[:200]
-        self._send(self.server.emulator._error_reply(code, name, f"{text}."))
+        self._send(self.server.router.error_reply(code, name, f"{text}."))
 
     def _send(self, reply: Reply) -> None:
         self.send_response(reply.status)
@@ -101,14 +101,19 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 256  # many clients opening keep-alive connections at once
     timeout = 0  # for handle_request(): serve_forever() calls it when a connection is ready
 
-    def __init__(self, address: tuple[str, int], emulator: Emulator, log_requests: bool) -> None:
-        if ":" in address[0]:
+    def __init__(self, address: tuple[str, int], router: Router, log_requests: bool) -> None:
+        host = address[0]
+        if ":" in host:
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
-        self.emulator = emulator
+        self.router = router
+        self.port = int(self.server_address[1])  # the one the system picked for port 0
+        # The host as given rather than as bound, so that "localhost" stays "localhost".
+        url_host = f"[{host}]" if ":" in host else host
+        self.base_url = f"http://{url_host}:{self.port}/v1"
         self.log_requests = log_requests
         self.stopping = threading.Event()
-        name = f"lingodoc-emulator-{self.server_address[1]}"
+        name = f"lingodoc-emulator-{self.port}"
         self._loop = threading.Thread(target=self.serve_forever, name=name, daemon=True)
         self._wake, self._waker = socket.socketpair()  # stop() writes to _waker
         self._connections: set[socket.socket] = set()
@@ -163,11 +168,22 @@ class _Server(ThreadingHTTPServer):
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
-def start(
-    emulator: Emulator, host: str, port: int, *, log_requests: bool
-) -> tuple[_Server, EmulatorServer]:
-    """Start serving ``emulator`` in a daemon thread; the caller must call ``stop()``."""
-    server = _Server((host, port), emulator, log_requests)
+def start(router: Router, host: str, port: int, *, log_requests: bool) -> _Server:
+    """Start serving in a daemon thread; the caller must call ``stop()``.
+
+    Args:
+        router: What answers the requests.
+        host: The address to listen on (checked by the caller).
+        port: The port, 0 for any free one.
+        log_requests: Whether to print one line per request to stderr.
+
+    Returns:
+        The running server, with its ``base_url`` and ``port``.
+
+    Raises:
+        OSError: If it cannot listen there.
+    """
+    server = _Server((host, port), router, log_requests)
     # Its threads (and the connection threads they start) block SIGINT and SIGTERM, so these
     # reach a thread that can act on them rather than leave the main thread asleep.
     masked = hasattr(signal, "pthread_sigmask")
@@ -178,7 +194,4 @@ def start(
     finally:
         if masked:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-    bound_port = int(server.server_address[1])
-    url_host = f"[{host}]" if ":" in host else host
-    base_url = f"http://{url_host}:{bound_port}/v1"
-    return server, EmulatorServer(base_url, emulator.api_key, host, bound_port, emulator)
+    return server

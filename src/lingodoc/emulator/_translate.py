@@ -3,10 +3,11 @@
 The rules, which tests can rely on:
 
 * Same source and target language: the text comes back unchanged.
-* From ``en`` to ``de``, ``fr`` or ``es``, every word (a run of letters) found in :data:`WORDS`
-  is replaced, keeping its case (``hello`` -> ``hallo``, ``Hello`` -> ``Hallo``,
-  ``HELLO`` -> ``HALLO``); German nouns keep their capital (``world`` -> ``Welt``). Everything
-  that is not a letter (spaces, digits, punctuation) is kept as it is.
+* From ``en`` to ``de``, ``fr`` or ``es``, every word (a run of letters) found in
+  [`WORDS`][lingodoc.emulator.WORDS] is replaced, keeping its case (``hello`` -> ``hallo``,
+  ``Hello`` -> ``Hallo``, ``HELLO`` -> ``HALLO``); German nouns keep their capital
+  (``world`` -> ``Welt``). Everything that is not a letter (spaces, digits, punctuation) is
+  kept as it is.
 * If any word was not in the table (or the pair is not one of those three), the result is
   prefixed with the target code in brackets: ``"Hello Bob"`` -> ``"[de] Hallo Bob"``,
   ``"Hello"`` to ``ja`` -> ``"[ja] Hello"``.
@@ -106,9 +107,10 @@ def translate_text(text: str, source: str, target: str, style: str | None = None
 
     It is what ``/translate`` and ``/translate/batch`` answer: the same text, languages and
     style always give the same result. Same source and target: the text unchanged. From
-    ``en`` to ``de``, ``fr`` or ``es``: each word of :data:`WORDS` replaced, keeping its case.
-    If a word is not in the table, or for another pair, the result is prefixed with the
-    target code: ``translate_text("Hello Bob", "en", "de")`` is ``"[de] Hallo Bob"``.
+    ``en`` to ``de``, ``fr`` or ``es``: each word of [`WORDS`][lingodoc.emulator.WORDS]
+    replaced, keeping its case. If a word is not in the table, or for another pair, the result
+    is prefixed with the target code: ``translate_text("Hello Bob", "en", "de")`` is
+    ``"[de] Hallo Bob"``.
 
     Args:
         text: The text.

@@ -2,29 +2,43 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
 import httpx
 
 if TYPE_CHECKING:
-    from lingodoc.emulator._core import Emulator, Reply
+    from lingodoc.emulator._routing import Reply
+    from lingodoc.emulator._state import Clock
+
+
+class Responder(Protocol):
+    """What the transport needs of an [`Emulator`][lingodoc.emulator.Emulator]."""
+
+    @property
+    def clock(self) -> Clock:
+        """The clock a ``slow`` fault's delay is waited on."""
+
+    def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        """Answer one request, as [`Emulator.handle`][lingodoc.emulator.Emulator.handle] does."""
 
 
 class EmulatorTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
-    """An httpx transport, sync and async, that answers from an :class:`Emulator`.
+    """An httpx transport, sync and async, answered by an [`Emulator`][lingodoc.emulator.Emulator].
 
     The URL's host is ignored. A ``slow`` fault sleeps on the emulator's clock (instant under
     ``lingodoc.testing.fake_clock()``) and raises ``httpx.ReadTimeout`` when the request's read
     timeout is shorter than the delay; a ``disconnect`` fault raises
     ``httpx.RemoteProtocolError``, as httpx does when a server hangs up.
 
-    :meth:`Emulator.transport` makes one; it holds no sockets or threads.
+    [`Emulator.transport`][lingodoc.emulator.Emulator.transport] makes one; it holds no sockets
+    or threads.
 
     Args:
         emulator: The emulator that answers the requests.
     """
 
-    def __init__(self, emulator: Emulator) -> None:
+    def __init__(self, emulator: Responder) -> None:
         self._emulator = emulator
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:

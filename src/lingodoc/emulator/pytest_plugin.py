@@ -2,26 +2,30 @@
 
 Installed with lingodoc as a ``pytest11`` plugin, so the fixtures are simply there. They run on
 a fake clock (``lingodoc_clock``), so the SDK's waits (polling, retries, 429s) are instant and
-recorded, and translation jobs move on as the SDK polls::
+recorded, and translation jobs move on as the SDK polls:
 
-    def test_greets(lingodoc_client):
-        result = lingodoc_client.translate("Hello", source_language="en", target_language="de")
-        assert result.translated_text == "Hallo"
+```python
+def test_greets(lingodoc_client):
+    result = lingodoc_client.translate("Hello", source_language="en", target_language="de")
+    assert result.translated_text == "Hallo"
 
-    def test_survives_outage(lingodoc_emulator, lingodoc_client, lingodoc_clock):
-        lingodoc_emulator.inject("rate_limit", retry_after=30)
-        job = lingodoc_client.translate_document("doc_welcome", target_language="de")
-        lingodoc_client.wait_for_translation(job)
-        assert lingodoc_clock.sleeps == [30.0, 5.0, 5.0]
+def test_survives_outage(lingodoc_emulator, lingodoc_client, lingodoc_clock):
+    lingodoc_emulator.inject("rate_limit", retry_after=30)
+    job = lingodoc_client.translate_document("doc_welcome", target_language="de")
+    lingodoc_client.wait_for_translation(job)
+    assert lingodoc_clock.sleeps == [30.0, 5.0, 5.0]
+```
 
 To configure the emulator, override ``lingodoc_emulator`` in a ``conftest.py``; the client
 fixtures use whatever it returns. ``lingodoc_clock`` installs ``lingodoc.testing.fake_clock()``
 for the test (or yields the fake clock a fixture of yours installed first); to run on the real
-clock instead, override it to install nothing::
+clock instead, override it to install nothing:
 
-    @pytest.fixture
-    def lingodoc_clock():
-        return None
+```python
+@pytest.fixture
+def lingodoc_clock():
+    return None
+```
 
 ``lingodoc_async_client`` is a plain (sync) fixture, so it works with pytest-asyncio in auto and
 strict mode alike and with other async plugins: the in-process client holds no sockets, and it
@@ -58,7 +62,7 @@ def lingodoc_clock() -> Iterator[FakeClock]:
 
 @pytest.fixture
 def lingodoc_emulator(lingodoc_clock: FakeClock | None) -> Emulator:
-    """A fresh :class:`lingodoc.emulator.Emulator` with default settings."""
+    """A fresh [`lingodoc.emulator.Emulator`][lingodoc.emulator.Emulator] with default settings."""
     from lingodoc.emulator import Emulator
 
     return Emulator()
