@@ -307,6 +307,13 @@ def test_serve_refuses_a_host_that_is_not_loopback_or_a_bad_port(
     for host in ("localhost", "127.0.0.2"):
         with em.serve(host) as server:
             assert server.host == host
+    for host in ("::1", "[::1]"):  # IPv6 loopback, bare or as written in a URL
+        with em.serve(host) as server:
+            assert server.host == "::1"
+            assert server.base_url == f"http://[::1]:{server.port}/v1"
+            with lingodoc.Client(server.api_key, base_url=server.base_url) as client:
+                result = client.translate("cat", source_language="en", target_language="fr")
+            assert result.translated_text == "chat"
     with em.serve("0.0.0.0", allow_remote=True) as server:
         assert server.port > 0
     assert "warning: the emulator listens on 0.0.0.0" in capsys.readouterr().err

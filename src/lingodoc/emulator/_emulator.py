@@ -357,6 +357,8 @@ class Emulator:
             warning = f"warning: the emulator listens on {host}: reachable by others, no TLS"
             print(warning, file=sys.stderr)
 
+        # "[::1]" as written in a URL is "::1" to the socket.
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
         server = start(self._router, host, port, log_requests=log_requests)
         try:
             yield EmulatorServer(server.base_url, self.api_key, host, server.port, self)
