@@ -1,7 +1,7 @@
 """Masking the API key wherever a server may echo it back.
 
 One `KeyMask` per key masks it in every message, field and log line the
-SDK makes. `watch_http_logs()` applies the masks of every live client to
+SDK makes. `watch_http_logs` applies the masks of every live client to
 the log records of httpx and httpcore too, whose lines quote what a server
 sent (a reason phrase, response headers) and could echo a key there.
 """

@@ -2,7 +2,7 @@
 
 Retries back off, a 429 waits for the rate-limit reset and
 ``wait_for_translation`` polls every 5 seconds: all of that is real sleeping in
-production and must not be in a test suite. ``fake_clock()`` swaps the SDK's
+production and must not be in a test suite. ``fake_clock`` swaps the SDK's
 clock for a ``FakeClock`` whose sleeps return at once and move its time
 forward, so deadlines and timeouts still behave exactly as they would:
 
@@ -35,7 +35,7 @@ __all__ = ["FakeClock", "fake_clock"]
 
 
 class FakeClock(_clock.SystemClock):
-    """A clock that only moves when something sleeps on it or calls `advance()`.
+    """A clock that only moves when something sleeps on it or calls `advance`.
 
     Attributes:
         sleeps: Every sleep requested through this clock, in seconds, in order.
@@ -97,7 +97,7 @@ class FakeClock(_clock.SystemClock):
             self._wall += seconds
 
     async def async_sleep(self, seconds: float) -> None:
-        """Like `sleep()`, and yield to the event loop once, as a real sleep would.
+        """Like `sleep`, and yield to the event loop once, as a real sleep would.
 
         Args:
             seconds: The sleep asked for; a negative one counts as 0.
