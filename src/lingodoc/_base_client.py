@@ -256,7 +256,7 @@ class Waiter:
         """Record a poll's status and say whether the wait is over.
 
         Returns:
-            The status if it is completed, a [`Failure`][lingodoc._call.Failure]
+            The status if it is completed, a ``Failure``
             holding ``TranslationFailed`` if the translation failed, else ``None``.
         """
         self.last = status
@@ -330,7 +330,7 @@ class Waiter:
 
 
 class BaseClient(Generic[HttpClientT]):
-    """Configuration and I/O-free logic shared by :class:`Client` and :class:`AsyncClient`."""
+    """Configuration and I/O-free logic shared by `Client` and `AsyncClient`."""
 
     _http_client_type: type[HttpClientT]
     base_url: str

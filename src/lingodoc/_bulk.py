@@ -1,12 +1,11 @@
 """What ``translate_many`` does without I/O: splitting, ordering, pacing and the first error.
 
-The clients run workers that ask a [`Bulk`][lingodoc._bulk.Bulk] what to do
-next, send the batch it hands out through the client's normal ``_send`` (so
-every batch gets the retry policy), and report back. The workers are the one
-thing that differs between the flavours: [`run_workers`][lingodoc._bulk.run_workers]
-runs them in threads for ``Client``, [`async_run_workers`][lingodoc._bulk.async_run_workers]
-in tasks for ``AsyncClient``. The ``Bulk`` is shared by the workers and guards
-its state with a lock, which it never holds across I/O.
+The clients run workers that ask a ``Bulk`` what to do next, send the batch it
+hands out through the client's normal ``_send`` (so every batch gets the retry
+policy), and report back. The workers are the one thing that differs between
+the flavours: ``run_workers`` runs them in threads for ``Client``,
+``async_run_workers`` in tasks for ``AsyncClient``. The ``Bulk`` is shared by
+the workers and guards its state with a lock, which it never holds across I/O.
 
 Pacing: every batch's response reports ``X-RateLimit-Remaining`` and when
 the window resets. A worker may start a batch while the last remaining count
@@ -91,7 +90,7 @@ class Bulk:
 
     @property
     def stopped(self) -> bool:
-        """Whether a batch failed, or :meth:`stop` was called: the batches in flight are moot."""
+        """Whether a batch failed, or `stop` was called: the batches in flight are moot."""
         return self._stopped
 
     def next(self) -> Batch | float | None:

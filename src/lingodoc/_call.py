@@ -1,8 +1,8 @@
 """One API call: what to send, and how to read the answer into a result.
 
-The clients turn each method's arguments into a [`Call`][lingodoc._call.Call]
-(in ``_base_client``), send it, and hand the envelope's ``data`` to its
-``parse``. The parsers here validate that data as the endpoint's model.
+The clients turn each method's arguments into a ``Call`` (in ``_base_client``),
+send it, and hand the envelope's ``data`` to its ``parse``. The parsers here
+validate that data as the endpoint's model.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ class Call(Generic[T]):
 class Failure:
     """An attempt's error, returned rather than raised by the code that read the response.
 
-    See [`raise_scrubbed`][lingodoc._redaction.raise_scrubbed]: the caller
-    raises it, from a frame that holds nothing the server sent.
+    See ``_redaction.raise_scrubbed``: the caller raises it, from a frame that
+    holds nothing the server sent.
     """
 
     __slots__ = ("error",)

@@ -2,7 +2,7 @@
 
 Every wait in the SDK (retry backoff, 429 waits, polling) and every reading of
 the time (rate-limit resets, poll deadlines) goes through the clock returned by
-:func:`current`. Tests swap it for a :class:`lingodoc.testing.FakeClock`, so no
+`current`. Tests swap it for a `lingodoc.testing.FakeClock`, so no
 test of the SDK, or of an application built on it, has to really sleep.
 """
 

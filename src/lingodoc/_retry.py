@@ -16,10 +16,14 @@ any other 4xx                          raised                      raised
 jitter, capped, unless the response said how long to wait (``Retry-After``,
 or the rate-limit reset for a 429); a wait longer than 60 s is not waited out.
 
-Each call runs in a plain tenacity loop whose options come from
-:func:`policy`; the clients supply only the sleep (blocking or awaited):
+Each call runs in a plain tenacity loop whose options come from ``policy``.
+tenacity decides; the client sleeps the waits it asks for, on the SDK clock
+(awaiting them in ``AsyncClient``), so both flavours run the same loop:
 
-    for attempt in tenacity.Retrying(sleep=_clock.sleep, **policy(...)):
+    waits = []
+    for attempt in tenacity.Retrying(sleep=waits.append, **policy(...)):
+        if waits:
+            _clock.sleep(waits.pop())
         with attempt:
             ...  # one attempt
 """

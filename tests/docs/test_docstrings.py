@@ -17,7 +17,11 @@ nothing else, so they must say everything a user needs:
 * a class users construct documents its constructor's arguments; results list their
   fields, exceptions their attributes, and enums their members, under ``Attributes:``;
 * docs/reference.md documents exactly these names: ``lingodoc.__all__``, the testing
-  helpers, and ``lingodoc.emulator.__all__``.
+  helpers, and ``lingodoc.emulator.__all__``;
+* every docstring of the package is in the Markdown mkdocstrings renders: a cross-reference
+  is ``[`Client.close()`][lingodoc.Client.close]`` (or plain code where the reference has
+  no such target), a code example a fenced block. No Sphinx role (``:class:`Client```)
+  or reST ``::`` block: the reference would show it as it is.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import lingodoc.testing
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "docs" / "reference.md"
+PACKAGE = ROOT / "src" / "lingodoc"
 
 PUBLIC = {f"lingodoc.{name}": getattr(lingodoc, name) for name in lingodoc.__all__}
 del PUBLIC["lingodoc.__version__"]
@@ -332,3 +337,44 @@ def test_the_section_reader() -> None:
         "Returns": ["Something."],
         "Raises": ["ValueError"],
     }
+
+
+# reST markup that Markdown shows as it is: a Sphinx role, and "text::" before a literal block.
+SPHINX_ROLE = re.compile(r":(?:py:)?(?:class|meth|func|attr|data|exc|mod|obj|const):`")
+REST_LITERAL_BLOCK = re.compile(r"::[ \t]*$", re.M)
+
+
+def module_docstrings(path: Path) -> Iterator[tuple[int, str]]:
+    """Every docstring of a module, with its line: of the module, of its classes and
+    functions, and the string after an assignment (an attribute's, for the reference)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        blocks = [getattr(node, field, None) for field in ("body", "orelse", "finalbody")]
+        for statement in [s for block in blocks if isinstance(block, list) for s in block]:
+            if (
+                isinstance(statement, ast.Expr)
+                and isinstance(statement.value, ast.Constant)
+                and isinstance(statement.value.value, str)
+            ):
+                yield statement.lineno, statement.value.value
+
+
+def test_docstrings_are_markdown_not_rest() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {what}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line, doc in module_docstrings(path)
+        for pattern, what in (
+            (SPHINX_ROLE, "a Sphinx role: write [`name`][lingodoc.Name], or `name`"),
+            (REST_LITERAL_BLOCK, "a reST '::' block: write a fenced ```python block"),
+        )
+        if pattern.search(doc)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_markdown_check_sees_rest() -> None:
+    assert SPHINX_ROLE.search("Call :meth:`close` first.")
+    assert SPHINX_ROLE.search("A :py:class:`~lingodoc.Client`.")
+    assert not SPHINX_ROLE.search("Call [`close()`][lingodoc.Client.close] first.")
+    assert REST_LITERAL_BLOCK.search("Use it so::\n\n    client.close()\n")
+    assert not REST_LITERAL_BLOCK.search("Use it so:\n\n```python\nd[::2]\n```\n")

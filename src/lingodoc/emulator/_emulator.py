@@ -378,7 +378,7 @@ class Emulator:
 
         Returns:
             A new client, with [`base_url`][lingodoc.emulator.Emulator] and an
-            ``httpx.Client`` on [`transport`][lingodoc.emulator.Emulator.transport].
+                ``httpx.Client`` on [`transport`][lingodoc.emulator.Emulator.transport].
 
         Raises:
             ConfigurationError: If ``api_key`` or a setting is unusable (a key with spaces,
@@ -404,7 +404,7 @@ class Emulator:
 
         Returns:
             A new client, with [`base_url`][lingodoc.emulator.Emulator] and an
-            ``httpx.AsyncClient`` on [`transport`][lingodoc.emulator.Emulator.transport].
+                ``httpx.AsyncClient`` on [`transport`][lingodoc.emulator.Emulator.transport].
 
         Raises:
             ConfigurationError: If ``api_key`` or a setting is unusable (a key with spaces,
