@@ -58,11 +58,9 @@ if TYPE_CHECKING:
         TextTranslation,
         TranslationJob,
         TranslationStatus,
-        _Result,
     )
 
 T = TypeVar("T")
-ModelT = TypeVar("ModelT", bound="_Result")
 HttpClientT = TypeVar("HttpClientT", httpx.Client, httpx.AsyncClient)
 Self = TypeVar("Self", bound="BaseClient[Any]")
 
