@@ -197,3 +197,169 @@ async def test_model_tolerance_for_loose_servers(
     assert (waiting.status, waiting.progress) == (lingodoc.TranslationState.PENDING, 0)
     api.get("/documents").respond(json=envelope([{"id": 42}]))
     assert [d.document_id for d in await call(client, "list_documents")] == ["42"]
+
+
+# Results are read strictly where the SDK relies on a value: a number is never
+# turned into a text (NaN would become the translation 'nan'), a progress is a
+# number from 0 to 100, and a status or job of another translation is refused.
+
+
+def raw_envelope(data: str) -> httpx.Response:
+    """A success envelope around ``data`` written as raw JSON (NaN and Infinity included)."""
+    body = '{"success": true, "data": ' + data + "}"
+    return httpx.Response(200, content=body.encode(), headers={"Content-Type": "application/json"})
+
+
+STATUS = '"translation_id": "tr_1", "status": "processing"'
+
+
+@pytest.mark.parametrize(
+    "translations",
+    ["[1, NaN, -Infinity]", '["eins", 2, "drei"]', '["eins", null, "drei"]',
+     '["eins", ["zwei"], "drei"]', '"eins zwei drei"', "null", '{"0": "eins"}'],
+)  # fmt: skip
+async def test_translations_that_are_not_a_list_of_strings_are_refused(
+    client: lingodoc.Client, api: respx.MockRouter, translations: str
+) -> None:
+    api.post("/translate/batch").mock(
+        side_effect=lambda request: raw_envelope('{"translations": ' + translations + "}")
+    )
+    with pytest.raises(lingodoc.UnexpectedResponse, match="not a BatchTranslation"):
+        await call(
+            client, "translate_batch", ["a", "b", "c"], source_language="en", target_language="de"
+        )
+    with pytest.raises(lingodoc.UnexpectedResponse, match="not a BatchTranslation"):
+        await call(
+            client, "translate_many", ["a", "b", "c"], source_language="en", target_language="de"
+        )
+
+
+@pytest.mark.parametrize(
+    "fields",
+    ['"translated_text": NaN', '"translated_text": 1', '"translated_text": -Infinity',
+     '"translated_text": true', '"translated_text": null', '"translated_text": {"de": "x"}',
+     '"source_language": 12', '"target_language": false'],
+)  # fmt: skip
+async def test_a_translation_whose_texts_are_not_strings_is_refused(
+    client: lingodoc.Client, api: respx.MockRouter, fields: str
+) -> None:
+    sent = {"translated_text": '"Hallo"', "source_language": '"en"', "target_language": '"de"'}
+    name, value = fields.split(": ", 1)
+    sent[name.strip('"')] = value
+    data = "{" + ", ".join(f'"{key}": {raw}' for key, raw in sent.items()) + "}"
+    api.post("/translate").respond(
+        200, content=('{"success": true, "data": ' + data + "}").encode()
+    )
+    with pytest.raises(lingodoc.UnexpectedResponse, match=name.strip('"')):
+        await translate(client)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    ['"status": 1', '"status": NaN', '"status": null', '"translation_id": 7.0',
+     '"translation_id": NaN', '"translation_id": true', '"document_id": Infinity',
+     '"target_language": 1'],
+)  # fmt: skip
+async def test_a_status_whose_texts_or_ids_are_not_strings_is_refused(
+    client: lingodoc.Client, api: respx.MockRouter, fields: str
+) -> None:
+    api.get("/translations/tr_1").respond(
+        200,
+        content=('{"success": true, "data": {' + STATUS + ", " + fields + "}}").encode(),
+    )
+    with pytest.raises(lingodoc.UnexpectedResponse, match="not a TranslationStatus"):
+        await call(client, "get_translation", "tr_1")
+
+
+@pytest.mark.parametrize(
+    "document", ['{"id": NaN}', '{"document_id": 1.5}', '{"id": true}', '{"id": null}']
+)
+async def test_a_document_whose_id_is_not_a_string_or_an_integer_is_refused(
+    client: lingodoc.Client, api: respx.MockRouter, document: str
+) -> None:
+    api.get("/documents").respond(
+        200, content=('{"success": true, "data": [' + document + "]}").encode()
+    )
+    with pytest.raises(lingodoc.UnexpectedResponse, match="not a Document"):
+        await call(client, "list_documents")
+
+
+@pytest.mark.parametrize(
+    "progress", ["150", "-5", "100.6", "-0.4", "true", "false", '"50"', "NaN", "Infinity", "[50]"]
+)
+async def test_a_progress_that_is_not_a_percentage_is_refused(
+    client: lingodoc.Client, api: respx.MockRouter, progress: str
+) -> None:
+    route = api.get("/translations/tr_1").mock(
+        side_effect=lambda request: raw_envelope("{" + STATUS + ', "progress": ' + progress + "}")
+    )
+    with pytest.raises(lingodoc.UnexpectedResponse, match="progress"):
+        await call(client, "get_translation", "tr_1")
+    seen: list[object] = []
+    with pytest.raises(lingodoc.UnexpectedResponse, match="progress"):
+        await call(client, "wait_for_translation", "tr_1", timeout=60, on_progress=seen.append)
+    assert seen == []
+    assert route.call_count == 2  # refused at once: neither retried nor polled again
+
+
+@pytest.mark.parametrize(
+    ("progress", "read"), [("0", 0), ("100", 100), ("99.6", 100), ("0.4", 0), ("null", 0)]
+)
+async def test_a_progress_from_0_to_100_is_read_as_a_whole_percentage(
+    client: lingodoc.Client, api: respx.MockRouter, progress: str, read: int
+) -> None:
+    api.get("/translations/tr_1").mock(
+        side_effect=lambda request: raw_envelope("{" + STATUS + ', "progress": ' + progress + "}")
+    )
+    assert (await call(client, "get_translation", "tr_1")).progress == read
+
+
+async def test_a_status_of_another_translation_is_refused(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    other = {"translation_id": "tr_2", "status": "completed", "progress": 100}
+    route = api.get("/translations/tr_1").respond(json=envelope(other))
+    with pytest.raises(lingodoc.UnexpectedResponse) as caught:
+        await call(client, "get_translation", "tr_1")
+    assert caught.value.message == "the status is of translation 'tr_2', not of 'tr_1'"
+    assert caught.value.status_code == 200
+    job = lingodoc.TranslationJob(document_id="doc_1", translation_id="tr_1")
+    for job_or_id in ("tr_1", job):
+        seen: list[object] = []
+        with pytest.raises(lingodoc.UnexpectedResponse, match="'tr_2', not of 'tr_1'"):
+            await call(client, "wait_for_translation", job_or_id, on_progress=seen.append)
+        assert seen == []  # the other translation's status never reached the caller
+    assert route.call_count == 3
+
+
+async def test_a_status_whose_integer_id_is_the_one_asked_for_is_read(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    api.get("/translations/42").respond(
+        json=envelope({"translation_id": 42, "status": "completed", "progress": 100})
+    )
+    status = await call(client, "wait_for_translation", "42")
+    assert status.translation_id == "42"
+
+
+async def test_a_job_started_on_another_document_is_refused(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    job = {"document_id": "doc_2", "translation_id": "tr_9", "status": "processing"}
+    route = api.post("/documents/doc_1/translate").respond(json=envelope(job))
+    with pytest.raises(lingodoc.UnexpectedResponse) as caught:
+        await call(client, "translate_document", "doc_1", target_language="de")
+    assert caught.value.message == "the job is for document 'doc_2', not for 'doc_1'"
+    assert '"translation_id": "tr_9"' in (caught.value.body or "")  # the job, for the record
+    assert route.call_count == 1
+
+
+async def test_a_foreign_id_is_quoted_cut_in_the_error(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    other = {"translation_id": "y" * 100_000, "status": "completed"}
+    api.get("/translations/tr_1").respond(json=envelope(other))
+    with pytest.raises(lingodoc.UnexpectedResponse) as caught:
+        await call(client, "get_translation", "tr_1")
+    assert "(100,000 characters)" in caught.value.message
+    assert len(str(caught.value)) < 300

@@ -148,7 +148,7 @@ async def test_get_translation_reads_the_status(
     [
         ("a/b", "/v1/translations/a%2Fb"),
         ("x?y=1#z", "/v1/translations/x%3Fy%3D1%23z"),
-        ("..", "/v1/translations/%2E%2E"),
+        ("...", "/v1/translations/..."),
         ("sp ace", "/v1/translations/sp%20ace"),
         ("50%", "/v1/translations/50%25"),
     ],
@@ -156,7 +156,9 @@ async def test_get_translation_reads_the_status(
 async def test_ids_are_escaped_so_they_cannot_change_the_path(
     client: lingodoc.Client, api: respx.MockRouter, identifier: str, raw_path: str
 ) -> None:
-    route = api.route().respond(json=envelope(COMPLETED | {"translation_id": identifier}))
+    route = api.route().respond(
+        json=envelope(COMPLETED | {"translation_id": identifier, "document_id": identifier})
+    )
     await call(client, "get_translation", identifier)
     assert route.calls.last.request.url.raw_path.decode() == raw_path
     await call(client, "translate_document", identifier, target_language="de")
@@ -316,3 +318,91 @@ async def test_every_request_with_a_body_says_it_is_json(
 async def test_request_refuses_a_bad_method(client: lingodoc.Client, method: object) -> None:
     with pytest.raises(ValueError, match="method"):
         await call(client, "request", method, "/documents")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "documents/%2e%2e/%2e%2e/x",
+        "/documents/%2E%2E/admin",
+        "/documents/%2E./admin",
+        "/documents/.%2e/admin",
+        "/%2e/documents",
+        "%2e%2e",
+        "/documents%2f..%2fadmin",
+        "/documents%2F%2E%2E%2Fadmin",
+        "/documents%5c..%5cadmin",
+        "/documents/..;/admin",
+        "/documents/%2e%2e;x=1/admin",
+    ],
+)
+async def test_request_refuses_dot_segments_hidden_by_percent_encoding(
+    client: lingodoc.Client, api: respx.MockRouter, path: str
+) -> None:
+    route = api.route().respond(json=envelope({}))
+    with pytest.raises(ValueError, match="path must be relative to base_url"):
+        await call(client, "request", "GET", path)
+    assert not route.called
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/documents/%2e%2e%2e", "/documents/a%2Fb", "/documents/v1.2/.well", "/documents/a..b;v=1"],
+)
+async def test_request_sends_paths_whose_dots_are_not_segments_as_written(
+    client: lingodoc.Client, api: respx.MockRouter, path: str
+) -> None:
+    route = api.route().respond(json=envelope({}))
+    await call(client, "request", "GET", path)
+    assert route.calls.last.request.url.raw_path.decode() == f"/v1{path}"
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "query"),
+    [
+        ("x?y=1", {"z": 2}, "y=1&z=2"),
+        ("/x?y=1&z=5", {"z": 2}, "y=1&z=2"),  # a key in both: params win
+        ("/x?y=1&y=3", {"y": [5, 6]}, "y=5&y=6"),
+        ("/x?y=1&flag", {"z": "a b"}, "y=1&flag=&z=a+b"),
+        ("/x?y=1#fragment", {"z": 2}, "y=1&z=2"),
+        ("/x", {"z": 2}, "z=2"),
+    ],
+)
+async def test_request_merges_the_query_in_the_path_with_params(
+    client: lingodoc.Client, api: respx.MockRouter, path: str, params: dict, query: str
+) -> None:
+    route = api.get("/x").respond(json=envelope({}))
+    await call(client, "request", "GET", path, params=params)
+    assert route.calls.last.request.url.query.decode() == query
+
+
+@pytest.mark.parametrize("params", [None, {}])
+async def test_request_sends_the_query_in_the_path_as_written_without_params(
+    client: lingodoc.Client, api: respx.MockRouter, params: object
+) -> None:
+    route = api.get("/x").respond(json=envelope({}))
+    await call(client, "request", "GET", "/x?a=b%2Bc&flag&a=%20", params=params)
+    assert route.calls.last.request.url.query == b"a=b%2Bc&flag&a=%20"
+
+
+async def test_request_merges_the_query_in_the_path_with_the_http_clients_params(
+    client_class: type[lingodoc.Client], api: respx.MockRouter
+) -> None:
+    import httpx
+
+    http_class = httpx.AsyncClient if client_class is lingodoc.AsyncClient else httpx.Client
+    http = http_class(params={"tenant": "acme", "z": 0})
+    client = client_class("ld_test_key", base_url=BASE_URL, http_client=http)
+    route = api.get("/x").respond(json=envelope({}))
+    await call(client, "request", "GET", "/x?y=1", params={"z": 2})
+    assert route.calls.last.request.url.query.decode() == "tenant=acme&z=2&y=1"
+
+
+@pytest.mark.parametrize("params", [5, [1, 2]])
+async def test_request_refuses_params_that_are_not_query_parameters(
+    client: lingodoc.Client, api: respx.MockRouter, params: object
+) -> None:
+    route = api.route().respond(json=envelope({}))
+    with pytest.raises(TypeError, match="params cannot be sent as query parameters"):
+        await call(client, "request", "GET", "/x?y=1", params=params)
+    assert not route.called

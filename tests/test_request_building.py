@@ -111,7 +111,11 @@ async def test_with_options_sends_its_own_timeout(
 async def test_many_different_paths_each_reach_their_own_url(
     client: lingodoc.Client, api: respx.MockRouter, count: int
 ) -> None:
-    route = api.get(path__regex=r"/translations/(?P<tid>[^/]+)$").respond(json=envelope(STATUS))
+    route = api.get(path__regex=r"/translations/(?P<tid>[^/]+)$").mock(
+        side_effect=lambda request, tid: httpx.Response(
+            200, json=envelope(STATUS | {"translation_id": tid})
+        )
+    )
     for number in range(count):
         await call(client, "get_translation", f"tr_{number}")
         assert route.calls.last.request.url.path == f"/v1/translations/tr_{number}"

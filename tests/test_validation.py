@@ -131,3 +131,67 @@ async def test_bad_ids_are_refused_locally(
     with pytest.raises(error):
         await call(client, "translate_document", identifier, target_language="de")
     assert not any_route.called
+
+
+@pytest.mark.parametrize(
+    "identifier", [".", "..", "../admin", "a/..", "a/../b", "./x", "..\\x", "a\\.", "..;x"]
+)
+async def test_ids_that_a_server_would_read_as_dot_segments_are_refused_locally(
+    client: lingodoc.Client, any_route: respx.Route, identifier: str
+) -> None:
+    for method, argument, kwargs in [
+        ("get_translation", "translation_id", {}),
+        ("wait_for_translation", "translation_id", {}),
+        ("translate_document", "document_id", {"target_language": "de"}),
+    ]:
+        with pytest.raises(ValueError, match=rf"^{argument} must not be '\.' or '\.\.'"):
+            await call(client, method, identifier, **kwargs)
+    job = lingodoc.TranslationJob(document_id="doc_1", translation_id=identifier)
+    with pytest.raises(ValueError, match=r"^translation_id must not be '\.' or '\.\.'"):
+        await call(client, "wait_for_translation", job)
+    assert not any_route.called
+
+
+LONG = "x" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("method", "args", "kwargs", "error"),
+    [
+        ("translate_document", (LONG + "/",), {"target_language": "de"}, ValueError),
+        ("translate_document", (LONG + "/..",), {"target_language": "de"}, ValueError),
+        ("get_translation", (LONG,), {}, ValueError),
+        ("wait_for_translation", (LONG + "/..",), {}, ValueError),
+        ("request", ("GET", f"/documents/{LONG}/../x"), {}, ValueError),
+        ("request", ("GET", f"/documents/{LONG}"), {}, ValueError),
+        ("request", (f"GET /{LONG}", "/documents"), {}, ValueError),
+        ("translate", ("Hi",), {"source_language": LONG, "target_language": "de"},
+         lingodoc.InvalidLanguage),
+        ("translate_many", (["Hi"],), {"source_language": "en", "target_language": "de",
+                                       "batch_size": -(10**5000)}, ValueError),
+    ],
+)  # fmt: skip
+async def test_errors_quote_at_most_about_100_characters_of_an_argument(
+    client: lingodoc.Client,
+    any_route: respx.Route,
+    method: str,
+    args: tuple,
+    kwargs: dict,
+    error: type[Exception],
+) -> None:
+    with pytest.raises(error) as caught:
+        await call(client, method, *args, **kwargs)
+    assert len(str(caught.value)) < 400
+    assert "x" * 101 not in str(caught.value)
+    assert not any_route.called
+
+
+async def test_a_size_too_large_to_print_is_refused_with_a_readable_message(
+    client: lingodoc.Client, any_route: respx.Route
+) -> None:
+    with pytest.raises(ValueError, match=r"^batch_size must be at least 1, not <int too long"):
+        await call(
+            client, "translate_many", ["Hi"], source_language="en", target_language="de",
+            batch_size=-(10**5000),
+        )  # fmt: skip
+    assert not any_route.called

@@ -229,7 +229,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             The started job (state ``processing``).
 
         Raises:
+            ValueError: If ``document_id`` is empty, or ``.`` or ``..``.
             NotFound: If there is no such document.
+            UnexpectedResponse: If the answer is not a job, or is a job on another
+                document (the job may have started).
             InvalidLanguage: If the code is malformed or not supported.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
@@ -250,7 +253,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             Its state and progress.
 
         Raises:
+            ValueError: If ``translation_id`` is empty, or ``.`` or ``..``.
             NotFound: If there is no such translation.
+            UnexpectedResponse: If the answer is not a status, or is the status of
+                another translation.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
@@ -286,7 +292,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         Raises:
             TranslationFailed: If the translation failed; ``.status`` holds it.
             WaitTimeout: If ``timeout`` passed first; ``.status`` holds the last state.
-            APIError: For an error other than 429 while polling.
+            APIError: For an error other than 429 while polling; an
+                ``UnexpectedResponse`` if a poll's answer is not a status, or is
+                the status of another translation.
             APIConnectionError: If the service cannot be reached.
         """
         waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress)
@@ -343,15 +351,19 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         Args:
             method: The HTTP method, such as ``"GET"``.
             path: A path relative to ``base_url``, such as ``"/documents/doc_1"``;
-                absolute URLs and ``..`` are refused.
+                absolute URLs and ``.`` or ``..`` segments, percent-encoded
+                (``%2e%2e``, ``..%2f``) or not, are refused.
             json: A JSON body; none if ``None``.
-            params: Query parameters.
+            params: Query parameters. A query written in ``path`` is sent as
+                written without them; with them, the two are merged (for a key
+                in both, the values in ``params`` replace those in ``path``).
 
         Returns:
             The ``data`` of the envelope, as plain JSON values.
 
         Raises:
             ValueError: If ``path`` would leave ``base_url``.
+            TypeError: If ``params`` cannot be sent as query parameters.
             APIError: For an error the service reports.
             APIConnectionError: If the service cannot be reached.
         """

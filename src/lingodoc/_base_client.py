@@ -25,9 +25,11 @@ from lingodoc._call import (
     Failure,
     ShapeError,
     batch_call,
+    job_parser,
     model_parser,
     parse_data,
     parse_documents,
+    status_parser,
 )
 from lingodoc._constants import (
     API_KEY_ENV,
@@ -201,20 +203,51 @@ def _check_max_retries(max_retries: object) -> int:
 
 
 def _check_relative_path(path: object) -> str:
+    """Return ``path`` with a leading slash if it stays under ``base_url``.
+
+    Refused: an absolute URL, a path starting ``//`` or with a backslash, and a
+    path with a ``.`` or ``..`` segment as written or once percent-decoded
+    (``%2e%2e``, ``.%2E``, or ``..`` between a ``%2f`` or ``%5c``): a server or
+    proxy that decodes before normalising would read it as a step up.
+
+    Raises:
+        TypeError: If it is not a string.
+        ValueError: If it would leave ``base_url``.
+    """
     if not isinstance(path, str):
         raise TypeError(f"path must be a str, not {type(path).__name__}")
     route = path.split("?", 1)[0]
     refused = (
         "://" in route
         or route.startswith(("//", "\\", "/\\"))
-        or any(part in (".", "..") for part in route.replace("\\", "/").split("/"))
+        or _validation.has_dot_segment(route, decoded=True)
     )
     if refused:
         raise ValueError(
-            f"path must be relative to base_url, such as '/documents', not {path!r}: "
-            "requests never leave base_url, so the API key never goes to another host"
+            f"path must be relative to base_url, such as '/documents', not "
+            f"{_validation.shown(path)}: requests never leave base_url, so the API key "
+            "never goes to another host"
         )
     return path if path.startswith("/") else f"/{path}"
+
+
+def _merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """Move the query written in ``path`` into ``params``; ``params`` win for a key in both.
+
+    httpx would replace the query of the URL with ``params``, silently
+    dropping the one in the path.
+    """
+    route, mark, query = path.partition("?")
+    try:
+        merged = httpx.QueryParams(params)
+        if mark:
+            merged = httpx.QueryParams(query.partition("#")[0]).merge(merged)
+    except (TypeError, ValueError, AttributeError) as exc:
+        problem = str(exc)
+    else:
+        return route if mark else path, merged
+    # Raised outside the except block, as in _headers: no chained httpx frames.
+    raise TypeError(f"params cannot be sent as query parameters: {_validation.cut(problem)}")
 
 
 WaitError = TypeVar("WaitError", TranslationFailed, WaitTimeout)
@@ -516,11 +549,11 @@ class BaseClient(Generic[HttpClientT]):
         if _validation.optional(use_translation_memory, "use_translation_memory", bool) is not None:
             body["use_translation_memory"] = use_translation_memory
         # Starting a job twice would translate (and bill) the document twice.
-        return Call("POST", path, model_parser(_lazy.TranslationJob), json=body, idempotent=False)
+        return Call("POST", path, job_parser(document_id), json=body, idempotent=False)
 
     def _get_translation_call(self, translation_id: str) -> Call[TranslationStatus]:
         path = f"/translations/{_validation.path_segment(translation_id, 'translation_id')}"
-        return Call("GET", path, model_parser(_lazy.TranslationStatus))
+        return Call("GET", path, status_parser(translation_id))
 
     def _waiter(
         self,
@@ -547,11 +580,15 @@ class BaseClient(Generic[HttpClientT]):
         self, method: str, path: str, json: Any, params: Mapping[str, Any] | None
     ) -> Call[Any]:
         if not isinstance(method, str) or not method.isalpha():
-            raise ValueError(f"method must be an HTTP method such as 'GET', not {method!r}")
+            raise ValueError(
+                f"method must be an HTTP method such as 'GET', not {_validation.shown(method)}"
+            )
         method = method.upper()
         path = _check_relative_path(path)
+        if params:
+            path, params = _merge_query(path, params)
         return Call(
-            method, path, parse_data, json=json, params=params,
+            method, path, parse_data, json=json, params=params or None,
             idempotent=method in IDEMPOTENT_METHODS,
         )  # fmt: skip
 

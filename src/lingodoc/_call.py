@@ -11,10 +11,18 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from lingodoc import _lazy
+from lingodoc._validation import cut, shown
 
 if TYPE_CHECKING:
     from lingodoc._exceptions import LingodocError
-    from lingodoc._models import BatchTranslation, Document, RateLimit, _Result
+    from lingodoc._models import (
+        BatchTranslation,
+        Document,
+        RateLimit,
+        TranslationJob,
+        TranslationStatus,
+        _Result,
+    )
 
 T = TypeVar("T")
 ModelT = TypeVar("ModelT", bound="_Result")
@@ -46,12 +54,12 @@ class Call(Generic[T]):
         self.idempotent = idempotent
 
     def __repr__(self) -> str:
-        return f"Call({self.method} {self.path})"
+        return f"Call({self.description})"
 
     @property
     def description(self) -> str:
-        """``METHOD /path``, for logs."""
-        return f"{self.method} {self.path}"
+        """``METHOD /path``, for logs and messages; a path past 100 characters is cut."""
+        return f"{self.method} {cut(self.path)}"
 
 
 class Failure:
@@ -129,6 +137,43 @@ def batch_parser(count: int) -> Callable[[Any, RateLimit | None], BatchTranslati
         return result
 
     return parse_batch
+
+
+def status_parser(translation_id: str) -> Callable[[Any, RateLimit | None], TranslationStatus]:
+    """Return a parser of a poll's status that refuses the status of another translation."""
+    parse = model_parser(_lazy.TranslationStatus)
+
+    def parse_status(data: Any, rate_limit: RateLimit | None) -> TranslationStatus:
+        result = parse(data, rate_limit)
+        if result.translation_id != translation_id:
+            # Another job's status (a cache or a proxy mixing up answers) would pass its
+            # progress, or its translated document, off as ours.
+            raise ShapeError(
+                f"the status is of translation {shown(result.translation_id)}, "
+                f"not of {shown(translation_id)}",
+                data,
+            )
+        return result
+
+    return parse_status
+
+
+def job_parser(document_id: str) -> Callable[[Any, RateLimit | None], TranslationJob]:
+    """Return a parser of a started job that refuses a job on another document."""
+    parse = model_parser(_lazy.TranslationJob)
+
+    def parse_job(data: Any, rate_limit: RateLimit | None) -> TranslationJob:
+        result = parse(data, rate_limit)
+        if result.document_id != document_id:
+            # Waiting on it would hand over another document's translation.
+            raise ShapeError(
+                f"the job is for document {shown(result.document_id)}, "
+                f"not for {shown(document_id)}",
+                data,
+            )
+        return result
+
+    return parse_job
 
 
 def batch_call(texts: list[str], source: str, target: str) -> Call[BatchTranslation]:

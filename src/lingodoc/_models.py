@@ -4,6 +4,11 @@ Results accept fields they do not know (``extra="allow"``) and status values
 they do not know, so a newer server never breaks an older SDK. Timestamps are
 timezone-aware; one sent without an offset is read as UTC.
 
+What the SDK reads is checked, though: a text (a translation, a language code,
+a status) must be a JSON string, never a number turned into one (``NaN`` would
+become the translation ``'nan'``); an id may be a string or an integer; a
+progress is a number from 0 to 100.
+
 ``import lingodoc`` does not import this module (nor pydantic's model
 machinery, which costs about as much as httpx to import): ``lingodoc._lazy``
 imports it when a model is first needed.
@@ -11,7 +16,6 @@ imports it when a model is first needed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import Enum
@@ -25,6 +29,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    StrictStr,
 )
 
 __all__ = [
@@ -74,20 +79,30 @@ def _fold_case(value: object) -> object:
     return value.lower() if isinstance(value, str) else value
 
 
-def _whole_percent(value: object) -> object:
+def _whole_percent(value: object) -> int:
     if value is None:
         return 0
-    # round() raises OverflowError on an infinity, which pydantic would not turn into a
-    # ValidationError: a non-finite float is left to the int validation to refuse.
-    return round(value) if isinstance(value, float) and math.isfinite(value) else value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"a percentage is a number, not a {type(value).__name__}")
+    if not 0 <= value <= 100:  # also refuses NaN
+        raise ValueError("a percentage is from 0 to 100")
+    return round(value)
+
+
+def _integer_id(value: object) -> object:
+    # Some servers send numeric ids: an integer reads as the same id; a float (NaN,
+    # 1e+20) or a boolean does not, and is left to the strict str validation to refuse.
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 # Known states become TranslationState members (whatever their case); unknown
 # ones stay plain strings.
 State = Annotated[
-    TranslationState | str, Field(union_mode="left_to_right"), BeforeValidator(_fold_case)
+    TranslationState | StrictStr, Field(union_mode="left_to_right"), BeforeValidator(_fold_case)
 ]
+# A number from 0 to 100 (a float is rounded); a missing one (null) reads as 0.
 Percent = Annotated[int, BeforeValidator(_whole_percent)]
+Id = Annotated[StrictStr, BeforeValidator(_integer_id)]
 
 
 class RateLimit(BaseModel):
@@ -151,7 +166,7 @@ def parse_rate_limit(headers: Iterable[tuple[bytes, bytes]], now: float) -> Rate
 class _Result(BaseModel):
     """A result of the service, which carries the rate limit of its response."""
 
-    model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True)
+    model_config = ConfigDict(extra="allow")
 
     _rate_limit: RateLimit | None = PrivateAttr(default=None)
 
@@ -183,9 +198,9 @@ class TextTranslation(_Result):
         target_language: The ISO 639-1 code of the translation.
     """
 
-    translated_text: str
-    source_language: str
-    target_language: str
+    translated_text: StrictStr
+    source_language: StrictStr
+    target_language: StrictStr
 
 
 class BatchTranslation(_Result):
@@ -195,7 +210,7 @@ class BatchTranslation(_Result):
         translations: One translation per input text, in input order.
     """
 
-    translations: list[str]
+    translations: list[StrictStr]
 
 
 class TranslationJob(_Result):
@@ -213,8 +228,8 @@ class TranslationJob(_Result):
         estimated_completion: When the service expects it to complete, if it said.
     """
 
-    document_id: str
-    translation_id: str
+    document_id: Id
+    translation_id: Id
     status: State = TranslationState.PROCESSING
     estimated_completion: UTCDateTime | None = None
 
@@ -226,17 +241,18 @@ class TranslationStatus(_Result):
         translation_id: The job's id.
         status: A [`TranslationState`][lingodoc.TranslationState], or the plain
             string of a state this SDK does not know.
-        progress: How far it is, in percent (0 to 100).
+        progress: How far it is, in percent (0 to 100; a fraction sent is
+            rounded, none sent reads as 0).
         document_id: The document being translated, if the service said.
         target_language: The language it is translated into, if the service said.
         completed_at: When it completed; ``None`` until then.
     """
 
-    translation_id: str
+    translation_id: Id
     status: State
     progress: Percent = 0
-    document_id: str | None = None
-    target_language: str | None = None
+    document_id: Id | None = None
+    target_language: StrictStr | None = None
     completed_at: UTCDateTime | None = None
 
 
@@ -246,7 +262,8 @@ class Document(_Result):
     The other fields (a ``name``, say) are attributes too.
 
     Attributes:
-        document_id: The document's id (also read from a field named ``id``).
+        document_id: The document's id (also read from a field named ``id``;
+            an integer id is read as its string).
     """
 
-    document_id: str = Field(validation_alias=AliasChoices("document_id", "id"))
+    document_id: Id = Field(validation_alias=AliasChoices("document_id", "id"))

@@ -3,10 +3,56 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from lingodoc._constants import MAX_TEXT_LENGTH
 from lingodoc._exceptions import InvalidLanguage, TextTooLong
+
+# Messages quote at most this many characters of what they were given, so a
+# megabyte-long id does not become a megabyte-long exception (or log line).
+QUOTE_LIMIT = 100
+
+
+def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """Return ``text``, or its first ``limit`` characters, ``...`` and its length."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def shown(value: object) -> str:
+    """Return ``repr(value)`` for a message, cut to about 100 characters.
+
+    Every message that quotes an argument, or something the server sent, quotes
+    it through this function.
+    """
+    if isinstance(value, str) and len(value) > QUOTE_LIMIT:
+        return f"{value[:QUOTE_LIMIT]!r}... ({len(value):,} characters)"
+    try:
+        text = repr(value)
+    except Exception:  # an int past sys.get_int_max_str_digits(), a broken __repr__
+        return f"<{type(value).__name__} too long to show>"
+    return cut(text)
+
+
+def has_dot_segment(path: str, *, decoded: bool = False) -> bool:
+    """Whether a server could read ``path`` as stepping up (``..``) or staying (``.``).
+
+    A segment counts if it is ``.`` or ``..``, with a backslash read as ``/`` (as
+    some servers do) and a ``;parameter`` stripped (as Java servers do).
+
+    Args:
+        path: The path, or an id that will be one segment.
+        decoded: Check it once percent-decoded too: ``%2e%2e`` is ``..``, and
+            ``%2f`` or ``%5c`` make new segments, for a server that decodes
+            before it normalises.
+    """
+    forms = (path, unquote(path)) if decoded and "%" in path else (path,)
+    return any(
+        part.split(";", 1)[0] in (".", "..")
+        for form in forms
+        for part in form.replace("\\", "/").split("/")
+    )
 
 
 def language(value: object, argument: str) -> str:
@@ -19,7 +65,7 @@ def language(value: object, argument: str) -> str:
     if isinstance(value, str) and len(value) == 2 and value.isascii() and value.isalpha():
         return value.lower()
     raise InvalidLanguage(
-        f"{argument} must be a two-letter ISO 639-1 code such as 'en', not {value!r}",
+        f"{argument} must be a two-letter ISO 639-1 code such as 'en', not {shown(value)}",
         code="INVALID_LANGUAGE",
     )
 
@@ -73,20 +119,25 @@ def optional(value: object, argument: str, kind: type) -> object:
 def path_segment(value: object, argument: str) -> str:
     """Return an id escaped for use as one path segment.
 
-    ``/``, ``?``, ``#`` and ``%`` are percent-encoded, and so are the dots of
-    ``.`` and ``..``, which URL normalisation would otherwise turn into a
-    different path.
+    ``/``, ``?``, ``#``, ``%`` and every other character that is not
+    unreserved are percent-encoded.
 
     Raises:
         TypeError: If it is not a string.
-        ValueError: If it is empty.
+        ValueError: If it is empty, or is ``.`` or ``..``, or has such a part
+            between slashes or backslashes (``a/../b``): escaped or not, a
+            server that decodes the path first would read it as a step up.
     """
     if not isinstance(value, str):
         raise TypeError(f"{argument} must be a str, not {type(value).__name__}")
     if not value:
         raise ValueError(f"{argument} must not be empty")
-    if value in (".", ".."):
-        return value.replace(".", "%2E")
+    if has_dot_segment(value):
+        raise ValueError(
+            f"{argument} must not be '.' or '..', nor hold them between slashes, not "
+            f"{shown(value)}: a server would read it as a step in the path, reaching "
+            "another endpoint"
+        )
     return quote(value, safe="")
 
 
@@ -100,5 +151,5 @@ def positive_int(value: object, argument: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{argument} must be an int, not {type(value).__name__}")
     if value < 1:
-        raise ValueError(f"{argument} must be at least 1, not {value}")
+        raise ValueError(f"{argument} must be at least 1, not {shown(value)}")
     return value
