@@ -400,12 +400,12 @@ class BaseClient(Generic[HttpClientT]):
         # Set last, and case-insensitively, so no default header can replace the key.
         self._headers["Authorization"] = f"Bearer {self._api_key}"
         self._key_mask = KeyMask(self._api_key)
-        watch_http_logs(self._key_mask)
         self._shared: _Shared[HttpClientT] = (
             _Shared(self._new_http_client(), owned=True)
             if http_client is None
             else _Shared(http_client, owned=False)
         )
+        watch_http_logs(self._key_mask)  # after the http client made its loggers
         self._view_closed = False
         self._is_copy = False
         # Caches for building requests (see _build_request); copies share them.

@@ -3,7 +3,9 @@
 One `KeyMask` per key masks it in every message, field and log line the
 SDK makes. `watch_http_logs` applies the masks of every live client to
 the log records of httpx and httpcore too, whose lines quote what a server
-sent (a reason phrase, response headers) and could echo a key there.
+sent (a reason phrase, response headers) and could echo a key there;
+`check_http_loggers`, before each request, extends it to their loggers made
+since.
 """
 
 from __future__ import annotations
@@ -108,29 +110,71 @@ class _HttpLogFilter(logging.Filter):
 _masks: weakref.WeakSet[KeyMask] = weakref.WeakSet()
 _lock = threading.Lock()
 _filter = _HttpLogFilter()
-_loggers_seen = 0  # how many loggers existed at the last look for http ones
+_loggers_seen = -1  # how many loggers existed at the last look for http ones
+
+# The packages whose log records quote what a server sent: httpx (the reason phrase),
+# httpcore (response headers), hpack (headers of HTTP/2 responses, under httpcore).
+_HTTP_PACKAGES = ("httpx", "httpcore", "hpack")
+# Their loggers, made here first, so each has the filter from the start, whenever its
+# module is imported: httpx 0.28 imports httpcore only when it builds a transport, and
+# hpack comes with h2, for HTTP/2 only.
+_HTTP_LOGGERS = (
+    "httpx",
+    "httpcore",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore.socks",
+    "hpack",
+    "hpack.hpack",
+    "hpack.table",
+)
 
 
 def watch_http_logs(key_mask: KeyMask) -> None:
-    """Mask this key in httpx's and httpcore's log records while ``key_mask`` lives.
+    """Mask this key in the log records of httpx, httpcore and hpack while ``key_mask`` lives.
 
     A filter only sees records of the logger it is attached to, not of its
-    children, so it goes on every httpx and httpcore logger that exists:
-    importing httpx has created them all. It costs nothing while their
-    levels leave those loggers silent (the default).
+    children, so it goes on each of their loggers: those known, made here if
+    they do not exist yet, and any other that exists. Loggers made later are
+    filtered by `check_http_loggers`, which each request calls. The filter
+    costs nothing while the loggers' levels leave them silent (the default).
     """
-    global _loggers_seen
     with _lock:
         _masks.add(key_mask)
+    _filter_http_loggers()
+
+
+def check_http_loggers() -> None:
+    """Filter the http loggers made since the last look; at once if none was made.
+
+    Called before each request: it compares the number of loggers with the
+    last count, and looks at their names only when it changed.
+    """
+    if len(logging.root.manager.loggerDict) != _loggers_seen:
+        _filter_http_loggers()
+
+
+def _filter_http_loggers() -> None:
+    global _loggers_seen
+    with _lock:
+        for name in _HTTP_LOGGERS:
+            _add_filter(name)
         names = list(logging.root.manager.loggerDict)
-        if len(names) == _loggers_seen:
-            return
-        for name in ("httpx", "httpcore", *names):
-            if name.split(".", 1)[0] in ("httpx", "httpcore"):
-                logger = logging.getLogger(name)
-                if _filter not in logger.filters:
-                    logger.addFilter(_filter)
-        _loggers_seen = len(logging.root.manager.loggerDict)
+        for name in names:
+            if name.split(".", 1)[0] in _HTTP_PACKAGES:
+                # Also turns a placeholder (the parent of a logger made first) into a
+                # logger, with the filter, so that it is filtered when someone asks for it.
+                _add_filter(name)
+        # Counted from this snapshot: a logger made since is looked at next time.
+        _loggers_seen = len(names)
+
+
+def _add_filter(name: str) -> None:
+    logger = logging.getLogger(name)
+    if _filter not in logger.filters:
+        logger.addFilter(_filter)
 
 
 def raise_scrubbed(error: BaseException) -> NoReturn:

@@ -19,7 +19,7 @@ import httpx
 from lingodoc import _bulk, _clock, _retry
 from lingodoc._base_client import BaseClient, Call, Failure, Waiter
 from lingodoc._exceptions import APIConnectionError, APIError, RateLimited
-from lingodoc._redaction import raise_scrubbed
+from lingodoc._redaction import check_http_loggers, raise_scrubbed
 
 if TYPE_CHECKING:
     from lingodoc._models import (
@@ -370,6 +370,7 @@ class Client(BaseClient[httpx.Client]):
 
     def _send(self, call: Call[T], *, deadline: float | None = None) -> T:
         self._check_open()
+        check_http_loggers()  # mask the key in http loggers made since the last call
         request = self._build_request(call)
         import tenacity  # here, not at the top: `import lingodoc` stays light
 

@@ -23,6 +23,7 @@ from lingodoc.cli._errors import (
     explain,
 )
 from lingodoc.cli._parser import build_parser
+from lingodoc.cli._visible import visible
 
 __all__ = ["main"]
 
@@ -44,13 +45,47 @@ def _client(args: argparse.Namespace) -> lingodoc.Client:
     )
 
 
-def _log_to_stderr() -> None:
+class _VisibleFormatter(logging.Formatter):
+    """Formats a log line with its control characters shown as escapes: one line, inert."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record))
+
+
+def _log_to_stderr(verbose: bool) -> None:
+    """Log requests to stderr with ``--verbose``; the lines (also ``LINGODOC_LOG``'s) inert."""
     logger = logging.getLogger("lingodoc")
-    logger.setLevel(logging.DEBUG)
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-        logger.addHandler(handler)
+    if verbose:
+        logger.setLevel(logging.DEBUG)
+        if not logger.handlers:
+            logger.addHandler(logging.StreamHandler(sys.stderr))
+    for handler in logger.handlers:  # the SDK's, for LINGODOC_LOG, or the one above
+        if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stderr:
+            handler.setFormatter(
+                _VisibleFormatter("%(asctime)s %(name)s %(levelname)s %(message)s")
+            )
+
+
+def _print_traceback(error: BaseException) -> None:
+    """Print the traceback of ``error`` with what its messages quote of a server made inert.
+
+    The lines of the traceback keep their line breaks; the messages of the exceptions
+    (which may hold text a server sent) get none, nor any other control character.
+    """
+    messages = set()
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [error]
+    while todo:  # the error and the chain of its causes and contexts
+        link = todo.pop()
+        if link is not None and not any(link is known for known in seen):
+            seen.append(link)
+            messages.update(traceback.format_exception_only(type(link), link))
+            todo += [link.__cause__, link.__context__]
+    for chunk in traceback.format_exception(type(error), error, error.__traceback__):
+        if chunk in messages:
+            sys.stderr.write(visible(chunk.removesuffix("\n")) + "\n")
+        else:
+            sys.stderr.write(visible(chunk, layout=True))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,12 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _client(args) as client:
             base_url = client.base_url
-            if args.verbose:
-                _log_to_stderr()  # after Client(), which applies LINGODOC_LOG
+            _log_to_stderr(args.verbose)  # after Client(), which applies LINGODOC_LOG
             return handler(client, args)
     except KeyboardInterrupt:
         job = getattr(args, "translation_id", None) if args.command != "status" else None
-        goes_on = f"; the translation goes on: `lingodoc wait {job}` resumes" if job else ""
+        resume = f"`lingodoc wait {visible(job)}`"
+        goes_on = f"; the translation goes on: {resume} resumes" if job else ""
         print(f"lingodoc: interrupted{goes_on}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
@@ -96,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # explained in one line; the traceback only with --verbose
         code, message = explain(exc, args, base_url)
         if args.verbose:
-            traceback.print_exc()
-        print(f"lingodoc: error: {' '.join(message.split())}", file=sys.stderr)
+            _print_traceback(exc)
+        # On one line, what the server said in it inert: its line breaks become spaces.
+        print(f"lingodoc: error: {visible(' '.join(message.split()))}", file=sys.stderr)
         return code

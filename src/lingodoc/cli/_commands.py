@@ -15,12 +15,15 @@ import lingodoc
 from lingodoc._constants import MAX_BATCH_ITEMS, MAX_TEXT_LENGTH
 from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, UsageError
 from lingodoc.cli._progress import Progress
+from lingodoc.cli._visible import visible
 
 Handler = Callable[[lingodoc.Client, argparse.Namespace], int]
 
 
 def emit(args: argparse.Namespace, result: Any, text: str) -> None:
-    # JSON in ASCII (non-ASCII as \u escapes): valid whatever the console's encoding.
+    # ``text``: the human output, what the server sent in it already through visible().
+    # JSON in ASCII (non-ASCII as \u escapes): valid whatever the console's encoding, and
+    # no control character of the server's reaches the terminal (ESC is \u001b).
     if not args.json:
         print(text)
     elif isinstance(result, list):
@@ -30,9 +33,9 @@ def emit(args: argparse.Namespace, result: Any, text: str) -> None:
 
 
 def status_line(status: lingodoc.TranslationStatus) -> str:
-    line = f"{status.translation_id}  {status.status}  {status.progress}%"
+    line = f"{visible(status.translation_id)}  {visible(status.status)}  {status.progress}%"
     if status.document_id:
-        line += f"  {status.document_id} -> {status.target_language or '?'}"
+        line += f"  {visible(status.document_id)} -> {visible(status.target_language or '?')}"
     if status.completed_at:
         line += f"  completed {status.completed_at.isoformat()}"
     return line
@@ -48,7 +51,7 @@ def translate(client: lingodoc.Client, args: argparse.Namespace) -> int:
     result = client.translate(
         text, source_language=args.source, target_language=args.target, style=args.style
     )
-    emit(args, result, result.translated_text)
+    emit(args, result, visible(result.translated_text, layout=True))
     return EXIT_OK
 
 
@@ -100,7 +103,7 @@ def batch(client: lingodoc.Client, args: argparse.Namespace) -> int:
                 if args.json:
                     out.write((",\n  " if count else "\n  ") + json.dumps(translation))
                 else:  # one line out per line in, whatever the service sends back
-                    out.write(" ".join(translation.splitlines()) + "\n")
+                    out.write(visible(" ".join(translation.splitlines()), layout=True) + "\n")
                 count += 1
             out.flush()
     out.write(("\n]\n" if count else "]\n") if args.json else "")
@@ -133,11 +136,12 @@ def document(client: lingodoc.Client, args: argparse.Namespace) -> int:
         use_translation_memory=args.memory,
     )
     args.translation_id = job.translation_id  # from here on, errors are about the job
+    job_id, document_id = visible(job.translation_id), visible(job.document_id)
     if not args.wait:
-        emit(args, job, f"{job.translation_id}  {job.status}  {job.document_id}")
-        note(f"started; follow it with `lingodoc wait {job.translation_id}`")
+        emit(args, job, f"{job_id}  {visible(job.status)}  {document_id}")
+        note(f"started; follow it with `lingodoc wait {job_id}`")
         return EXIT_OK
-    note(f"translation {job.translation_id} of {job.document_id} started")
+    note(f"translation {job_id} of {document_id} started")
     return wait(client, args, job)
 
 
@@ -151,9 +155,11 @@ def documents(client: lingodoc.Client, args: argparse.Namespace) -> int:
     found = client.list_documents()
     if not found and not args.json:
         return EXIT_OK
-    width = max((len(d.document_id) for d in found), default=0)
-    names = [(d.document_id.ljust(width), (d.model_extra or {}).get("name", "")) for d in found]
-    emit(args, found, "\n".join(f"{doc}  {name}".rstrip() for doc, name in names))
+    ids = [visible(d.document_id) for d in found]
+    names = [visible((d.model_extra or {}).get("name", "")) for d in found]
+    width = max(map(len, ids), default=0)
+    lines = (f"{doc.ljust(width)}  {name}".rstrip() for doc, name in zip(ids, names, strict=True))
+    emit(args, found, "\n".join(lines))
     return EXIT_OK
 
 

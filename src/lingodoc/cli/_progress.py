@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import IO, TYPE_CHECKING
 
+from lingodoc.cli._visible import visible
+
 if TYPE_CHECKING:
     import lingodoc
 
@@ -49,7 +51,7 @@ class Progress:
 
     def __call__(self, status: lingodoc.TranslationStatus) -> None:
         """Show a status read by ``wait_for_translation``."""
-        state = (str(status.status), status.progress)
+        state = (visible(status.status), status.progress)
         if self.bar:
             line = progress_bar(status.progress, state[0], time.monotonic() - self.started)
             # Padded to cover a longer line before it (a state's name can get shorter).
