@@ -54,17 +54,24 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             variable.
         base_url: The service address up to and including ``/v1``; defaults
             to ``LINGODOC_BASE_URL``. Must be ``https://`` unless the host is
-            loopback.
-        timeout: Seconds, or an ``httpx.Timeout``, for each attempt.
+            loopback, with no user name or password.
+        timeout: Seconds, or an ``httpx.Timeout``, for each attempt;
+            ``httpx.Timeout(None)`` for no limit. ``None`` (not set) takes the
+            ``http_client``'s timeout if its creator set one, else 30 seconds.
         max_retries: Extra attempts after a failure that may pass; 0 disables
             retries.
-        default_headers: Headers to send with every request.
+        default_headers: Headers to send with every request. They cannot
+            replace ``Authorization``; headers that frame the body or manage
+            the connection (``Content-Length``, ``Transfer-Encoding``,
+            ``Connection``...) and values with line breaks are refused.
         http_client: An ``httpx.AsyncClient`` to send through (proxies, custom
-            transports). It stays the caller's: the SDK never closes it.
+            transports). It stays the caller's: the SDK never closes it, and
+            sends through it as it is set up, proxies included.
 
     Raises:
         ConfigurationError: If the key or the base URL is missing or unusable,
-            or another setting is invalid.
+            another setting is invalid, or a proxy or certificate variable of
+            the environment cannot be used.
     """
 
     _http_client_type = httpx.AsyncClient

@@ -7,11 +7,14 @@ the sync and async paths cannot drift apart.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
 import os
+import re
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -87,13 +90,99 @@ USER_AGENT = (
 
 
 class _Shared(Generic[HttpClientT]):
-    """What a client shares with its ``with_options`` copies: the HTTP client and live state."""
+    """What a client shares with its ``with_options`` copies: the HTTP client and live state.
 
-    def __init__(self, http: HttpClientT, *, owned: bool) -> None:
-        self.http: HttpClientT = http
-        self.owned = owned
+    A child process made by ``os.fork()`` must not use the connections it
+    inherited: the parent uses the same sockets, and either could read the
+    other's response. So ``http``, on first use in another process, replaces
+    the SDK's own HTTP client with a new one (the inherited one is left as it
+    is: closing it could wait on a lock held in the parent at the fork), and
+    refuses a caller's one that was used before the fork.
+    """
+
+    def __init__(self, http: HttpClientT, *, new_http: Callable[[], HttpClientT] | None) -> None:
+        self._http: HttpClientT = http
+        self._new_http: Callable[[], HttpClientT] | None = new_http
+        self.owned = new_http is not None
         self.closed = False
         self.rate_limit: RateLimit | None = None
+        self._pid = os.getpid()
+        self._used = False
+
+    @property
+    def http(self) -> HttpClientT:
+        """The HTTP client to send through, in this process."""
+        if self._pid != os.getpid():
+            self._after_fork()
+        self._used = True
+        return self._http
+
+    def _after_fork(self) -> None:
+        with _fork_lock:
+            if self._pid == os.getpid():
+                return
+            if self._new_http is None:
+                if self._used:
+                    raise LingodocError(
+                        "this client's http_client was used before os.fork(), so its "
+                        "connections are shared with the parent process; create the "
+                        "http_client and the client in the child process"
+                    )
+            elif not self.closed:
+                self._http = self._new_http()
+            self._pid = os.getpid()
+
+
+_fork_lock = threading.Lock()
+
+
+def _new_fork_lock() -> None:
+    # The child may have been forked while another thread of the parent held the lock.
+    global _fork_lock
+    _fork_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX only, as fork is
+    os.register_at_fork(after_in_child=_new_fork_lock)
+
+# The environment variables that httpx reads when it builds a client (trust_env).
+_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+_CERTIFICATE_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+def _new_http_client(
+    http_client_type: type[HttpClientT], timeout: httpx.Timeout, trust_env: bool
+) -> HttpClientT:
+    """Build the SDK's own HTTP client; a setting of the environment it cannot use is refused.
+
+    Raises:
+        ConfigurationError: If a proxy or certificate variable of the
+            environment is unusable; it names the variable, not its value.
+    """
+    try:
+        return http_client_type(
+            timeout=timeout, limits=DEFAULT_LIMITS, follow_redirects=False, trust_env=trust_env
+        )
+    except (OSError, ImportError, ValueError, httpx.InvalidURL) as exc:
+        # OSError: an SSL_CERT_FILE that is missing or not certificates (ssl.SSLError).
+        # The others: a proxy URL httpx cannot use (socks5:// without socksio, ftp://,
+        # a bad port...).
+        certificates = isinstance(exc, OSError)
+        problem = f"{type(exc).__name__}: {_masked_urls(str(exc))}"
+    if certificates:  # httpx reads SSL_CERT_DIR only without SSL_CERT_FILE
+        names = [next((name for name in _CERTIFICATE_ENV if os.environ.get(name)), "")]
+    else:
+        names = [name for name, value in os.environ.items() if value and name.upper() in _PROXY_ENV]
+    where = ", ".join(sorted(filter(None, names))) or "the proxy or certificate settings"
+    raise ConfigurationError(
+        f"{where} in the environment cannot be used to build the HTTP client "
+        f"({problem}); fix or unset it, or pass an http_client"
+    )
+
+
+def _masked_urls(text: str) -> str:
+    """``text`` with the password of every URL in it masked."""
+    return re.sub(r"(://[^/\s:@]*):[^/\s@]*@", r"\1:****@", text)
 
 
 def _missing(argument: str, variable: str) -> ConfigurationError:
@@ -131,65 +220,163 @@ def _api_key(value: object) -> str | ConfigurationError:
     return key
 
 
-def _check_base_url(base_url: object) -> str:
+def _shown_url(raw: str) -> str:
+    """``raw`` as an error message may quote it: a password before an ``@`` is masked."""
+    start = raw.find("://") + 3 if "://" in raw else 0
+    at = raw.rfind("@")
+    if at < start or ":" not in raw[start:at]:
+        return raw
+    user = raw[start:at].split(":", 1)[0]
+    return f"{raw[:start]}{user}:****{raw[at:]}"
+
+
+def _check_base_url(base_url: object) -> str | ConfigurationError:
+    """Return the base URL to send to, or the error that refuses it.
+
+    The error is returned, not raised: the URL may hold a password (which is
+    refused, and masked in the message), and a traceback shown with its locals
+    must not print it (see ``raise_scrubbed``).
+    """
     if base_url is not None and not isinstance(base_url, str):
-        raise ConfigurationError(f"base_url must be a str, not {type(base_url).__name__}")
-    raw = _resolve(base_url, "base_url", BASE_URL_ENV)
+        return ConfigurationError(f"base_url must be a str, not {type(base_url).__name__}")
+    try:
+        raw = _resolve(base_url, "base_url", BASE_URL_ENV)
+    except ConfigurationError as exc:
+        return exc
+    where = f"base_url {_shown_url(raw)!r}"
+    if base_url is None:
+        where += f" (from {BASE_URL_ENV})"
+    if "\\" in raw or not raw.isprintable() or any(c.isspace() for c in raw):
+        # "https://api.example.com\\@evil.com" is evil.com to httpx, another host to others.
+        return ConfigurationError(
+            f"{where} holds a backslash, a space or a control character; "
+            "write the address as a plain URL such as 'https://api.example.com/v1'"
+        )
+    start = raw.find("://") + 3 if "://" in raw else 0
+    authority = raw[start:].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "@" in authority:
+        # httpx would send it as Basic authentication, instead of the key.
+        return ConfigurationError(
+            f"{where} holds a user name or password (before '@'); remove it: "
+            "the SDK authenticates with the API key only"
+        )
     problem = None
     try:
         url = httpx.URL(raw)
     except httpx.InvalidURL as exc:
         problem = str(exc)
     if problem is not None:
-        # Raised outside the except block, as in _headers: a half-built httpx.URL in a
+        # Returned outside the except block, as in _headers: a half-built httpx.URL in a
         # chained context would break a traceback shown with its locals.
-        raise ConfigurationError(f"base_url {raw!r} is not a valid URL: {problem}")
-    if url.scheme not in ("http", "https") or not url.host:
-        raise ConfigurationError(
+        return ConfigurationError(f"{where} is not a valid URL: {problem}")
+    if url.scheme not in ("http", "https") or not url.host or url.userinfo:
+        return ConfigurationError(
             f"base_url must be an absolute https:// URL such as "
-            f"'https://api.example.com/v1', not {raw!r} (from base_url or {BASE_URL_ENV})"
+            f"'https://api.example.com/v1', not {_shown_url(raw)!r} "
+            f"(from base_url or {BASE_URL_ENV})"
         )
     if url.scheme == "http" and not is_loopback(url.host):
-        raise ConfigurationError(
-            f"base_url {raw!r} uses http://, which would send the API key in clear text; "
+        return ConfigurationError(
+            f"{where} uses http://, which would send the API key in clear text; "
             "use https:// (http:// is allowed only for localhost and loopback addresses)"
         )
     if "?" in raw or "#" in raw:
-        raise ConfigurationError(f"base_url must not have a query or fragment: {raw!r}")
+        return ConfigurationError(f"{where} must not have a query or fragment")
     return str(url).rstrip("/")
 
 
-def _check_timeout(timeout: object) -> httpx.Timeout:
+def _httpx_default_timeout(http_client_type: type[Any]) -> object:
+    """The timeout an httpx client gets when its creator sets none (5 s in httpx 0.28)."""
+    import inspect  # only here: needed only when an http_client is passed in
+
+    return inspect.signature(http_client_type).parameters["timeout"].default
+
+
+def _check_timeout(
+    timeout: object, http_client: httpx.Client | httpx.AsyncClient | None
+) -> httpx.Timeout:
+    """Return the timeout of each attempt.
+
+    ``None`` means "not set": the timeout of ``http_client`` if its creator set
+    one, else ``DEFAULT_TIMEOUT``. No limit at all is ``httpx.Timeout(None)``.
+    """
     if isinstance(timeout, httpx.Timeout):
         return timeout
     if timeout is None:
-        return httpx.Timeout(None)
+        if http_client is not None and http_client.timeout != _httpx_default_timeout(
+            type(http_client)
+        ):
+            return http_client.timeout
+        return httpx.Timeout(DEFAULT_TIMEOUT)
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool):
         seconds = math.nan
     else:
         seconds = float(timeout)
     if not (math.isfinite(seconds) and seconds > 0):
         raise ConfigurationError(
-            f"timeout must be a positive number of seconds, an httpx.Timeout or None, "
-            f"not {timeout!r}"
+            f"timeout must be a positive number of seconds or an httpx.Timeout, not {timeout!r} "
+            "(None leaves it unset; for no limit at all pass httpx.Timeout(None))"
         )
     return httpx.Timeout(seconds)
+
+
+# RFC 9110: a header name is a token. A value here is printable ASCII, with inner
+# spaces or tabs only (a CR or LF would end the header and start another).
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[ \t]*[\x21-\x7e])*)?")
+# Headers that frame the body or manage the connection: httpx and httpcore set them
+# from the request itself, and a second, different one breaks or smuggles a request.
+_TRANSPORT_HEADERS = frozenset(
+    {
+        "connection",
+        "content-length",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
 
 
 def _headers(default_headers: Mapping[str, str] | None) -> httpx.Headers:
     headers = httpx.Headers(
         {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING, "User-Agent": USER_AGENT}
     )
+    problem: str | None
     try:
-        headers.update(default_headers or {})
+        extra = httpx.Headers(default_headers or {})
     except (TypeError, ValueError, AttributeError) as exc:
         # UnicodeEncodeError is a ValueError: header values must be ASCII.
         problem = str(exc)
     else:
+        problem = _header_problem(extra)
+    if problem is None:
+        headers.update(extra)
         return headers
     # Raised outside the except block, so that no chained context keeps httpx's frames
     # (a half-built Headers, whose repr fails, breaks a traceback shown with its locals).
     raise ConfigurationError(f"default_headers cannot be sent as HTTP headers: {problem}")
+
+
+def _header_problem(headers: httpx.Headers) -> str | None:
+    """What is wrong with these headers, in words that never quote a value (it may be a secret)."""
+    for raw_name, raw_value in headers.raw:
+        name = raw_name.decode("ascii", "replace")
+        if not _HEADER_NAME.fullmatch(name):
+            return f"{name!r} is not a valid header name"
+        if name.lower() in _TRANSPORT_HEADERS:
+            return (
+                f"{name!r} frames the body or manages the connection, which httpx does "
+                "for each request; remove it"
+            )
+        if not _HEADER_VALUE.fullmatch(raw_value.decode("ascii", "replace")):
+            return (
+                f"the value of {name!r} holds a line break or another control character, "
+                "or starts or ends with a space"
+            )
+    return None
 
 
 def _is_number(value: object) -> bool:
@@ -367,7 +554,7 @@ class BaseClient(Generic[HttpClientT]):
     base_url: str
     """The service address, up to and including ``/v1``, without a trailing slash."""
     timeout: httpx.Timeout
-    """The timeout of each attempt."""
+    """The timeout of each attempt (``httpx.Timeout(None)``: no limit)."""
     max_retries: int
     """Extra attempts after a failure that may pass."""
     _api_key: str
@@ -378,7 +565,7 @@ class BaseClient(Generic[HttpClientT]):
         api_key: str | None = None,
         *,
         base_url: str | None = None,
-        timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
+        timeout: float | httpx.Timeout | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
         default_headers: Mapping[str, str] | None = None,
         http_client: HttpClientT | None = None,
@@ -388,23 +575,34 @@ class BaseClient(Generic[HttpClientT]):
         del api_key  # out of the locals that a traceback through __init__ may show
         if refused is not None:
             raise_scrubbed(refused)
-        self.base_url = _check_base_url(base_url)
-        self.timeout = _check_timeout(timeout)
-        self.max_retries = _check_max_retries(max_retries)
+        checked = _check_base_url(base_url)
+        del base_url  # it may hold a password (refused, and masked in the error)
+        if isinstance(checked, ConfigurationError):
+            raise_scrubbed(checked)
+        self.base_url = checked
         if http_client is not None and not isinstance(http_client, self._http_client_type):
             raise ConfigurationError(
                 f"http_client must be an {self._http_client_type.__module__}."
                 f"{self._http_client_type.__qualname__}, not {type(http_client).__name__}"
             )
+        self.timeout = _check_timeout(timeout, http_client)
+        self.max_retries = _check_max_retries(max_retries)
         self._headers = _headers(default_headers)
         # Set last, and case-insensitively, so no default header can replace the key.
         self._headers["Authorization"] = f"Bearer {self._api_key}"
         self._key_mask = KeyMask(self._api_key)
-        self._shared: _Shared[HttpClientT] = (
-            _Shared(self._new_http_client(), owned=True)
-            if http_client is None
-            else _Shared(http_client, owned=False)
-        )
+        if http_client is None:
+            # No proxy of the environment for http:// (a loopback host): it would get
+            # the key in clear text. Nothing else there matters without TLS.
+            new_http = functools.partial(
+                _new_http_client,
+                self._http_client_type,
+                self.timeout,
+                trust_env=not self.base_url.startswith("http://"),
+            )
+            self._shared: _Shared[HttpClientT] = _Shared(new_http(), new_http=new_http)
+        else:
+            self._shared = _Shared(http_client, new_http=None)
         watch_http_logs(self._key_mask)  # after the http client made its loggers
         self._view_closed = False
         self._is_copy = False
@@ -420,11 +618,6 @@ class BaseClient(Generic[HttpClientT]):
             return key
         self._api_key = key
         return None
-
-    def _new_http_client(self) -> HttpClientT:
-        return self._http_client_type(
-            timeout=self.timeout, limits=DEFAULT_LIMITS, follow_redirects=False
-        )
 
     @property
     def rate_limit(self) -> RateLimit | None:
@@ -453,8 +646,9 @@ class BaseClient(Generic[HttpClientT]):
         both.
 
         Args:
-            timeout: Seconds or an ``httpx.Timeout``; ``None`` keeps this
-                client's timeout.
+            timeout: Seconds or an ``httpx.Timeout`` for each attempt;
+                ``httpx.Timeout(None)`` for no limit; ``None`` (not set) keeps
+                this client's timeout.
             max_retries: Extra attempts; ``None`` keeps this client's.
 
         Returns:
@@ -467,7 +661,7 @@ class BaseClient(Generic[HttpClientT]):
         copy = object.__new__(type(self))
         copy.__dict__.update(self.__dict__)
         if timeout is not None:
-            copy.timeout = _check_timeout(timeout)
+            copy.timeout = _check_timeout(timeout, None)
         if max_retries is not None:
             copy.max_retries = _check_max_retries(max_retries)
         copy._is_copy = True

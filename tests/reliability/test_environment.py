@@ -1,0 +1,289 @@
+"""The process and network a client runs in, over real loopback sockets (issue 13).
+
+- A proxy named by the environment never sees a loopback ``http://`` request,
+  which carries the key in clear text.
+- After ``os.fork()``, parent and child each use connections of their own: the
+  child never reads from (or writes to) a socket the parent keeps alive.
+
+The fork tests really fork (POSIX). The child reports through a pipe and leaves
+with ``os._exit``, so nothing of pytest runs twice; the parent waits for it with
+a bound and kills it past that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import select
+import signal
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+
+import lingodoc
+from lingodoc.emulator import Emulator, EmulatorServer
+from tests.conftest import API_KEY, call, close
+from tests.reliability.fault_server import FaultServers, failure_body, status
+
+CHILD_DEADLINE = 30.0  # seconds the parent waits for a child's report at most
+
+posix_only = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+
+
+# A proxy in the environment ---------------------------------------------------------------
+
+
+@pytest.fixture
+def servers() -> Iterator[FaultServers]:
+    started = FaultServers()
+    yield started
+    started.stop_all()
+
+
+@pytest.fixture
+def emulator_server() -> Iterator[EmulatorServer]:
+    with Emulator().serve() as running:
+        yield running
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"])
+async def test_an_environment_proxy_never_gets_a_loopback_http_request(
+    client_class: type[lingodoc.Client],
+    emulator_server: EmulatorServer,
+    servers: FaultServers,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    # A "proxy" that records what it is sent and answers 502: the key must never reach it.
+    proxy = servers(status(502, failure_body("BAD_GATEWAY")))
+    monkeypatch.setenv(variable, f"http://127.0.0.1:{proxy.port}")
+    client = client_class(
+        emulator_server.api_key, base_url=emulator_server.base_url, max_retries=0, timeout=5
+    )
+    languages = {"source_language": "en", "target_language": "de"}
+    try:
+        result = await call(client, "translate", "Hello world", **languages)
+    except lingodoc.APIError as exc:  # the proxy's 502
+        result = exc
+    finally:
+        await close(client)
+    leaked = [request.headers.get("authorization") for request in proxy.requests]
+    assert leaked == []
+    assert isinstance(result, lingodoc.TextTranslation)
+    assert result.translated_text == "Hallo Welt"
+
+
+# fork ---------------------------------------------------------------------------------------
+
+
+class _TranslatingHandler(BaseHTTPRequestHandler):
+    """Answers POST /v1/translate with the text and target, and records the client's port."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive: the parent's connection stays open
+    timeout = 5
+    server: _PortRecordingServer
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.seen.append((body["text"], self.client_address[1]))
+        data = {
+            "translated_text": f"{body['text']} in {body['target_language']}",
+            "source_language": body["source_language"],
+            "target_language": body["target_language"],
+        }
+        payload = json.dumps({"success": True, "data": data}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class _PortRecordingServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _TranslatingHandler)
+        self.seen: list[tuple[str, int]] = []  # (text, the client's port), in order
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def port_of(self, text: str) -> int:
+        return next(port for seen, port in self.seen if seen == text)
+
+
+@pytest.fixture
+def translator() -> Iterator[_PortRecordingServer]:
+    server = _PortRecordingServer()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
+
+
+def _fork() -> int:
+    with warnings.catch_warnings():
+        # Python 3.12+ warns that forking a process with threads (the server's) may deadlock
+        # the child; this child only sends one request and reports it.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
+
+
+def in_child(work: Callable[[], object]) -> Any:
+    """Run ``work`` in a forked child; return what it returned (JSON), or raise what it raised."""
+    read_end, write_end = os.pipe()
+    pid = _fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 0
+        try:
+            os.close(read_end)
+            try:
+                report: dict[str, Any] = {"result": work()}
+            except BaseException as exc:
+                report = {"error": f"{type(exc).__name__}: {exc}"}
+            os.write(write_end, json.dumps(report).encode())
+        except BaseException:
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    try:
+        ready, _, _ = select.select([read_end], [], [], CHILD_DEADLINE)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        chunks = []
+        while ready and (chunk := os.read(read_end, 65536)):
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        _, code = os.waitpid(pid, 0)
+    assert ready, f"the child did not report within {CHILD_DEADLINE} s"
+    assert code == 0, f"the child exited with {code}"
+    report = json.loads(b"".join(chunks))
+    if "error" in report:
+        raise AssertionError(f"in the child: {report['error']}")
+    return report["result"]
+
+
+def translate(client: lingodoc.Client, text: str) -> str:
+    return client.translate(text, source_language="en", target_language="de").translated_text
+
+
+@posix_only
+def test_a_forked_child_never_uses_the_parents_connection_sync(
+    translator: _PortRecordingServer,
+) -> None:
+    with lingodoc.Client(API_KEY, base_url=translator.base_url, timeout=5) as client:
+        assert translate(client, "parent before") == "parent before in de"
+        inherited = client._shared.http
+
+        def child() -> dict[str, object]:
+            text = translate(client, "child")
+            return {"text": text, "new pool": client._shared.http is not inherited}
+
+        in_the_child = in_child(child)
+        assert translate(client, "parent after") == "parent after in de"
+        assert client._shared.http is inherited  # the parent's pool is untouched
+    assert in_the_child["text"] == "child in de"
+    # The parent kept its connection alive; the child opened one of its own.
+    assert translator.port_of("parent after") == translator.port_of("parent before")
+    assert translator.port_of("child") != translator.port_of("parent before")
+    assert in_the_child["new pool"] is True
+
+
+@posix_only
+def test_a_forked_child_never_uses_the_parents_connection_async(
+    translator: _PortRecordingServer,
+) -> None:
+    client = lingodoc.AsyncClient(API_KEY, base_url=translator.base_url, timeout=5)
+
+    async def translated(text: str) -> str:
+        result = await client.translate(text, source_language="en", target_language="de")
+        return result.translated_text
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(translated("parent before")) == "parent before in de"
+        inherited = client._shared.http
+
+        def child() -> dict[str, object]:
+            # A child starts an event loop of its own; the parent's is not running here.
+            text = asyncio.run(translated("child"))
+            return {"text": text, "new pool": client._shared.http is not inherited}
+
+        in_the_child = in_child(child)
+        assert loop.run_until_complete(translated("parent after")) == "parent after in de"
+        assert client._shared.http is inherited
+        loop.run_until_complete(client.aclose())
+    finally:
+        loop.close()
+    assert in_the_child["text"] == "child in de"
+    assert translator.port_of("parent after") == translator.port_of("parent before")
+    assert translator.port_of("child") != translator.port_of("parent before")
+    assert in_the_child["new pool"] is True
+
+
+def _mock_http(client_class: type[Any]) -> httpx.Client | httpx.AsyncClient:
+    def answer(request: httpx.Request) -> httpx.Response:
+        text = json.loads(request.content)["text"]
+        data = {"translated_text": f"{text}!", "source_language": "en", "target_language": "de"}
+        return httpx.Response(200, json={"success": True, "data": data})
+
+    kind = httpx.Client if client_class is lingodoc.Client else httpx.AsyncClient
+    return kind(transport=httpx.MockTransport(answer))
+
+
+def _run(coroutine_or_value: Any) -> Any:
+    if asyncio.iscoroutine(coroutine_or_value):
+        return asyncio.run(coroutine_or_value)
+    return coroutine_or_value
+
+
+@posix_only
+@pytest.mark.parametrize("used_before_fork", [True, False])
+def test_a_callers_http_client_is_refused_in_a_child_if_it_was_used_before_the_fork(
+    client_class: type[lingodoc.Client], used_before_fork: bool
+) -> None:
+    http = _mock_http(client_class)
+    client = client_class(API_KEY, base_url="https://api.lingodoc.test/v1", http_client=http)
+
+    def translated(text: str) -> str:
+        result = _run(client.translate(text, source_language="en", target_language="de"))
+        return str(result.translated_text)
+
+    if used_before_fork:
+        assert translated("parent") == "parent!"
+
+    def child() -> list[object]:
+        try:
+            outcome = translated("child")
+        except lingodoc.LingodocError as exc:
+            outcome = f"{type(exc).__name__}: {exc}"
+        return [outcome, http.is_closed]
+
+    outcome, closed = in_child(child)
+    assert closed is False  # the SDK never closes the caller's client
+    if used_before_fork:
+        assert outcome.startswith("LingodocError: this client's http_client was used before")
+        assert "create the http_client and the client in the child" in outcome
+    else:
+        assert outcome == "child!"
+    assert translated("parent again") == "parent again!"  # the parent is unaffected
+    _run(close(client))
+    _run(http.aclose() if isinstance(http, httpx.AsyncClient) else http.close())
