@@ -52,6 +52,15 @@ PHRASES = [
         "        is raised. Ctrl-C stops it the same way.\n"
         "        No thread is left running",
     ),
+    ("Safe while other tasks are sending", "Safe while other threads are sending"),
+    (
+        # aclose's Raises: only an AsyncClient belongs to an event loop.
+        "\n\n        Raises:\n            LingodocError: If the client was first used in another"
+        " event loop that is still\n                open: its connections belong to that loop,"
+        " so close it there. (If that loop\n                is closed, their sockets are"
+        " closed from here.)\n",
+        "\n",
+    ),
     (
         "Cancelling the awaiting task stops the polling at once and leaves no task\n"
         "        or connection behind; the translation goes on on the service.",

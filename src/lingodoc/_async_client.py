@@ -93,14 +93,26 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
 
         Closing a copy made by [`with_options`][lingodoc.AsyncClient.with_options]
         closes only the copy.
+
+        Safe while other tasks are sending: calls started after it are refused, and calls
+        in flight are not retried (they end with ``APIConnectionError``, "client closed").
+        A connection in use is closed when its request ends, so none outlives the last
+        call in flight.
+
+        Raises:
+            LingodocError: If the client was first used in another event loop that is still
+                open: its connections belong to that loop, so close it there. (If that loop
+                is closed, their sockets are closed from here.)
         """
         if self._view_closed:
             return
+        if self._is_copy:
+            self._view_closed = True
+            return
+        loop_gone = self._closing_from_another_loop()
         self._view_closed = True
-        if not self._is_copy:
-            self._shared.closed = True
-            if self._shared.owned:
-                await self._shared.http.aclose()
+        if self._shared.close(loop_gone=loop_gone):
+            await self._shared.http.aclose()
 
     async def translate(
         self,
@@ -391,14 +403,29 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         # tenacity decides; the waits it asks for are slept here, on the SDK clock, so
         # one loop serves both flavours (tenacity's own async loop costs twice as much).
         waits: list[float] = []
+        shared = self._shared
+        failed: BaseException | None = None
         for attempt in tenacity.Retrying(sleep=waits.append, **policy):
             if waits:
                 await _clock.async_sleep(waits.pop())
-            with attempt:
-                outcome = await self._send_once(call, request, attempt.retry_state.attempt_number)
-                if isinstance(outcome, Failure):
-                    raise_scrubbed(outcome.error)
-                return outcome
+            # Closed meanwhile (this client, or the one it was copied from): no attempt, no
+            # new connection. Raised outside `with attempt`, so never retried.
+            if self._view_closed or not shared.enter():
+                raise_scrubbed(self._closed_in_flight(call, failed))
+            try:
+                with attempt:
+                    outcome = await self._send_once(
+                        call, request, attempt.retry_state.attempt_number
+                    )
+                    if isinstance(outcome, Failure):
+                        raise_scrubbed(outcome.error)
+                    return outcome
+            finally:
+                if shared.leave():  # closed while in flight, and the last attempt out
+                    await shared.http.aclose()
+            failed = (
+                attempt.retry_state.outcome.exception() if attempt.retry_state.outcome else None
+            )
         raise AssertionError("unreachable: tenacity reraises the last error")
 
     async def _send_once(self, call: Call[T], request: httpx.Request, attempt: int) -> T | Failure:

@@ -92,14 +92,21 @@ class Client(BaseClient[httpx.Client]):
 
         Closing a copy made by [`with_options`][lingodoc.Client.with_options]
         closes only the copy.
+
+        Safe while other threads are sending: calls started after it are refused, and calls
+        in flight are not retried (they end with ``APIConnectionError``, "client closed").
+        A connection in use is closed when its request ends, so none outlives the last
+        call in flight.
         """
         if self._view_closed:
             return
+        if self._is_copy:
+            self._view_closed = True
+            return
+        loop_gone = self._closing_from_another_loop()
         self._view_closed = True
-        if not self._is_copy:
-            self._shared.closed = True
-            if self._shared.owned:
-                self._shared.http.close()
+        if self._shared.close(loop_gone=loop_gone):
+            self._shared.http.close()
 
     def translate(
         self,
@@ -390,14 +397,27 @@ class Client(BaseClient[httpx.Client]):
         # tenacity decides; the waits it asks for are slept here, on the SDK clock, so
         # one loop serves both flavours (tenacity's own async loop costs twice as much).
         waits: list[float] = []
+        shared = self._shared
+        failed: BaseException | None = None
         for attempt in tenacity.Retrying(sleep=waits.append, **policy):
             if waits:
                 _clock.sleep(waits.pop())
-            with attempt:
-                outcome = self._send_once(call, request, attempt.retry_state.attempt_number)
-                if isinstance(outcome, Failure):
-                    raise_scrubbed(outcome.error)
-                return outcome
+            # Closed meanwhile (this client, or the one it was copied from): no attempt, no
+            # new connection. Raised outside `with attempt`, so never retried.
+            if self._view_closed or not shared.enter():
+                raise_scrubbed(self._closed_in_flight(call, failed))
+            try:
+                with attempt:
+                    outcome = self._send_once(call, request, attempt.retry_state.attempt_number)
+                    if isinstance(outcome, Failure):
+                        raise_scrubbed(outcome.error)
+                    return outcome
+            finally:
+                if shared.leave():  # closed while in flight, and the last attempt out
+                    shared.http.close()
+            failed = (
+                attempt.retry_state.outcome.exception() if attempt.retry_state.outcome else None
+            )
         raise AssertionError("unreachable: tenacity reraises the last error")
 
     def _send_once(self, call: Call[T], request: httpx.Request, attempt: int) -> T | Failure:

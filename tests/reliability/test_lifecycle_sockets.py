@@ -1,0 +1,168 @@
+"""Closing a client mid-flight, and an AsyncClient met by another event loop, over real sockets.
+
+Against the emulator served on loopback; the sockets are counted by the operating system
+(``/proc/self/fd``), as in test_concurrency.py. Linux only.
+
+The calls in flight when a client is closed wait for answers that the emulator's ``slow``
+fault holds back for ``SLOW`` seconds (a real wait, short): they end when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import lingodoc
+from lingodoc.emulator import Emulator, EmulatorServer
+from tests.reliability.test_concurrency import (
+    assert_all_closed,
+    client_connections,
+    expected_for,
+    pytestmark,  # noqa: F401 - the same Linux-only skip
+    text_for,
+    wait_until,
+)
+
+SENDERS = 16
+SLOW = 0.5
+CLOSED = "has been closed; create a new one to send requests"
+
+
+@pytest.fixture
+def emulator() -> Emulator:
+    return Emulator(rate_limit=10**9)
+
+
+@pytest.fixture
+def server(emulator: Emulator) -> Iterator[EmulatorServer]:
+    with emulator.serve() as running:
+        yield running
+
+
+def arrived(emulator: Emulator, count: int) -> bool:
+    return sum(1 for r in emulator.requests if r.path == "/v1/translate") >= count
+
+
+def outcome(value: object) -> object:
+    """A translation as its text, an error as (type name, message)."""
+    if isinstance(value, BaseException):
+        return type(value).__name__, str(value)
+    return value
+
+
+def test_close_while_16_threads_send_ends_every_call_cleanly_and_leaves_no_socket(
+    server: EmulatorServer, emulator: Emulator
+) -> None:
+    client = lingodoc.Client(server.api_key, base_url=server.base_url)
+    # Each thread's first call is held by the server, so all 16 are in flight at close().
+    emulator.inject("slow", times=SENDERS, method="POST", path="/translate", delay=SLOW)
+    outcomes: dict[int, list[object]] = {}
+
+    def sender(thread: int) -> None:
+        mine: list[object] = []
+        for i in range(100):  # bounded; the second call already finds the client closed
+            try:
+                result = client.translate(text_for(thread, i), source_language="en",
+                                          target_language="de")  # fmt: skip
+            except Exception as exc:
+                mine.append(exc)
+                break
+            mine.append(result.translated_text)
+        outcomes[thread] = mine
+
+    threads = [threading.Thread(target=sender, args=(t,)) for t in range(SENDERS)]
+    for thread in threads:
+        thread.start()
+    assert wait_until(lambda: arrived(emulator, SENDERS)), "the calls did not all arrive"
+    assert client_connections(server.port) == SENDERS
+    client.close()
+    for thread in threads:
+        thread.join(30)
+    assert not any(thread.is_alive() for thread in threads)
+
+    # The calls in flight got their answers (nothing was closed under them: no "Bad file
+    # descriptor"); the next call of each thread was refused; no other outcome.
+    assert {t: [outcome(o) for o in outcomes[t]] for t in range(SENDERS)} == {
+        t: [expected_for(t, 0), ("LingodocError", f"this Client {CLOSED}")] for t in range(SENDERS)
+    }
+    # The last call out closed the pool: not one socket is left, at once.
+    assert_all_closed(server.port)
+
+
+async def test_aclose_while_16_tasks_send_ends_every_call_cleanly_and_leaves_no_socket(
+    server: EmulatorServer, emulator: Emulator
+) -> None:
+    client = lingodoc.AsyncClient(server.api_key, base_url=server.base_url)
+    emulator.inject("slow", times=SENDERS, method="POST", path="/translate", delay=SLOW)
+
+    async def sender(task: int) -> list[object]:
+        mine: list[object] = []
+        for i in range(100):
+            try:
+                result = await client.translate(text_for(task, i), source_language="en",
+                                                target_language="de")  # fmt: skip
+            except Exception as exc:
+                mine.append(exc)
+                break
+            mine.append(result.translated_text)
+        return mine
+
+    tasks = [asyncio.ensure_future(sender(t)) for t in range(SENDERS)]
+    started = time.monotonic()
+    while not arrived(emulator, SENDERS):
+        assert time.monotonic() - started < 5, "the calls did not all arrive"
+        await asyncio.sleep(0.01)
+    await client.aclose()
+    outcomes = await asyncio.wait_for(asyncio.gather(*tasks), 30)
+
+    assert [[outcome(o) for o in mine] for mine in outcomes] == [
+        [expected_for(t, 0), ("LingodocError", f"this AsyncClient {CLOSED}")]
+        for t in range(SENDERS)
+    ]
+    assert_all_closed(server.port)
+
+
+def test_an_async_client_reused_in_a_second_asyncio_run_is_refused_every_time(
+    server: EmulatorServer,
+) -> None:
+    client = lingodoc.AsyncClient(server.api_key, base_url=server.base_url, max_retries=0)
+
+    async def translate() -> str:
+        result = await client.translate("Hello", source_language="en", target_language="de")
+        return result.translated_text
+
+    assert asyncio.run(translate()) == "Hallo"
+    for _ in range(3):  # every time, not every other time
+        with pytest.raises(lingodoc.LingodocError, match="first used in another event loop"):
+            asyncio.run(translate())
+    assert client_connections(server.port) == 1  # the first loop's, kept alive, untouched
+    asyncio.run(client.aclose())
+    assert_all_closed(server.port)
+
+
+def test_aclose_from_a_new_loop_closes_the_sockets_of_the_closed_first_loop(
+    server: EmulatorServer,
+) -> None:
+    client = lingodoc.AsyncClient(server.api_key, base_url=server.base_url)
+
+    async def translate_all() -> list[str]:
+        results = await asyncio.gather(
+            *(client.translate(text_for(i), source_language="en", target_language="de")
+              for i in range(5))
+        )  # fmt: skip
+        return [result.translated_text for result in results]
+
+    assert asyncio.run(translate_all()) == [expected_for(i) for i in range(5)]
+    assert client_connections(server.port) == 5  # kept alive, in a loop now closed
+    # From another loop, aclose() closes what the closed loop no longer can: no
+    # RuntimeError, no socket left, no transport left to warn about when collected.
+    asyncio.run(client.aclose())
+    assert client.is_closed
+    assert client._shared.http.is_closed
+    assert_all_closed(server.port)
+    gc.collect()  # an unclosed transport would warn here (a ResourceWarning is an error)

@@ -1,0 +1,375 @@
+"""Closing a client while calls are in flight, and an AsyncClient met by another event loop.
+
+Here with respx (no sockets); the same over real loopback connections, counting the sockets,
+is in tests/reliability/test_lifecycle_sockets.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+import lingodoc
+from lingodoc.testing import FakeClock, fake_clock
+from tests.conftest import API_KEY, BASE_URL, call, close, envelope, failure
+
+STATUS = {"translation_id": "tr_1", "status": "processing", "progress": 5}
+OTHER_LOOP = "was first used in another event loop"
+
+
+def closing_then(
+    client: lingodoc.Client | lingodoc.AsyncClient, answer: httpx.Response, seen: list[bool]
+) -> Callable[[httpx.Request], Any]:
+    """A respx side effect that closes ``client`` while its request is in flight, then answers.
+
+    ``seen`` records whether the client's HTTP pool was still open at that moment.
+    """
+    http = client._shared.http
+    if isinstance(client, lingodoc.AsyncClient):
+
+        async def async_effect(request: httpx.Request) -> httpx.Response:
+            await client.aclose()
+            seen.append(http.is_closed)
+            return answer
+
+        return async_effect
+
+    def effect(request: httpx.Request) -> httpx.Response:
+        client.close()
+        seen.append(http.is_closed)
+        return answer
+
+    return effect
+
+
+# Closing while calls are in flight.
+
+
+async def test_a_call_in_flight_at_close_gets_its_answer_and_the_pool_closes_after_it(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    pool_closed_in_flight: list[bool] = []
+    answer = httpx.Response(200, json=envelope(STATUS))
+    route = api.get("/translations/tr_1").mock(
+        side_effect=closing_then(client, answer, pool_closed_in_flight)
+    )
+    status = await call(client, "get_translation", "tr_1")
+    assert status.progress == 5
+    # Not closed under the request that was using it, and closed as soon as it ended.
+    assert pool_closed_in_flight == [False]
+    assert client._shared.http.is_closed
+    assert route.call_count == 1
+    with pytest.raises(lingodoc.LingodocError, match="has been closed") as refused:
+        await call(client, "get_translation", "tr_1")
+    assert type(refused.value) is lingodoc.LingodocError
+    assert route.call_count == 1
+
+
+async def test_a_call_in_flight_at_close_is_not_retried_and_says_client_closed(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    pool_closed_in_flight: list[bool] = []
+    answer = httpx.Response(503, json=failure("SERVICE_UNAVAILABLE"))
+    route = api.get("/translations/tr_1").mock(
+        side_effect=closing_then(client, answer, pool_closed_in_flight)
+    )
+    with pytest.raises(lingodoc.APIConnectionError, match="client closed") as caught:
+        await call(client, "get_translation", "tr_1")
+    assert str(caught.value) == (
+        "GET /translations/tr_1 was not retried: client closed "
+        "(the last attempt failed with ServerError)"
+    )
+    assert isinstance(caught.value.__cause__, lingodoc.ServerError)
+    assert route.call_count == 1  # a 503 is retried, but not once the client is closed
+    assert pool_closed_in_flight == [False]
+    assert client._shared.http.is_closed
+
+
+class ClosingClock(FakeClock):
+    """A fake clock that closes ``client`` in the first wait before a retry."""
+
+    def __init__(self, client: lingodoc.Client | lingodoc.AsyncClient) -> None:
+        super().__init__()
+        self.client = client
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        if isinstance(self.client, lingodoc.Client):
+            self.client.close()
+
+    async def async_sleep(self, seconds: float) -> None:
+        if isinstance(self.client, lingodoc.AsyncClient):
+            await self.client.aclose()
+        await super().async_sleep(seconds)
+
+
+async def test_a_client_closed_during_the_wait_before_a_retry_opens_no_new_connection(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    route = api.post("/translate").respond(502, json=failure("BAD_GATEWAY"))
+    with (
+        fake_clock(ClosingClock(client)) as clock,
+        pytest.raises(lingodoc.APIConnectionError, match="client closed") as caught,
+    ):
+        await call(client, "translate", "Hi", source_language="en", target_language="de")
+    assert len(clock.sleeps) == 1
+    assert route.call_count == 1
+    assert isinstance(caught.value.__cause__, lingodoc.ServerError)
+    assert client._shared.http.is_closed
+
+
+async def test_closing_a_copy_in_flight_stops_its_retries_and_leaves_the_pool_open(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    copy = client.with_options(max_retries=3)
+    pool_closed_in_flight: list[bool] = []
+    answer = httpx.Response(503, json=failure("SERVICE_UNAVAILABLE"))
+    route = api.get("/translations/tr_1").mock(
+        side_effect=[
+            closing_then(copy, answer, pool_closed_in_flight),
+            httpx.Response(200, json=envelope(STATUS)),
+        ]
+    )
+    with pytest.raises(lingodoc.APIConnectionError, match="not retried: client closed"):
+        await call(copy, "get_translation", "tr_1")
+    assert route.call_count == 1
+    # The copy is closed, not the pool it shares: the original goes on sending.
+    assert not client.is_closed
+    assert not client._shared.http.is_closed
+    assert (await call(client, "get_translation", "tr_1")).progress == 5
+    assert route.call_count == 2
+
+
+# An AsyncClient and the event loops it meets.
+
+
+def test_an_async_client_used_in_a_second_asyncio_run_says_so_every_time(
+    api: respx.MockRouter,
+) -> None:
+    route = api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL)  # made outside any loop: fine
+    assert asyncio.run(client.get_translation("tr_1")).progress == 5
+    for _ in range(3):  # every time, not every other time
+        with pytest.raises(lingodoc.LingodocError) as caught:
+            asyncio.run(client.get_translation("tr_1"))
+        assert type(caught.value) is lingodoc.LingodocError
+        assert str(caught.value) == (
+            "this AsyncClient was first used in another event loop; create the client inside "
+            "the loop that uses it (e.g. inside the coroutine passed to asyncio.run), or "
+            "aclose() it there"
+        )
+    # Its copies, translate_many and `async with` alike; nothing was sent.
+    with pytest.raises(lingodoc.LingodocError, match=OTHER_LOOP):
+        asyncio.run(client.with_options(timeout=5).get_translation("tr_1"))
+    with pytest.raises(lingodoc.LingodocError, match=OTHER_LOOP):
+        asyncio.run(client.translate_many(["a"], source_language="en", target_language="de"))
+
+    async def enter() -> None:
+        async with client:
+            pass
+
+    with pytest.raises(lingodoc.LingodocError, match=OTHER_LOOP):
+        asyncio.run(enter())
+    assert route.call_count == 1
+    assert not client.is_closed
+    asyncio.run(client.aclose())  # the first loop is closed: closing from here is fine
+    assert client.is_closed
+
+
+def test_an_async_client_belongs_to_the_loop_it_is_first_used_in_not_made_in(
+    api: respx.MockRouter,
+) -> None:
+    api.get("/translations/tr_1").respond(json=envelope(STATUS))
+
+    async def make() -> lingodoc.AsyncClient:
+        return lingodoc.AsyncClient(API_KEY, base_url=BASE_URL)
+
+    client = asyncio.run(make())
+
+    async def use_twice() -> list[int]:
+        return [(await client.get_translation("tr_1")).progress for _ in range(2)]
+
+    assert asyncio.run(use_twice()) == [5, 5]
+    asyncio.run(client.aclose())
+
+
+def test_aclose_from_another_loop_while_the_first_is_open_is_refused_and_changes_nothing(
+    api: respx.MockRouter,
+) -> None:
+    api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL)
+    first = asyncio.new_event_loop()
+    try:
+        first.run_until_complete(client.get_translation("tr_1"))
+        with pytest.raises(lingodoc.LingodocError, match="still open") as caught:
+            asyncio.run(client.aclose())
+        assert type(caught.value) is lingodoc.LingodocError
+        assert not client.is_closed
+        assert not client._shared.http.is_closed
+        # Closed where it belongs.
+        first.run_until_complete(client.aclose())
+    finally:
+        first.close()
+    assert client.is_closed
+    assert client._shared.http.is_closed
+
+
+def test_an_async_client_on_a_passed_in_http_client_can_be_closed_from_any_loop(
+    api: respx.MockRouter,
+) -> None:
+    # It owns no connections: closing it closes none (as the pytest plugin's fixture does).
+    api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    http = httpx.AsyncClient()
+    client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, http_client=http)
+    first = asyncio.new_event_loop()
+    try:
+        first.run_until_complete(client.get_translation("tr_1"))
+        asyncio.run(client.aclose())
+        assert client.is_closed
+        assert not http.is_closed
+        first.run_until_complete(http.aclose())
+    finally:
+        first.close()
+
+
+def test_a_passed_in_http_client_with_httpx_transport_is_bound_to_its_first_loop_too(
+    api: respx.MockRouter,
+) -> None:
+    api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    http = httpx.AsyncClient()  # httpx's own transport: its connections belong to a loop
+    client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, http_client=http)
+    assert asyncio.run(client.get_translation("tr_1")).progress == 5
+    with pytest.raises(lingodoc.LingodocError, match=OTHER_LOOP):
+        asyncio.run(client.get_translation("tr_1"))
+
+
+def test_an_async_client_on_a_custom_transport_holds_no_loop_and_serves_any(
+    api: respx.MockRouter,
+) -> None:
+    # An in-memory transport (httpx.MockTransport, the emulator's) opens no connection that
+    # belongs to a loop: nothing to refuse.
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, json=envelope(STATUS)))
+    http = httpx.AsyncClient(transport=transport)
+    client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, http_client=http)
+    assert [asyncio.run(client.get_translation("tr_1")).progress for _ in range(3)] == [5, 5, 5]
+    asyncio.run(client.aclose())
+
+
+def test_a_client_shared_by_two_threads_loops_is_refused_in_the_second(
+    api: respx.MockRouter,
+) -> None:
+    api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL)
+    assert asyncio.run(client.get_translation("tr_1")).progress == 5
+    errors: list[BaseException] = []
+
+    def other_thread() -> None:
+        try:
+            asyncio.run(client.get_translation("tr_1"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    thread.join(10)
+    assert [str(error) for error in errors] == [client._other_loop_message()]
+    asyncio.run(client.aclose())
+
+
+def test_a_blocking_client_is_not_bound_to_any_event_loop(api: respx.MockRouter) -> None:
+    api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    client = lingodoc.Client(API_KEY, base_url=BASE_URL)
+
+    async def inside() -> int:
+        return client.get_translation("tr_1").progress
+
+    assert asyncio.run(inside()) == 5
+    assert asyncio.run(inside()) == 5
+    assert client.get_translation("tr_1").progress == 5
+    client.close()
+
+
+# What a RuntimeError out of httpx is reported as.
+
+
+@pytest.mark.parametrize(
+    ("raised", "message"),
+    [
+        (
+            RuntimeError("Event loop is closed"),
+            "GET /translations/tr_1 could not be sent: Event loop is closed: the http_client "
+            "passed to {name} holds connections of another event loop; create it inside the "
+            "loop that uses it",
+        ),
+        (
+            RuntimeError("something else"),
+            "GET /translations/tr_1 could not be sent: something else",
+        ),
+    ],
+)
+async def test_a_runtime_error_from_the_http_client_says_what_happened(
+    client_class: type[lingodoc.Client], raised: RuntimeError, message: str
+) -> None:
+    def fail(request: httpx.Request) -> httpx.Response:
+        raise raised
+
+    transport = httpx.MockTransport(fail)
+    http: httpx.Client | httpx.AsyncClient = (
+        httpx.AsyncClient(transport=transport)
+        if client_class is lingodoc.AsyncClient
+        else httpx.Client(transport=transport)
+    )
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http, max_retries=0)
+    with pytest.raises(lingodoc.LingodocError) as caught:
+        await call(client, "get_translation", "tr_1")
+    assert type(caught.value) is lingodoc.LingodocError
+    assert str(caught.value) == message.format(name=client_class.__name__)
+    assert "was the http_client closed?" not in str(caught.value)
+    await close(client)
+
+
+async def test_a_closed_passed_in_http_client_is_named_as_the_cause(
+    client_class: type[lingodoc.Client], api: respx.MockRouter
+) -> None:
+    http: httpx.Client | httpx.AsyncClient = (
+        httpx.AsyncClient() if client_class is lingodoc.AsyncClient else httpx.Client()
+    )
+    if isinstance(http, httpx.AsyncClient):
+        await http.aclose()
+    else:
+        http.close()
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http)
+    with pytest.raises(lingodoc.LingodocError) as caught:
+        await call(client, "get_translation", "tr_1")
+    assert str(caught.value) == (
+        f"GET /translations/tr_1 could not be sent: the http_client passed to "
+        f"{client_class.__name__} has been closed"
+    )
+    assert not isinstance(caught.value, lingodoc.APIConnectionError)
+
+
+def test_the_loop_is_told_apart_by_run_for_asyncio_and_trio() -> None:
+    from lingodoc._base_client import running_loop
+
+    async def twice() -> tuple[object, object]:
+        return running_loop(), running_loop()
+
+    assert running_loop() is None  # outside any loop
+    first, again = asyncio.run(twice())
+    second, _ = asyncio.run(twice())
+    assert first is again
+    assert first is not None
+    assert second is not first
+    import trio  # a test dependency (pyproject.toml)
+
+    one, same = trio.run(twice)
+    other, _ = trio.run(twice)
+    assert one is same
+    assert one is not None
+    assert other is not one
