@@ -15,6 +15,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import httpx
 import pytest
 
 import lingodoc
-from lingodoc.emulator import Emulator
+from lingodoc.emulator import Emulator, Reply
 from lingodoc.emulator.__main__ import main
 
 pytest_plugins = ["pytester"]
@@ -621,3 +622,23 @@ def test_pytest_fixtures_run_on_a_fake_clock_unless_told_not_to(pytester: pytest
     # In a subprocess: this test's own fake clock must not be the one the fixtures find.
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=60)
     result.assert_outcomes(passed=3)
+
+
+class CountingEmulator(Emulator):
+    """A subclass that overrides handle(), as benchmarks/soak.py does to inject faults."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handled: list[str] = []
+
+    def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        self.handled.append(f"{method} {target}")
+        return super().handle(method, target, headers, body)
+
+
+def test_serve_answers_through_handle_so_a_subclass_sees_every_request() -> None:
+    em = CountingEmulator()
+    with em.serve() as server, lingodoc.Client(em.api_key, base_url=server.base_url) as client:
+        result = client.translate("cat", source_language="en", target_language="fr")
+    assert result.translated_text == "chat"
+    assert em.handled == ["POST /v1/translate"]

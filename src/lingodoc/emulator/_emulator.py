@@ -359,7 +359,7 @@ class Emulator:
 
         # "[::1]" as written in a URL is "::1" to the socket.
         host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        server = start(self._router, host, port, log_requests=log_requests)
+        server = start(self, self._router, host, port, log_requests=log_requests)
         try:
             yield EmulatorServer(server.base_url, self.api_key, host, server.port, self)
         finally:

@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from lingodoc.emulator._handlers import (
@@ -54,6 +54,14 @@ class Reply:
     body: bytes
     delay: float = 0.0
     disconnect: bool = False
+
+
+class Answers(Protocol):
+    """What the faces (the HTTP server, the in-process transport) hand requests to."""
+
+    def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        """Answer one request, as [`Emulator.handle`][lingodoc.emulator.Emulator.handle] does."""
+        ...
 
 
 # (path segments after /v1 with None for a parameter, method, handler, starts a translation)

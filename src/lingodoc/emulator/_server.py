@@ -14,7 +14,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from lingodoc.emulator._routing import Reply, Router
+from lingodoc.emulator._routing import Answers, Reply, Router
 
 _MAX_BODY = 16 * 1024 * 1024
 
@@ -43,7 +43,8 @@ class _Handler(BaseHTTPRequestHandler):
             message = "Unsupported or malformed body framing, or a body over 16 MiB."
             reply = router.error_reply(400, "VALIDATION_ERROR", message)
         else:
-            reply = router.handle(self.command, self.path, dict(self.headers.items()), body)
+            headers = dict(self.headers.items())
+            reply = self.server.answers.handle(self.command, self.path, headers, body)
         if reply.disconnect or (reply.delay and self.server.stopping.wait(reply.delay)):
             self.close_connection = True
             return
@@ -101,11 +102,14 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 256  # many clients opening keep-alive connections at once
     timeout = 0  # for handle_request(): serve_forever() calls it when a connection is ready
 
-    def __init__(self, address: tuple[str, int], router: Router, log_requests: bool) -> None:
+    def __init__(
+        self, address: tuple[str, int], answers: Answers, router: Router, log_requests: bool
+    ) -> None:
         host = address[0]
         if ":" in host:
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
+        self.answers = answers
         self.router = router
         self.port = int(self.server_address[1])  # the one the system picked for port 0
         # The host as given rather than as bound, so that "localhost" stays "localhost".
@@ -168,11 +172,14 @@ class _Server(ThreadingHTTPServer):
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
-def start(router: Router, host: str, port: int, *, log_requests: bool) -> _Server:
+def start(answers: Answers, router: Router, host: str, port: int, *, log_requests: bool) -> _Server:
     """Start serving in a daemon thread; the caller must call ``stop()``.
 
     Args:
-        router: What answers the requests.
+        answers: What answers the requests: the emulator (or a subclass of it that
+            overrides ``handle``, as the soak does), called as the in-process transport
+            calls it.
+        router: What answers, in the error envelope, a request too broken to hand over.
         host: The address to listen on (checked by the caller).
         port: The port, 0 for any free one.
         log_requests: Whether to print one line per request to stderr.
@@ -183,7 +190,7 @@ def start(router: Router, host: str, port: int, *, log_requests: bool) -> _Serve
     Raises:
         OSError: If it cannot listen there.
     """
-    server = _Server((host, port), router, log_requests)
+    server = _Server((host, port), answers, router, log_requests)
     # Its threads (and the connection threads they start) block SIGINT and SIGTERM, so these
     # reach a thread that can act on them rather than leave the main thread asleep.
     masked = hasattr(signal, "pthread_sigmask")
