@@ -181,7 +181,24 @@ def job_echo(state: str) -> Callable[[httpx.Request], httpx.Response]:
     return answer
 
 
+def reason_echo(status: int) -> Callable[[httpx.Request], httpx.Response]:
+    """An error whose reason phrase (``HTTP/1.1 400 Bad <key>``) echoes the key.
+
+    An ``httpx.Response`` shows its reason phrase in its repr, so any frame holding the
+    response would show the key in a traceback printed with its locals.
+    """
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = {"success": False, "error": {"code": "BAD_REQUEST", "message": "no"}}
+        reason = f"Bad {request.headers['authorization']}".encode()
+        return httpx.Response(status, json=body, extensions={"reason_phrase": reason})
+
+    return answer
+
+
 ECHOING_SERVERS: dict[str, Callable[[httpx.Request], httpx.Response]] = {
+    "400-reason-phrase-echo": reason_echo(400),
+    "503-reason-phrase-echo": reason_echo(503),
     "401-code-echo": code_echo,
     "200-failed-job-echo": job_echo("failed"),
     "200-unfinished-job-echo": job_echo("processing"),
