@@ -62,6 +62,13 @@ PHRASES = [
         "\n",
     ),
     (
+        "on_progress: Called with each status read, after every poll; a\n"
+        "                coroutine function is awaited before the next poll.",
+        "on_progress: Called with each status read, after every poll; a\n"
+        "                coroutine function is refused with ``TypeError`` before\n"
+        "                the first poll.",
+    ),
+    (
         "Cancelling the awaiting task stops the polling at once and leaves no task\n"
         "        or connection behind; the translation goes on on the service.",
         "Ctrl-C (KeyboardInterrupt) stops the polling at once; the translation goes\n"
@@ -78,6 +85,8 @@ NAMES = {
     "aiter_raw": "iter_raw",
     "async_sleep": "sleep",
     "async_run_workers": "run_workers",
+    "async_pace": "pace",
+    "async_report": "report",
 }
 # Keywords: `async def`/`async with`/`async for` lose `async`, and `await x` becomes `x`.
 KEYWORDS = [(re.compile(r"\basync (def|with|for)\b"), r"\1"), (re.compile(r"\bawait "), "")]

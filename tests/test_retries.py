@@ -265,6 +265,30 @@ async def test_rate_limit_is_raised_once_the_retries_are_spent(
     assert clock.sleeps == [7.0, 7.0]
 
 
+NO_WAIT = {
+    "reset-0": {"X-RateLimit-Reset": "0"},
+    "reset-past": {"X-RateLimit-Reset": str(int(WHOLE_SECOND) - 60)},  # a Unix time
+    "retry-after-0": {"Retry-After": "0"},
+    "retry-after-past-date": {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"},
+}
+
+
+@pytest.mark.parametrize("op", ALL_OPS, ids=str)
+@pytest.mark.parametrize("headers", NO_WAIT.values(), ids=NO_WAIT.keys())
+async def test_a_429_that_asks_for_no_wait_is_backed_off_exponentially(
+    client_class: Any, api: respx.MockRouter, op: Op, headers: dict[str, str]
+) -> None:
+    # Taken at its word, "wait 0" sent all 51 attempts of max_retries=50 within 27 ms.
+    client = client_class(API_KEY, base_url=BASE_URL, max_retries=5)
+    route = route_of(api, op, *[limited(**headers) for _ in range(5)], ok(op))
+    with fake_clock(FakeClock(start=WHOLE_SECOND)) as clock:
+        assert op.read(await run(client, op)) == op.expected
+    assert len(route.calls) == 6
+    assert len(clock.sleeps) == 5
+    assert_backoff(clock.sleeps)  # > 0, growing: 0.25-0.5, 0.5-1, 1-2, 2-4, 4-8
+    await close(client)
+
+
 @pytest.mark.parametrize("start", [WHOLE_SECOND, 1_700_000_000.1, 1_712_345_678.987654321])
 async def test_rate_limit_wait_is_exact_whatever_the_wall_clock_reads(
     client: Any, api: respx.MockRouter, start: float

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import signal
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -20,7 +22,7 @@ import respx
 
 import lingodoc
 from lingodoc.emulator import Emulator, translate_text
-from lingodoc.testing import FakeClock
+from lingodoc.testing import FakeClock, fake_clock
 from tests.conftest import API_KEY, BASE_URL, call, envelope, failure, rate_limit_headers
 
 LANGS = {"source_language": "en", "target_language": "de"}
@@ -510,3 +512,148 @@ async def test_cancelling_the_awaiting_task_cancels_the_batches_in_flight(
             await task
     assert sorted(cancelled) == ["t0", "t1", "t2", "t3", "t4", "t5"]
     assert threads_and_tasks() == before
+
+
+# A pacing wait ends at once when translate_many stops ---------------------------------------
+
+
+class PacingClock(FakeClock):
+    """A fake clock whose waits really block (up to WAIT s), so that a stop can end them.
+
+    Attributes:
+        started: Set when a wait (or sleep) starts; a test's side effect waits on it.
+        outcomes: How each wait ended: "woken" (its event was set), "slept out" (it ran
+            its full length), "cancelled" or "interrupted".
+    """
+
+    def __init__(self, started: Any) -> None:
+        super().__init__()
+        self.started = started
+        self.outcomes: list[str] = []
+        self.two_waiting = threading.Event()
+
+    def _begin(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        if len(self.sleeps) == 2:
+            self.two_waiting.set()
+        self.started.set()
+
+    @staticmethod
+    def _block(event: threading.Event, seconds: float) -> bool:
+        # In slices of 50 ms: a signal that lands just before a blocking wait begins is
+        # handled only when that wait ends (a race Ctrl-C by hand does not hit).
+        end = time.monotonic() + min(seconds, WAIT)
+        while not event.is_set():
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            event.wait(min(left, 0.05))
+        return True
+
+    def sleep(self, seconds: float) -> None:
+        self._begin(seconds)
+        try:
+            self._block(threading.Event(), seconds)
+        except BaseException:
+            self.outcomes.append("interrupted")
+            raise
+        self.outcomes.append("slept out")
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        self._begin(seconds)
+        try:
+            woken = self._block(event, seconds)
+        except BaseException:
+            self.outcomes.append("interrupted")
+            raise
+        self.outcomes.append("woken" if woken else "slept out")
+        return woken
+
+    async def async_sleep(self, seconds: float) -> None:
+        self._begin(seconds)
+        try:
+            await asyncio.sleep(min(seconds, WAIT))
+        except asyncio.CancelledError:
+            self.outcomes.append("cancelled")
+            raise
+        self.outcomes.append("slept out")
+
+
+def spent(request: httpx.Request) -> httpx.Response:
+    """A batch answered, leaving no request in a window that resets in 50 s."""
+    return answer(request, rate_limit_headers(limit=10, remaining=0, reset=50))
+
+
+async def test_an_error_in_another_batch_ends_the_pacing_wait_at_once(
+    client: Client, api: respx.MockRouter
+) -> None:
+    # Two batches in flight. The first answer leaves no request until the reset, 50 s away,
+    # so its worker waits; the second fails with a 400 once that wait has started. The
+    # error must be raised then, not after the reset (it came 55 s late).
+    gates = Gates(client, 2)
+    both_sent, pacing = gates.events
+    arrivals: list[str] = []
+
+    def hold(request: httpx.Request) -> Any:
+        arrivals.extend(sent_texts(request))
+        if len(arrivals) == 1:
+            return both_sent
+        both_sent.set()
+        return pacing
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        if sent_texts(request) == arrivals[:1]:
+            return spent(request)
+        return httpx.Response(400, json=failure("INVALID_LANGUAGE", "no such language"))
+
+    route = api.post(BATCH).mock(side_effect=gates.side_effect(hold, respond))
+    before = threads_and_tasks()
+    with (
+        fake_clock(PacingClock(pacing)) as clock,
+        pytest.raises(lingodoc.InvalidLanguage, match="no such language"),
+    ):
+        await call(client, "translate_many", texts(4), batch_size=1, max_concurrency=2, **LANGS)
+    assert route.call_count == 2
+    assert clock.sleeps == [pytest.approx(50.0, abs=1e-3)]
+    # Woken by the error (threads), or cancelled (tasks): never slept out.
+    assert clock.outcomes == ["cancelled" if gates.is_async else "woken"]
+    assert threads_and_tasks() == before
+
+
+def test_ctrl_c_during_a_pacing_wait_ends_translate_many_at_once(api: respx.MockRouter) -> None:
+    # Both workers (this thread and one more) wait for a reset 50 s away; Ctrl-C arrives in
+    # this thread. It must surface at once, and wake the other worker instead of waiting
+    # for it (Ctrl-C took 49 s).
+    api.post(BATCH).mock(side_effect=spent)
+    clock = PacingClock(threading.Event())
+    main = threading.main_thread()
+    assert threading.current_thread() is main
+
+    def press_ctrl_c() -> None:
+        if clock.two_waiting.wait(WAIT):  # this thread and the other worker
+            assert main.ident is not None
+            signal.pthread_kill(main.ident, signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    interrupter = threading.Thread(target=press_ctrl_c, name="test-ctrl-c")
+    try:
+        with fake_clock(clock), lingodoc.Client(API_KEY, base_url=BASE_URL) as client:
+            interrupter.start()
+            with pytest.raises(KeyboardInterrupt):
+                client.translate_many(texts(4), batch_size=1, max_concurrency=2, **LANGS)
+    finally:
+        interrupter.join(WAIT)
+        signal.signal(signal.SIGINT, previous)
+    assert clock.sleeps == [pytest.approx(50.0, abs=1e-3)] * 2
+    assert sorted(clock.outcomes) == ["interrupted", "woken"]
+    assert [t.name for t in threading.enumerate() if t.name.startswith("lingodoc-many")] == []
+
+
+def test_fake_clock_wait_sleeps_unless_the_event_is_set() -> None:
+    clock = FakeClock(start=0)
+    event = threading.Event()
+    assert clock.wait(event, 30) is False
+    assert (clock.sleeps, clock.monotonic(), clock.time()) == ([30.0], 30.0, 30.0)
+    event.set()
+    assert clock.wait(event, 30) is True
+    assert (clock.sleeps, clock.monotonic()) == ([30.0], 30.0)

@@ -7,6 +7,7 @@ and rate-limit waits are checked exactly without really waiting.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from typing import Any
 
@@ -254,6 +255,48 @@ async def test_unknown_states_keep_polling_and_keep_the_raw_value(
     assert clock.sleeps == [5.0, 5.0]
 
 
+async def test_a_state_unknown_on_three_polls_in_a_row_ends_the_wait_as_failed(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    # Without a timeout, a state such as "cancelled" would be polled for ever.
+    route = api.get(PATH).mock(side_effect=polled(*[status("cancelled", 40)] * 3, COMPLETED))
+    progress = Recorder()
+    with pytest.raises(lingodoc.TranslationFailed) as info:
+        await call(client, "wait_for_translation", "tr_1", on_progress=progress)
+    assert info.value.status.status == "cancelled"
+    assert info.value.status.progress == 40
+    assert "'cancelled', which this version of lingodoc does not know" in str(info.value)
+    assert "after 3 polls in a row" in str(info.value)
+    assert len(route.calls) == 3
+    assert clock.sleeps == [5.0, 5.0]
+    assert progress.progress == [40, 40, 40]
+
+
+async def test_a_known_state_between_unknown_ones_starts_the_count_again(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    route = api.get(PATH).mock(
+        side_effect=polled(
+            status("queued"), status("queued"), status("processing", 10),
+            status("scanning", 20), status("scanning", 30), COMPLETED,
+        )
+    )  # fmt: skip
+    result = await call(client, "wait_for_translation", "tr_1")
+    assert result.progress == 100
+    assert len(route.calls) == 6
+
+
+async def test_an_unknown_state_that_echoes_the_key_is_masked_and_cut(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    api.get(PATH).mock(side_effect=polled(*[status(API_KEY + "x" * 100)] * 3))
+    with pytest.raises(lingodoc.TranslationFailed) as info:
+        await call(client, "wait_for_translation", "tr_1")
+    assert API_KEY not in str(info.value)
+    assert API_KEY not in str(info.value.status)
+    assert "x" * 100 not in str(info.value)
+
+
 @pytest.mark.parametrize("before", [0, 1])
 async def test_other_errors_while_polling_propagate(
     client: Any, api: respx.MockRouter, clock: FakeClock, before: int
@@ -323,6 +366,162 @@ async def test_a_rate_limit_wait_while_polling_is_at_least_a_second_and_at_most_
     assert (await call(client, "wait_for_translation", "tr_1")).progress == 100
     assert clock.sleeps == [wait]
     await close(client)
+
+
+NO_WAIT = {
+    "reset-0": {"X-RateLimit-Reset": "0"},
+    "reset-past": {"X-RateLimit-Reset": "1000000001"},  # a Unix time, in 2001
+    "retry-after-0": {"Retry-After": "0"},
+    "retry-after-past-date": {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"},
+}
+
+
+@pytest.mark.parametrize("headers", NO_WAIT.values(), ids=NO_WAIT.keys())
+async def test_429s_without_a_wait_while_polling_back_off_more_each_time(
+    client_class: Any, api: respx.MockRouter, clock: FakeClock, headers: dict[str, str]
+) -> None:
+    # A short poll interval must not turn 429s that ask for no wait into a tight loop.
+    client = client_class(API_KEY, base_url=BASE_URL, max_retries=0)
+    refusals = [limited(**headers) for _ in range(5)]  # the reset is 30 s unless replaced
+    route = api.get(PATH).mock(side_effect=[*refusals, *polled(COMPLETED)])
+    result = await call(client, "wait_for_translation", "tr_1", poll_interval=0.01)
+    assert result.progress == 100
+    assert len(route.calls) == 6
+    # Exponential backoff with jitter: within [ceiling / 2, ceiling] for 0.5, 1, 2, 4, 8.
+    assert len(clock.sleeps) == 5
+    for wait, ceiling in zip(clock.sleeps, [0.5, 1.0, 2.0, 4.0, 8.0], strict=True):
+        assert ceiling / 2 <= wait <= ceiling
+    await close(client)
+
+
+async def test_a_successful_poll_starts_the_429_backoff_again(
+    client_class: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, max_retries=0)
+    api.get(PATH).mock(
+        side_effect=[
+            limited(reset=0), limited(reset=0), *polled(status("processing")),
+            limited(reset=0), *polled(COMPLETED),
+        ]
+    )  # fmt: skip
+    await call(client, "wait_for_translation", "tr_1", poll_interval=0.01)
+    first, second, interval, again = clock.sleeps
+    assert 0.25 <= first <= 0.5
+    assert 0.5 <= second <= 1.0
+    assert interval == 0.01
+    assert 0.25 <= again <= 0.5
+    await close(client)
+
+
+# Each poll is cut to the time left before the wait's deadline.
+
+
+class TimeoutsSeen:
+    """A respx side effect: answers ``responses`` in turn, noting each request's timeouts."""
+
+    def __init__(self, *responses: httpx.Response) -> None:
+        self._responses = list(responses)
+        self.read: list[float | None] = []
+        self.connect: list[float | None] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        timeouts = request.extensions["timeout"]
+        self.read.append(timeouts.get("read"))
+        self.connect.append(timeouts["connect"])
+        return self._responses.pop(0)
+
+
+async def test_each_poll_is_cut_to_the_time_left_and_the_last_gets_a_second(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    seen = TimeoutsSeen(*polled(*(status("processing", p) for p in (1, 2, 3, 4))))
+    api.get(PATH).mock(side_effect=seen)
+    with pytest.raises(lingodoc.WaitTimeout):
+        await call(client, "wait_for_translation", "tr_1", timeout=12)
+    assert clock.sleeps == [5.0, 5.0, 2.0]
+    # The client's timeout is 30 s. Polls at 0, 5 and 10 s get what is left of the 12 s;
+    # the last one, at the deadline, gets a second for a last look.
+    assert seen.read == [12.0, 7.0, 2.0, 1.0]
+    assert seen.connect == [12.0, 7.0, 2.0, 1.0]
+
+
+async def test_without_a_timeout_each_poll_has_the_clients_timeout(
+    client_class: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, timeout=httpx.Timeout(20, connect=3))
+    seen = TimeoutsSeen(*polled(status("processing"), COMPLETED))
+    api.get(PATH).mock(side_effect=seen)
+    await call(client, "wait_for_translation", "tr_1")
+    assert seen.read == [20.0, 20.0]
+    assert seen.connect == [3.0, 3.0]
+    await close(client)
+
+
+# on_progress: a coroutine function is awaited by AsyncClient, refused by Client.
+
+
+async def test_async_client_awaits_an_async_on_progress_after_every_poll(
+    api: respx.MockRouter, clock: FakeClock
+) -> None:
+    api.get(PATH).mock(side_effect=polled(status("processing", 10), COMPLETED))
+    seen: list[int] = []
+
+    async def on_progress(status: lingodoc.TranslationStatus) -> None:
+        await asyncio.sleep(0)
+        seen.append(status.progress)
+
+    class Callback:
+        async def __call__(self, status: lingodoc.TranslationStatus) -> None:
+            await asyncio.sleep(0)
+            seen.append(-status.progress)
+
+    async with lingodoc.AsyncClient(API_KEY, base_url=BASE_URL) as client:
+        result = await client.wait_for_translation("tr_1", on_progress=on_progress)
+        assert result.progress == 100
+        assert seen == [10, 100]
+        api.get(PATH).mock(side_effect=polled(COMPLETED))
+        await client.wait_for_translation("tr_1", on_progress=Callback())
+        assert seen == [10, 100, -100]
+
+
+async def test_client_refuses_an_async_on_progress_before_polling(
+    api: respx.MockRouter, clock: FakeClock
+) -> None:
+    route = api.get(PATH).mock(side_effect=polled(COMPLETED))
+
+    async def on_progress(status: lingodoc.TranslationStatus) -> None:
+        pass
+
+    class Callback:
+        async def __call__(self, status: lingodoc.TranslationStatus) -> None:
+            pass
+
+    with lingodoc.Client(API_KEY, base_url=BASE_URL) as client:
+        for callback in (on_progress, Callback()):
+            with pytest.raises(TypeError, match="coroutine function"):
+                client.wait_for_translation("tr_1", on_progress=callback)
+    assert not route.calls
+
+
+async def test_client_refuses_an_on_progress_that_returns_a_coroutine(
+    api: respx.MockRouter, clock: FakeClock
+) -> None:
+    route = api.get(PATH).mock(side_effect=polled(status("processing"), COMPLETED))
+    made: list[Any] = []
+
+    async def report(status: lingodoc.TranslationStatus) -> None:
+        pass
+
+    def on_progress(status: lingodoc.TranslationStatus) -> Any:
+        made.append(report(status))
+        return made[-1]
+
+    client = lingodoc.Client(API_KEY, base_url=BASE_URL)
+    with pytest.raises(TypeError, match="returned a coroutine"):
+        client.wait_for_translation("tr_1", on_progress=on_progress)
+    client.close()
+    assert len(route.calls) == 1
+    assert inspect.getcoroutinestate(made[0]) == inspect.CORO_CLOSED  # no "never awaited"
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from lingodoc._exceptions import APIConnectionError, APIError, RateLimited
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
 
 if TYPE_CHECKING:
+    from lingodoc._deadline import Attempt
     from lingodoc._models import (
         BatchTranslation,
         Document,
@@ -183,7 +184,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         flight, it waits for the reset (if within 60 s) instead of running
         into 429s.
 
-        The first error stops it: no further batch is started,
+        The first error stops it: no further batch is started, a wait for a
+        reset ends at once,
         the batches in flight are cancelled, and that first error is raised.
         Cancelling the awaiting task cancels them too.
         No task is left running when it returns or raises.
@@ -214,7 +216,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
     async def _bulk_worker(self, bulk: _bulk.Bulk) -> None:
         while (step := bulk.next()) is not None:
             if isinstance(step, float):
-                await _clock.async_sleep(step)
+                await _bulk.async_pace(bulk, step)
                 continue
             try:
                 result = await self._send(step.call)
@@ -303,13 +305,18 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                 or its translation id.
             poll_interval: Seconds between polls.
             timeout: Seconds to wait in all; ``None`` waits as long as it takes.
-            on_progress: Called with each status read, after every poll.
+                Each poll is cut to the time left (the last one, at the deadline,
+                gets a second).
+            on_progress: Called with each status read, after every poll; a
+                coroutine function is awaited before the next poll.
 
         Returns:
             The completed status.
 
         Raises:
-            TranslationFailed: If the translation failed; ``.status`` holds it.
+            TranslationFailed: If the translation failed, or stayed in states this
+                version of the SDK does not know for 3 polls in a row; ``.status``
+                holds the last state.
             WaitTimeout: If ``timeout`` passed first; ``.status`` holds the last state.
             APIError: For an error other than 429 while polling; an
                 ``UnexpectedResponse`` if a poll's answer is not a status, or is
@@ -329,10 +336,11 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             try:
                 status = await self._send(waiter.poll_call, deadline=waiter.deadline)
             except RateLimited as exc:
-                delay = waiter.delay(wanted=exc.retry_after)
+                delay = waiter.delay_after_rate_limit(exc.retry_after)
             except (APIError, APIConnectionError) as exc:
                 delay = waiter.delay_after_failure(exc)
             else:
+                await waiter.async_report(status)
                 outcome = waiter.finished(status)
                 if outcome is not None:
                     return outcome
@@ -415,7 +423,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             try:
                 with attempt:
                     outcome = await self._send_once(
-                        call, request, attempt.retry_state.attempt_number
+                        call, request, attempt.retry_state.attempt_number, deadline
                     )
                     if isinstance(outcome, Failure):
                         raise_scrubbed(outcome.error)
@@ -428,24 +436,30 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             )
         raise AssertionError("unreachable: tenacity reraises the last error")
 
-    async def _send_once(self, call: Call[T], request: httpx.Request, attempt: int) -> T | Failure:
+    async def _send_once(
+        self, call: Call[T], request: httpx.Request, attempt: int, deadline: float | None
+    ) -> T | Failure:
         # The response and its body are as the server sent them, key echoes and all, so
         # this frame returns its error for _send to raise (see raise_scrubbed).
         started = time.perf_counter()
         try:
-            response = await self._shared.http.send(request, stream=True, follow_redirects=False)
-            try:
-                body = await self._read_body(response)
-            finally:
-                await response.aclose()
+            # One deadline for all of the attempt: connecting, sending, headers and body.
+            with self._attempt(request, deadline) as limits:
+                response = await self._shared.http.send(
+                    request, stream=True, follow_redirects=False
+                )
+                try:
+                    body = await self._read_body(response, limits)
+                finally:
+                    await response.aclose()
         except (httpx.RequestError, RuntimeError) as exc:
             return Failure(self._connection_error(call, exc, attempt, started))
         return self._read_response(call, response, body, attempt, started)
 
-    async def _read_body(self, response: httpx.Response) -> bytes:
+    async def _read_body(self, response: httpx.Response, attempt: Attempt) -> bytes:
         if response.is_stream_consumed:
             return response.content  # built in memory, and read (a mock transport)
-        reader = self._body_reader(response)
+        reader = self._body_reader(response, attempt)
         async for chunk in response.aiter_raw():
             if reader.feed(chunk):
                 break

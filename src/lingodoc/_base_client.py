@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 import logging
 import math
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
-from lingodoc import _bulk, _clock, _envelope, _lazy, _validation
+from lingodoc import _bulk, _clock, _deadline, _envelope, _lazy, _retry, _validation
 from lingodoc._body import ACCEPT_ENCODING, BodyReader
 from lingodoc._call import (
     Call,
@@ -73,6 +74,12 @@ Self = TypeVar("Self", bound="BaseClient[Any]")
 # A 429 while polling is waited out; these bound one such wait.
 MIN_RATE_LIMIT_WAIT = 1.0
 MAX_POLL_WAIT = 3600.0
+# An attempt cut short by a caller's deadline (a poll of wait_for_translation) still
+# gets this long: the poll made at the deadline is a last look, not a certain timeout.
+MIN_ATTEMPT_TIME = 1.0
+# Polls in a row that read a state the SDK does not know before the wait gives up
+# (TranslationFailed): a state added to the service must not make a wait endless.
+MAX_UNKNOWN_STATES = 3
 # A success body is read whole; an error body only far enough to show its
 # start, so a broken proxy cannot make a client load megabytes of HTML.
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -277,9 +284,12 @@ def _close_dead_sockets(http: httpx.Client | httpx.AsyncClient) -> None:
                 if inner is None:
                     break
                 connection = inner
-            stream = getattr(getattr(connection, "_network_stream", None), "_stream", None)
+            # Its network stream: the SDK's deadline wrapper (_network), httpcore's, anyio's,
+            # TLS layers, down to the one holding the asyncio transport.
+            stream = getattr(connection, "_network_stream", None)
             for _ in range(8):
-                inner = getattr(stream, "transport_stream", None)
+                inner = getattr(stream, "_stream", None)
+                inner = inner or getattr(stream, "transport_stream", None)
                 if inner is None:
                     break
                 stream = inner
@@ -322,7 +332,7 @@ def _new_http_client(
             environment is unusable; it names the variable, not its value.
     """
     try:
-        return http_client_type(
+        http = http_client_type(
             timeout=timeout, limits=DEFAULT_LIMITS, follow_redirects=False, trust_env=trust_env
         )
     except (OSError, ImportError, ValueError, httpx.InvalidURL) as exc:
@@ -331,6 +341,12 @@ def _new_http_client(
         # a bad port...).
         certificates = isinstance(exc, OSError)
         problem = f"{type(exc).__name__}: {_masked_urls(str(exc))}"
+    else:
+        # Imported here: it imports httpcore, which `import lingodoc` does not need.
+        from lingodoc import _network
+
+        _network.install(http)  # every socket read and write keeps to the attempt's deadline
+        return http
     if certificates:  # httpx reads SSL_CERT_DIR only without SSL_CERT_FILE
         names = [next((name for name in _CERTIFICATE_ENV if os.environ.get(name)), "")]
     else:
@@ -602,8 +618,30 @@ def _merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, Mapping[str
 WaitError = TypeVar("WaitError", TranslationFailed, WaitTimeout)
 
 
+def _is_coroutine_function(function: object) -> bool:
+    """Whether calling ``function`` makes a coroutine: an ``async def``, or an object with one."""
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        getattr(function, "__call__", None)  # noqa: B004
+    )
+
+
 class Waiter:
-    """The rules of ``wait_for_translation``, apart from the polling and sleeping."""
+    """The rules of ``wait_for_translation``, apart from the polling and sleeping.
+
+    Args:
+        poll_call: The request of one poll.
+        poll_interval: Seconds between polls.
+        timeout: Seconds to wait in all, or ``None``.
+        on_progress: Called with each status read.
+        redact: Masks the key in what the server sent.
+        awaits: Whether the client awaits what ``on_progress`` returns (``AsyncClient``):
+            if not, an ``async def`` callback is refused before the first poll.
+
+    Raises:
+        TypeError: If an argument has the wrong type, or ``on_progress`` is a
+            coroutine function and the client cannot await it.
+        ValueError: If ``poll_interval`` or ``timeout`` is out of range.
+    """
 
     def __init__(
         self,
@@ -613,6 +651,7 @@ class Waiter:
         timeout: float | None,
         on_progress: Callable[[TranslationStatus], object] | None,
         redact: Callable[[str], str],
+        awaits: bool = False,
     ) -> None:
         if not _is_number(poll_interval):
             raise TypeError(f"poll_interval must be a number, not {poll_interval!r}")
@@ -624,6 +663,11 @@ class Waiter:
             raise ValueError(f"timeout must be None or >= 0 seconds, not {timeout!r}")
         if on_progress is not None and not callable(on_progress):
             raise TypeError("on_progress must be callable")
+        if on_progress is not None and not awaits and _is_coroutine_function(on_progress):
+            raise TypeError(
+                "on_progress is a coroutine function (async def), which Client cannot await: "
+                "pass a plain function, or wait with AsyncClient"
+            )
         self.poll_call = poll_call
         self.poll_interval = float(poll_interval)
         self.timeout = timeout
@@ -631,22 +675,68 @@ class Waiter:
         self.redact = redact
         self.last: TranslationStatus | None = None
         self.deadline = None if timeout is None else _clock.current().monotonic() + timeout
+        self._unknown_states = 0  # polls in a row that read a state the SDK does not know
+        self._rate_limited = 0  # 429s in a row
+
+    def report(self, status: TranslationStatus) -> None:
+        """Call ``on_progress`` with a poll's status (``Client``).
+
+        Raises:
+            TypeError: If ``on_progress`` returned a coroutine, which ``Client``
+                cannot await (it is closed, so it never runs).
+        """
+        if self.on_progress is None:
+            return
+        result = self.on_progress(status)
+        if inspect.iscoroutine(result):
+            result.close()
+            raise TypeError(
+                "on_progress returned a coroutine, which Client cannot await: "
+                "pass a plain function, or wait with AsyncClient"
+            )
+
+    async def async_report(self, status: TranslationStatus) -> None:
+        """Call ``on_progress`` with a poll's status, awaiting it if it is a coroutine."""
+        if self.on_progress is None:
+            return
+        result = self.on_progress(status)
+        if inspect.iscoroutine(result):
+            await result
 
     def finished(self, status: TranslationStatus) -> TranslationStatus | Failure | None:
         """Record a poll's status and say whether the wait is over.
 
+        A state the SDK does not know (a plain string, not a
+        [`TranslationState`][lingodoc.TranslationState]) is polled again, but read
+        on ``MAX_UNKNOWN_STATES`` polls in a row it ends the wait: the service may
+        have added a final state (``cancelled``), and a wait must not poll for ever.
+
         Returns:
-            The status if it is completed, a ``Failure``
-            holding ``TranslationFailed`` if the translation failed, else ``None``.
+            The status if it is completed, a ``Failure`` holding ``TranslationFailed``
+            if the translation failed or stayed in unknown states, else ``None``.
         """
         self.last = status
-        if self.on_progress is not None:
-            self.on_progress(status)
-        if status.status == _lazy.TranslationState.COMPLETED:
+        self._rate_limited = 0
+        state = status.status
+        if state == _lazy.TranslationState.COMPLETED:
             return status
-        if status.status == _lazy.TranslationState.FAILED:
+        if state == _lazy.TranslationState.FAILED:
             return Failure(self._masked(TranslationFailed(status)))
-        return None
+        if isinstance(state, _lazy.TranslationState):
+            self._unknown_states = 0
+            return None
+        self._unknown_states += 1
+        if self._unknown_states < MAX_UNKNOWN_STATES:
+            return None
+        shown = state if len(state) <= 40 else f"{state[:40]}..."
+        error = TranslationFailed(status)
+        error.args = (
+            f"translation {status.translation_id} is in the state {shown!r}, which this "
+            f"version of lingodoc does not know: it stopped waiting after "
+            f"{MAX_UNKNOWN_STATES} polls in a row in such a state (check the translation "
+            f"with get_translation, or upgrade lingodoc)",
+        )
+        return Failure(self._masked(error))
 
     def delay(self, wanted: float | None = None) -> float | Failure:
         """Return how long to sleep before the next poll.
@@ -662,7 +752,7 @@ class Waiter:
         if wanted is None:
             delay = self.poll_interval
         else:
-            # A reset of 0 must not turn into a tight loop of refused polls.
+            # A short reset must not turn into a tight loop of refused polls.
             delay = min(max(wanted, min(MIN_RATE_LIMIT_WAIT, self.poll_interval)), MAX_POLL_WAIT)
         if self.deadline is None:
             return delay
@@ -671,6 +761,23 @@ class Waiter:
             assert self.timeout is not None
             return Failure(self._masked(WaitTimeout(self.last, self.timeout)))
         return min(delay, remaining)
+
+    def delay_after_rate_limit(self, wanted: float | None) -> float | Failure:
+        """Return how long to sleep after a poll was refused with a 429.
+
+        Args:
+            wanted: The wait the service asked for (``Retry-After``, or the reset).
+
+        Returns:
+            That wait; or, if the service named none or a reset already past,
+            an exponential backoff with jitter that grows with each 429 in a row
+            (never a tight loop of refused polls). A ``Failure`` holding
+            ``WaitTimeout`` as ``delay`` says.
+        """
+        self._rate_limited += 1
+        if wanted is not None and wanted > 0:
+            return self.delay(wanted=wanted)
+        return self.delay(wanted=_retry.backoff(self._rate_limited))
 
     def delay_after_failure(self, error: LingodocError) -> float | Failure:
         """Return how long to sleep after a poll failed even after the client's retries.
@@ -986,6 +1093,7 @@ class BaseClient(Generic[HttpClientT]):
             timeout=timeout,
             on_progress=on_progress,
             redact=self._key_mask,
+            awaits=issubclass(self._http_client_type, httpx.AsyncClient),
         )
 
     def _list_documents_call(self) -> Call[list[Document]]:
@@ -1063,9 +1171,24 @@ class BaseClient(Generic[HttpClientT]):
             self._merged_headers = (theirs, merged)
         return merged
 
-    def _body_reader(self, response: httpx.Response) -> BodyReader:
+    def _attempt(self, request: httpx.Request, deadline: float | None) -> _deadline.Attempt:
+        """Start an attempt at ``request``: its deadline, and its ``timeout`` extension.
+
+        Each attempt has its own deadline (a retry starts afresh), the largest of
+        the client's timeouts away, and never past the caller's ``deadline`` (a
+        time on the SDK clock), except that it gets at least ``MIN_ATTEMPT_TIME``:
+        the last poll of ``wait_for_translation``, made at its deadline, is a real look.
+        """
+        left = None
+        if deadline is not None:
+            left = max(deadline - _clock.current().monotonic(), MIN_ATTEMPT_TIME)
+        attempt = _deadline.Attempt(self.timeout, left)
+        request.extensions["timeout"] = attempt.timeouts
+        return attempt
+
+    def _body_reader(self, response: httpx.Response, attempt: _deadline.Attempt) -> BodyReader:
         limit = MAX_BODY_BYTES if response.is_success else MAX_ERROR_BODY_BYTES
-        return BodyReader(response, limit, self.timeout.read)
+        return BodyReader(response, limit, attempt)
 
     def _connection_error(
         self, call: Call[Any], exc: Exception, attempt: int, started: float

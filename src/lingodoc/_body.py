@@ -9,10 +9,13 @@ clients map them, and decide on retries, as they do for httpx's own.
 
 from __future__ import annotations
 
-import time
 import zlib
+from typing import TYPE_CHECKING
 
 import httpx
+
+if TYPE_CHECKING:
+    from lingodoc._deadline import Attempt
 
 # What the SDK asks for, and so all it decodes: zlib in the standard library
 # does both, with a bound on its output. (httpx would add br and zstd when the
@@ -26,21 +29,19 @@ class BodyReader:
     Args:
         response: The response whose body is read, its headers received.
         limit: The most bytes of body wanted; reading stops just past it.
-        read_timeout: Seconds the whole body may take to arrive, or ``None``.
-            httpx's read timeout bounds each wait for data, so a server that
-            trickles a byte at a time would otherwise never time out.
+        attempt: The attempt the body belongs to: all of it must arrive before
+            the attempt's deadline. httpx's read timeout bounds each wait for
+            data, so a server that trickles a byte at a time would otherwise
+            never time out (whatever transport the http client uses).
     """
 
-    __slots__ = ("_chunks", "_deadline", "_decoder", "_encoding", "_limit", "_size", "_timeout")
+    __slots__ = ("_attempt", "_chunks", "_decoder", "_encoding", "_limit", "_size")
 
-    def __init__(self, response: httpx.Response, limit: int, read_timeout: float | None) -> None:
+    def __init__(self, response: httpx.Response, limit: int, attempt: Attempt) -> None:
         self._limit = limit
         self._chunks: list[bytes] = []
         self._size = 0
-        self._timeout = read_timeout
-        # Real time, not the SDK's swappable clock: this bounds socket reads,
-        # which a fake clock in a test does not speed up.
-        self._deadline = None if read_timeout is None else time.monotonic() + read_timeout
+        self._attempt = attempt
         declared = response.headers.get("content-encoding", "").lower().replace(" ", "")
         encodings = [name for name in declared.split(",") if name not in ("", "identity")]
         self._encoding = ",".join(encodings)
@@ -61,13 +62,11 @@ class BodyReader:
         """Take the next chunk as received; ``True`` once past the limit (stop reading).
 
         Raises:
-            httpx.ReadTimeout: If the body has taken longer than the read timeout.
+            httpx.ReadTimeout: If the attempt's deadline has passed.
             httpx.DecodingError: If the body is not valid for its encoding.
         """
-        if self._deadline is not None and time.monotonic() > self._deadline:
-            raise httpx.ReadTimeout(
-                f"the response body took longer than the read timeout ({self._timeout:g} s)"
-            )
+        if self._attempt.left() == 0:
+            raise httpx.ReadTimeout(self._attempt.expired("the response"))
         data = raw if self._decoder is None else self._inflate(raw)
         self._chunks.append(data)
         self._size += len(data)

@@ -2,18 +2,21 @@
 
 The clients run workers that ask a ``Bulk`` what to do next, send the batch it
 hands out through the client's normal ``_send`` (so every batch gets the retry
-policy), and report back. The workers are the one thing that differs between
-the flavours: ``run_workers`` runs them in threads for ``Client``,
-``async_run_workers`` in tasks for ``AsyncClient``. The ``Bulk`` is shared by
-the workers and guards its state with a lock, which it never holds across I/O.
+policy), and report back. The workers, and how they wait for a rate-limit
+reset, are what differs between the flavours: ``run_workers`` runs them in
+threads for ``Client`` (``pace`` waits until the reset or a stop),
+``async_run_workers`` in tasks for ``AsyncClient`` (``async_pace`` sleeps; a
+stop cancels it). The ``Bulk`` is shared by the workers and guards its state
+with a lock, which it never holds across I/O.
 
 Pacing: every batch's response reports ``X-RateLimit-Remaining`` and when
 the window resets. A worker may start a batch while the last remaining count
 heard exceeds the batches already in flight (each of those may still use up
 one request); otherwise it waits until the reset, on the SDK clock, and then
-goes on. A reset more than 60 s away (the longest wait the retry policy
-accepts) is not waited for: the batch is sent, and if the service refuses it
-the ``RateLimited`` error ends ``translate_many`` as it would end
+goes on, unless ``translate_many`` stops first (an error, Ctrl-C, cancellation),
+which ends the wait at once. A reset more than 60 s away (the longest wait the
+retry policy accepts) is not waited for: the batch is sent, and if the service
+refuses it the ``RateLimited`` error ends ``translate_many`` as it would end
 ``translate_batch``. Before the first response, the client's own
 ``rate_limit`` (from its last response) is used, if its window has not reset.
 """
@@ -82,6 +85,8 @@ class Bulk:
         self._in_flight = 0
         self._error: BaseException | None = None
         self._stopped = False
+        # Set with _stopped: a worker waiting for a rate-limit reset wakes at once.
+        self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._remaining: int | None = None
         self._reset_at = 0.0
@@ -123,11 +128,13 @@ class Bulk:
             if self._error is None:
                 self._error = error
             self._stopped = True
+        self.stopping.set()
 
     def stop(self) -> None:
         """Hand out no further batch (the caller is giving up)."""
         with self._lock:
             self._stopped = True
+        self.stopping.set()
 
     def result(self) -> list[str]:
         """Return the translations in input order.
@@ -158,6 +165,23 @@ class Bulk:
         if self._remaining - self._in_flight > 0 or wait > MAX_SERVER_WAIT:
             return 0.0
         return wait
+
+
+def pace(bulk: Bulk, seconds: float) -> None:
+    """Wait ``seconds`` for the rate-limit reset, on the SDK clock; end at once when ``bulk`` stops.
+
+    A thread cannot be cancelled: the first error (or Ctrl-C, in this thread or
+    the one that ran ``run_workers``) stops the ``Bulk``, and that wakes the wait.
+    """
+    _clock.wait(bulk.stopping, seconds)
+
+
+async def async_pace(bulk: Bulk, seconds: float) -> None:
+    """Wait ``seconds`` for the rate-limit reset, on the SDK clock, without blocking the loop.
+
+    A stop needs no wake-up here: ``async_run_workers`` cancels the waiting tasks.
+    """
+    await _clock.async_sleep(seconds)
 
 
 def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:

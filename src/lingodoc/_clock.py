@@ -1,6 +1,6 @@
 """Where lingodoc reads the time and sleeps.
 
-Every wait in the SDK (retry backoff, 429 waits, polling) and every reading of
+Every wait in the SDK (retry backoff, 429 waits, polling, pacing) and every reading of
 the time (rate-limit resets, poll deadlines) goes through the clock returned by
 `current`. Tests swap it for a `lingodoc.testing.FakeClock`, so no
 test of the SDK, or of an application built on it, has to really sleep.
@@ -8,6 +8,7 @@ test of the SDK, or of an application built on it, has to really sleep.
 
 from __future__ import annotations
 
+import threading
 import time
 
 
@@ -22,6 +23,10 @@ class SystemClock:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        # A sleep that ends early when `event` is set; Ctrl-C ends it too.
+        return event.wait(max(0.0, seconds))
 
     async def async_sleep(self, seconds: float) -> None:
         # Imported here: a program that never awaits should not pay for asyncio.
@@ -41,6 +46,11 @@ def current() -> SystemClock:
 def sleep(seconds: float) -> None:
     """Sleep on the clock in force (looked up now, so a test's swap takes effect)."""
     _current.sleep(seconds)
+
+
+def wait(event: threading.Event, seconds: float) -> bool:
+    """Sleep on the clock in force until ``event`` is set (at most ``seconds``); True if set."""
+    return _current.wait(event, seconds)
 
 
 async def async_sleep(seconds: float) -> None:

@@ -14,7 +14,8 @@ any other 4xx                          raised                      raised
 
 ``max_retries`` bounds the extra attempts. Waits grow exponentially with
 jitter, capped, unless the response said how long to wait (``Retry-After``,
-or the rate-limit reset for a 429); a wait longer than 60 s is not waited out.
+or the rate-limit reset for a 429); a wait longer than 60 s is not waited out,
+and a wait of 0 (or a time already past) is backed off like no wait at all.
 
 Each call runs in a plain tenacity loop whose options come from ``policy``.
 tenacity decides; the client sleeps the waits it asks for, on the SDK clock
@@ -94,7 +95,9 @@ def _wait(state: tenacity.RetryCallState) -> float:
     assert state.outcome is not None
     error = state.outcome.exception()
     wait = server_wait(error) if error is not None else None
-    return wait if wait is not None else backoff(state.attempt_number)
+    # A wait of 0 (`Retry-After: 0`, a date or a reset already past) asks for nothing:
+    # taken at its word, it would send every retry at once. Back off instead.
+    return wait if wait is not None and wait > 0 else backoff(state.attempt_number)
 
 
 def policy(

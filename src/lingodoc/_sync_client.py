@@ -22,6 +22,7 @@ from lingodoc._exceptions import APIConnectionError, APIError, RateLimited
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
 
 if TYPE_CHECKING:
+    from lingodoc._deadline import Attempt
     from lingodoc._models import (
         BatchTranslation,
         Document,
@@ -177,7 +178,8 @@ class Client(BaseClient[httpx.Client]):
         flight, it waits for the reset (if within 60 s) instead of running
         into 429s.
 
-        The first error stops it: no further batch is started,
+        The first error stops it: no further batch is started, a wait for a
+        reset ends at once,
         the batches in flight are finished (with their retries), and that first error
         is raised. Ctrl-C stops it the same way.
         No thread is left running when it returns or raises.
@@ -208,7 +210,7 @@ class Client(BaseClient[httpx.Client]):
     def _bulk_worker(self, bulk: _bulk.Bulk) -> None:
         while (step := bulk.next()) is not None:
             if isinstance(step, float):
-                _clock.sleep(step)
+                _bulk.pace(bulk, step)
                 continue
             try:
                 result = self._send(step.call)
@@ -297,13 +299,19 @@ class Client(BaseClient[httpx.Client]):
                 or its translation id.
             poll_interval: Seconds between polls.
             timeout: Seconds to wait in all; ``None`` waits as long as it takes.
-            on_progress: Called with each status read, after every poll.
+                Each poll is cut to the time left (the last one, at the deadline,
+                gets a second).
+            on_progress: Called with each status read, after every poll; a
+                coroutine function is refused with ``TypeError`` before
+                the first poll.
 
         Returns:
             The completed status.
 
         Raises:
-            TranslationFailed: If the translation failed; ``.status`` holds it.
+            TranslationFailed: If the translation failed, or stayed in states this
+                version of the SDK does not know for 3 polls in a row; ``.status``
+                holds the last state.
             WaitTimeout: If ``timeout`` passed first; ``.status`` holds the last state.
             APIError: For an error other than 429 while polling; an
                 ``UnexpectedResponse`` if a poll's answer is not a status, or is
@@ -323,10 +331,11 @@ class Client(BaseClient[httpx.Client]):
             try:
                 status = self._send(waiter.poll_call, deadline=waiter.deadline)
             except RateLimited as exc:
-                delay = waiter.delay(wanted=exc.retry_after)
+                delay = waiter.delay_after_rate_limit(exc.retry_after)
             except (APIError, APIConnectionError) as exc:
                 delay = waiter.delay_after_failure(exc)
             else:
+                waiter.report(status)
                 outcome = waiter.finished(status)
                 if outcome is not None:
                     return outcome
@@ -408,7 +417,9 @@ class Client(BaseClient[httpx.Client]):
                 raise_scrubbed(self._closed_in_flight(call, failed))
             try:
                 with attempt:
-                    outcome = self._send_once(call, request, attempt.retry_state.attempt_number)
+                    outcome = self._send_once(
+                        call, request, attempt.retry_state.attempt_number, deadline
+                    )
                     if isinstance(outcome, Failure):
                         raise_scrubbed(outcome.error)
                     return outcome
@@ -420,24 +431,28 @@ class Client(BaseClient[httpx.Client]):
             )
         raise AssertionError("unreachable: tenacity reraises the last error")
 
-    def _send_once(self, call: Call[T], request: httpx.Request, attempt: int) -> T | Failure:
+    def _send_once(
+        self, call: Call[T], request: httpx.Request, attempt: int, deadline: float | None
+    ) -> T | Failure:
         # The response and its body are as the server sent them, key echoes and all, so
         # this frame returns its error for _send to raise (see raise_scrubbed).
         started = time.perf_counter()
         try:
-            response = self._shared.http.send(request, stream=True, follow_redirects=False)
-            try:
-                body = self._read_body(response)
-            finally:
-                response.close()
+            # One deadline for all of the attempt: connecting, sending, headers and body.
+            with self._attempt(request, deadline) as limits:
+                response = self._shared.http.send(request, stream=True, follow_redirects=False)
+                try:
+                    body = self._read_body(response, limits)
+                finally:
+                    response.close()
         except (httpx.RequestError, RuntimeError) as exc:
             return Failure(self._connection_error(call, exc, attempt, started))
         return self._read_response(call, response, body, attempt, started)
 
-    def _read_body(self, response: httpx.Response) -> bytes:
+    def _read_body(self, response: httpx.Response, attempt: Attempt) -> bytes:
         if response.is_stream_consumed:
             return response.content  # built in memory, and read (a mock transport)
-        reader = self._body_reader(response)
+        reader = self._body_reader(response, attempt)
         for chunk in response.iter_raw():
             if reader.feed(chunk):
                 break

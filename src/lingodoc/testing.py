@@ -96,6 +96,27 @@ class FakeClock(_clock.SystemClock):
             self._monotonic += seconds
             self._wall += seconds
 
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Sleep until ``event`` is set, at most ``seconds``: return at once either way.
+
+        If ``event`` is already set, nothing is slept; else the sleep is recorded
+        and the clock moves forward, as by `sleep`. (In a real program another
+        thread may set the event during the sleep; here the sleep is over at once.)
+        `Client.translate_many` waits for a rate-limit reset this way, so that an
+        error in another batch, or Ctrl-C, ends the wait at once.
+
+        Args:
+            event: What ends the sleep early.
+            seconds: The longest sleep asked for; a negative one counts as 0.
+
+        Returns:
+            Whether ``event`` is set.
+        """
+        if event.is_set():
+            return True
+        self.sleep(seconds)
+        return event.is_set()
+
     async def async_sleep(self, seconds: float) -> None:
         """Like `sleep`, and yield to the event loop once, as a real sleep would.
 

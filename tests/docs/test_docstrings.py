@@ -67,6 +67,7 @@ CLIENTS = (lingodoc.Client, lingodoc.AsyncClient)
 RAISES_NOTHING = {
     "lingodoc.testing.FakeClock.sleep": "records any number of seconds",
     "lingodoc.testing.FakeClock.async_sleep": "records any number of seconds",
+    "lingodoc.testing.FakeClock.wait": "records any number of seconds, for any event",
     "lingodoc.testing.fake_clock": "installs the clock it is given",
     "lingodoc.emulator.Clock.sleep": "a protocol: what an implementation must accept",
     "lingodoc.emulator.Clock.async_sleep": "a protocol: what an implementation must accept",

@@ -107,6 +107,29 @@ def drip(body: bytes, every: float) -> Action:
     return act
 
 
+def drip_head(body: bytes, every: float) -> Action:
+    """Send the status line and headers one byte each ``every`` seconds, then ``body``.
+
+    Each wait is far shorter than a read timeout; the head alone takes longer.
+    Stops when the client hangs up or the server stops.
+    """
+
+    def act(server: FaultServer, conn: socket.socket) -> None:
+        head = _head(200, {"Content-Type": "application/json"}, len(body))
+        for i in range(len(head)):
+            if server.stopping.wait(every):
+                return
+            try:
+                conn.sendall(head[i : i + 1])
+            except OSError:  # the client gave up
+                return
+            server.bytes_streamed += 1
+        with contextlib.suppress(OSError):
+            conn.sendall(body)
+
+    return act
+
+
 _EXHAUSTED = status(599, b"fault server: script exhausted")
 
 

@@ -25,6 +25,7 @@ from tests.reliability.fault_server import (
     FaultServer,
     FaultServers,
     drip,
+    drip_head,
     endless_headers,
     envelope_body,
     failure_body,
@@ -496,7 +497,7 @@ async def test_a_body_trickling_in_times_out_after_the_read_timeout_in_all(
     server = servers(drip(envelope_body({"translated_text": "x" * 60}), every=0.1), ok())
     error = await failure_of(translate(connect(server, timeout=0.5, max_retries=0)))
     assert type(error) is lingodoc.APITimeoutError
-    assert "took longer than the read timeout (0.5 s)" in str(error)
+    assert "the response took longer than the timeout of the attempt (0.5 s)" in str(error)
     assert type(error.__cause__) is httpx.ReadTimeout
     server.stop()
     assert server.bytes_streamed < 30  # of about 100: the client hung up
@@ -513,3 +514,51 @@ async def test_a_trickling_translate_is_retried_and_a_document_translation_is_no
     error = await failure_of(translate_document(connect(server, timeout=0.5)))
     assert type(error) is lingodoc.APITimeoutError
     assert len(server.requests) == 1
+
+
+# Headers that trickle in: one deadline per attempt, headers included -------------------
+
+
+async def test_headers_trickling_in_time_out_at_the_deadline_of_the_attempt(
+    servers: FaultServers, connect: Connect
+) -> None:
+    # The status line and headers (about 90 bytes) one byte every 0.1 s: each read comes
+    # well within the 0.5 s timeout, the head alone would take 9 s. httpcore gives each
+    # read the read timeout afresh, and the body's deadline used to start after the head.
+    server = servers(drip_head(envelope_body(TRANSLATION), every=0.1), ok())
+    error = await failure_of(translate(connect(server, timeout=0.5, max_retries=0)))
+    assert type(error) is lingodoc.APITimeoutError
+    assert "the response took longer than the timeout of the attempt (0.5 s)" in str(error)
+    assert type(error.__cause__) is httpx.ReadTimeout
+    server.stop()
+    assert server.bytes_streamed < 30  # of about 90: the client hung up after about 0.5 s
+    assert len(server.requests) == 1
+
+
+async def test_each_attempt_has_a_deadline_of_its_own(
+    servers: FaultServers, connect: Connect
+) -> None:
+    # The first attempt runs out of time in the headers; the retry starts afresh.
+    server = servers(drip_head(envelope_body(TRANSLATION), every=0.1), ok())
+    assert (await translate(connect(server, timeout=0.5))).translated_text == "Hallo"
+    assert len(server.requests) == 2
+
+
+async def test_a_poll_is_cut_to_the_time_left_before_the_waits_deadline(
+    servers: FaultServers, connect: Connect, clock: FakeClock
+) -> None:
+    # Each poll gets no answer. The client's timeout is 30 s; the wait's is 1 s, so the
+    # first poll gets 1 s and the last one, at the deadline, gets a last second.
+    server = servers(stall(), stall())
+    client = connect(server, timeout=30.0, max_retries=0)
+    started = time.monotonic()
+    error = await failure_of(call(client, "wait_for_translation", "tr_1", timeout=1))
+    elapsed = time.monotonic() - started
+    assert type(error) is lingodoc.WaitTimeout
+    assert type(error.__cause__) is lingodoc.APITimeoutError
+    assert "left before the wait's deadline" in str(error.__cause__)
+    assert len(server.requests) == 2
+    assert clock.sleeps == [1.0]
+    # About 2 s; each stalled poll would hold the call 10 s (the stall's own end) without
+    # the cut. A generous bound: the hang is the bug.
+    assert elapsed < 8.0
