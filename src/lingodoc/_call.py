@@ -140,40 +140,42 @@ def batch_parser(count: int) -> Callable[[Any, RateLimit | None], BatchTranslati
 
 
 def status_parser(translation_id: str) -> Callable[[Any, RateLimit | None], TranslationStatus]:
-    """Return a parser of a poll's status that refuses the status of another translation."""
-    parse = model_parser(_lazy.TranslationStatus)
+    """Return a parser of a poll's status that refuses the status of another translation.
 
-    def parse_status(data: Any, rate_limit: RateLimit | None) -> TranslationStatus:
-        result = parse(data, rate_limit)
-        if result.translation_id != translation_id:
-            # Another job's status (a cache or a proxy mixing up answers) would pass its
-            # progress, or its translated document, off as ours.
-            raise ShapeError(
-                f"the status is of translation {shown(result.translation_id)}, "
-                f"not of {shown(translation_id)}",
-                data,
-            )
-        return result
-
-    return parse_status
+    Another job's status (a cache or a proxy mixing up answers) would pass its progress,
+    or its translated document, off as ours.
+    """
+    return _only(
+        _lazy.TranslationStatus, "translation_id", translation_id, "status", "of translation"
+    )
 
 
 def job_parser(document_id: str) -> Callable[[Any, RateLimit | None], TranslationJob]:
-    """Return a parser of a started job that refuses a job on another document."""
-    parse = model_parser(_lazy.TranslationJob)
+    """Return a parser of a started job that refuses a job on another document.
 
-    def parse_job(data: Any, rate_limit: RateLimit | None) -> TranslationJob:
+    Waiting on it would hand over another document's translation.
+    """
+    return _only(_lazy.TranslationJob, "document_id", document_id, "job", "for document")
+
+
+def _only(
+    cls: type[ModelT], field: str, expected: str, noun: str, relation: str
+) -> Callable[[Any, RateLimit | None], ModelT]:
+    """Return a parser of ``cls`` that refuses a result whose ``field`` is not ``expected``."""
+    parse = model_parser(cls)
+
+    def parse_only(data: Any, rate_limit: RateLimit | None) -> ModelT:
         result = parse(data, rate_limit)
-        if result.document_id != document_id:
-            # Waiting on it would hand over another document's translation.
+        found = getattr(result, field)
+        if found != expected:
             raise ShapeError(
-                f"the job is for document {shown(result.document_id)}, "
-                f"not for {shown(document_id)}",
+                f"the {noun} is {relation} {shown(found)}, not {relation.split()[0]} "
+                f"{shown(expected)}",
                 data,
             )
         return result
 
-    return parse_job
+    return parse_only
 
 
 def batch_call(texts: list[str], source: str, target: str) -> Call[BatchTranslation]:

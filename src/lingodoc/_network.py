@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Iterable
+from types import TracebackType
 from typing import Any
 
 import httpcore
@@ -62,27 +63,45 @@ def _limit(
     return timeout, None
 
 
+class _Step:
+    """One network step's timeout cut to the attempt's time left (``with _Step(...) as step``).
+
+    A timeout of the step raised inside, when it was the attempt's deadline that cut it, is
+    raised again as the attempt's ("... took longer than the timeout of the attempt").
+    """
+
+    __slots__ = ("attempt", "error", "timeout", "what")
+
+    def __init__(
+        self, timeout: float | None, error: type[httpcore.TimeoutException], what: str
+    ) -> None:
+        self.timeout, self.attempt = _limit(timeout, error, what)
+        self.error, self.what = error, what
+
+    def __enter__(self) -> _Step:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is not None and self.attempt is not None and issubclass(exc_type, self.error):
+            raise self.error(self.attempt.expired(self.what)) from None
+
+
 class _Stream(httpcore.NetworkStream):
     def __init__(self, stream: httpcore.NetworkStream) -> None:
         self._stream = stream
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        timeout, cut = _limit(timeout, httpcore.ReadTimeout, "the response")
-        try:
-            return self._stream.read(max_bytes, timeout)
-        except httpcore.ReadTimeout:
-            if cut is None:
-                raise
-        raise httpcore.ReadTimeout(cut.expired("the response"))
+        with _Step(timeout, httpcore.ReadTimeout, "the response") as step:
+            return self._stream.read(max_bytes, step.timeout)
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        timeout, cut = _limit(timeout, httpcore.WriteTimeout, "sending the request")
-        try:
-            return self._stream.write(buffer, timeout)
-        except httpcore.WriteTimeout:
-            if cut is None:
-                raise
-        raise httpcore.WriteTimeout(cut.expired("sending the request"))
+        with _Step(timeout, httpcore.WriteTimeout, "sending the request") as step:
+            return self._stream.write(buffer, step.timeout)
 
     def close(self) -> None:
         self._stream.close()
@@ -135,22 +154,12 @@ class _AsyncStream(httpcore.AsyncNetworkStream):
         self._stream = stream
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        timeout, cut = _limit(timeout, httpcore.ReadTimeout, "the response")
-        try:
-            return await self._stream.read(max_bytes, timeout)
-        except httpcore.ReadTimeout:
-            if cut is None:
-                raise
-        raise httpcore.ReadTimeout(cut.expired("the response"))
+        with _Step(timeout, httpcore.ReadTimeout, "the response") as step:
+            return await self._stream.read(max_bytes, step.timeout)
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        timeout, cut = _limit(timeout, httpcore.WriteTimeout, "sending the request")
-        try:
-            return await self._stream.write(buffer, timeout)
-        except httpcore.WriteTimeout:
-            if cut is None:
-                raise
-        raise httpcore.WriteTimeout(cut.expired("sending the request"))
+        with _Step(timeout, httpcore.WriteTimeout, "sending the request") as step:
+            return await self._stream.write(buffer, step.timeout)
 
     async def aclose(self) -> None:
         await self._stream.aclose()
