@@ -97,6 +97,11 @@ USER_AGENT = (
 )
 
 
+# This process, as an object made anew in every forked child: comparing it is cheaper than
+# asking the system for the process id on every request.
+_process = object()
+
+
 class _Shared(Generic[HttpClientT]):
     """What a client shares with its ``with_options`` copies: the HTTP client and live state.
 
@@ -135,20 +140,20 @@ class _Shared(Generic[HttpClientT]):
         self._in_flight = 0
         self._pool_closing = False
         self._lock = threading.Lock()  # taken by _ThreadShared, and to bind a loop
-        self._pid = os.getpid()
+        self._process = _process
         self._used = False
 
     @property
     def http(self) -> HttpClientT:
         """The HTTP client to send through, in this process."""
-        if self._pid != os.getpid():
+        if self._process is not _process:
             self._after_fork()
         self._used = True
         return self._http
 
     def _after_fork(self) -> None:
         with _fork_lock:
-            if self._pid == os.getpid():
+            if self._process is _process:
                 return
             if self._new_http is None:
                 if self._used:
@@ -165,7 +170,7 @@ class _Shared(Generic[HttpClientT]):
             self._in_flight = 0
             self._pool_closing = False
             self.loop = None
-            self._pid = os.getpid()
+            self._process = _process
 
     def enter(self) -> bool:
         """Count an attempt in flight; ``False`` (and not counted) if the client is closed."""
@@ -203,7 +208,7 @@ class _Shared(Generic[HttpClientT]):
 
     def use_loop(self, loop: object) -> bool:
         """Bind an AsyncClient to ``loop`` if it is not yet bound; whether it is bound to it."""
-        if self._pid != os.getpid():
+        if self._process is not _process:
             self._after_fork()  # a forked child's loop is its own: the parent's binding goes
         with self._lock:
             if self.loop is None:
@@ -308,14 +313,15 @@ def _close_dead_sockets(http: httpx.Client | httpx.AsyncClient) -> None:
 _fork_lock = threading.Lock()
 
 
-def _new_fork_lock() -> None:
+def _in_a_forked_child() -> None:
     # The child may have been forked while another thread of the parent held the lock.
-    global _fork_lock
+    global _fork_lock, _process
     _fork_lock = threading.Lock()
+    _process = object()
 
 
 if hasattr(os, "register_at_fork"):  # POSIX only, as fork is
-    os.register_at_fork(after_in_child=_new_fork_lock)
+    os.register_at_fork(after_in_child=_in_a_forked_child)
 
 # The environment variables that httpx reads when it builds a client (trust_env).
 _PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
@@ -880,6 +886,7 @@ class BaseClient(Generic[HttpClientT]):
         self._urls: dict[str, httpx.URL] = {}
         self._merged_headers: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]] = ([], [])
         self._extensions: tuple[httpx.Timeout, dict[str, Any]] = (self.timeout, {})
+        self._attempt_plan: _deadline.Plan | None = None
 
     def _use_api_key(self, api_key: object) -> ConfigurationError | None:
         """Keep the key to send; return the error that refuses it instead (see ``_api_key``)."""
@@ -1182,7 +1189,10 @@ class BaseClient(Generic[HttpClientT]):
         left = None
         if deadline is not None:
             left = max(deadline - _clock.current().monotonic(), MIN_ATTEMPT_TIME)
-        attempt = _deadline.Attempt(self.timeout, left)
+        plan = self._attempt_plan
+        if plan is None or plan.timeout is not self.timeout:  # a with_options copy's timeout
+            plan = self._attempt_plan = _deadline.Plan(self.timeout)
+        attempt = _deadline.Attempt(plan, left)
         request.extensions["timeout"] = attempt.timeouts
         return attempt
 

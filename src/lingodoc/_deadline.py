@@ -47,6 +47,31 @@ def total(timeout: httpx.Timeout) -> float | None:
     return max(value for value in values if value is not None)
 
 
+def _steps(timeout: httpx.Timeout, seconds: float | None) -> dict[str, float | None]:
+    """The ``timeout`` extension of httpx: each step's own timeout, no more than ``seconds``."""
+    return {
+        step: value if seconds is None or (value is not None and value <= seconds) else seconds
+        for step, value in timeout.as_dict().items()
+    }
+
+
+class Plan:
+    """What a client's timeout allows every attempt; worked out once per timeout, not per attempt.
+
+    Args:
+        timeout: The client's timeout.
+    """
+
+    __slots__ = ("seconds", "timeout", "timeouts")
+
+    def __init__(self, timeout: httpx.Timeout) -> None:
+        self.timeout = timeout
+        self.seconds = total(timeout)
+        # Shared by the requests of every attempt that no caller's deadline cuts: httpx
+        # only reads it.
+        self.timeouts = _steps(timeout, self.seconds)
+
+
 def current() -> Attempt | None:
     """Return the attempt running in this thread or task, if any."""
     return _current.get()
@@ -59,26 +84,22 @@ class Attempt:
     current attempt, which the SDK's connection pool reads.
 
     Args:
-        timeout: The client's timeout.
+        plan: What the client's timeout allows an attempt.
         left: Seconds left before a deadline of the caller's (a poll of
             ``wait_for_translation``), or ``None``: the attempt is cut to it.
     """
 
     __slots__ = ("_cut", "_token", "deadline", "seconds", "timeouts")
 
-    def __init__(self, timeout: httpx.Timeout, left: float | None = None) -> None:
-        seconds = total(timeout)
+    def __init__(self, plan: Plan, left: float | None = None) -> None:
+        seconds, timeouts = plan.seconds, plan.timeouts
         self._cut = False
         if left is not None and (seconds is None or left < seconds):
             self._cut, seconds = True, max(left, 0.0)
+            timeouts = _steps(plan.timeout, seconds)
         self.seconds = seconds
         self.deadline = None if seconds is None else time.monotonic() + seconds
-        # What httpx's `timeout` extension holds: each step's own timeout, but no more
-        # than the attempt's time (which only a caller's deadline makes shorter).
-        self.timeouts: dict[str, float | None] = {
-            step: value if seconds is None or (value is not None and value <= seconds) else seconds
-            for step, value in timeout.as_dict().items()
-        }
+        self.timeouts = timeouts
         self._token: contextvars.Token[Attempt | None] | None = None
 
     def left(self) -> float | None:
