@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "src" / "lingodoc" / "_async_client.py"
 TARGET = ROOT / "src" / "lingodoc" / "_sync_client.py"
+NETWORK_SOURCE = ROOT / "src" / "lingodoc" / "_async_network.py"
+NETWORK_TARGET = ROOT / "src" / "lingodoc" / "_sync_network.py"
 
 PHRASES = [
     (
@@ -76,7 +78,21 @@ PHRASES = [
     ),
 ]
 
+# The network streams' module (the deadline wrappers of the SDK's own pools).
+NETWORK_PHRASES = [
+    (
+        "async: each step cut to the attempt's deadline.\n\n"
+        "Written by hand; ``scripts/unasync.py`` generates ``_sync_network.py`` from it.",
+        "blocking: each step cut to the attempt's deadline.\n\n"
+        "Generated from ``_async_network.py`` by ``scripts/unasync.py``: do not edit.",
+    ),
+]
+
 NAMES = {
+    "AsyncBackend": "Backend",
+    "AsyncNetworkBackend": "NetworkBackend",
+    "AsyncNetworkStream": "NetworkStream",
+    "AsyncStream": "Stream",
     "AsyncClient": "Client",
     "AsyncClientT": "ClientT",
     "__aenter__": "__enter__",
@@ -93,25 +109,29 @@ KEYWORDS = [(re.compile(r"\basync (def|with|for)\b"), r"\1"), (re.compile(r"\baw
 WORD = re.compile(r"\b(" + "|".join(sorted(map(re.escape, NAMES), key=len, reverse=True)) + r")\b")
 
 
-def unasync(source: str) -> str:
+def unasync(source: str, phrases: list[tuple[str, str]] | None = None) -> str:
     """Return the blocking twin of the async module ``source``.
 
+    Args:
+        source: The async module's text.
+        phrases: Its docstring phrases to replace (default: the client's, ``PHRASES``).
+
     Raises:
-        SystemExit: If a phrase of ``PHRASES`` is not in ``source``.
+        SystemExit: If one of the phrases is not in ``source``.
     """
-    for phrase, replacement in PHRASES:
+    for phrase, replacement in PHRASES if phrases is None else phrases:
         if phrase not in source:
-            raise SystemExit(f"unasync: {SOURCE.name} no longer has the phrase {phrase!r}")
+            raise SystemExit(f"unasync: the source no longer has the phrase {phrase!r}")
         source = source.replace(phrase, replacement)
     for pattern, replacement in KEYWORDS:
         source = pattern.sub(replacement, source)
     return WORD.sub(lambda match: NAMES[match.group(1)], source)
 
 
-def formatted(code: str) -> str:
-    """Return ``code`` as ``ruff format`` writes it (with the project's settings)."""
+def formatted(code: str, target: Path) -> str:
+    """Return ``code`` as ``ruff format`` writes it into ``target`` (the project's settings)."""
     result = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(TARGET), "-"],
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(target), "-"],
         input=code,
         capture_output=True,
         text=True,
@@ -124,32 +144,35 @@ def formatted(code: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Write (or with ``--check``, compare) the generated module; return the exit code."""
+    """Write (or with ``--check``, compare) the generated modules; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the file is stale")
+    parser.add_argument("--check", action="store_true", help="fail if a file is stale")
     args = parser.parse_args(argv)
-    generated = formatted(unasync(SOURCE.read_text(encoding="utf-8")))
-    current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
-    if not args.check:
-        if generated != current:
-            TARGET.write_text(generated, encoding="utf-8")
-            print(f"unasync: wrote {TARGET.relative_to(ROOT)}")
-        return 0
-    if generated == current:
-        print(f"unasync: {TARGET.relative_to(ROOT)} is current")
-        return 0
-    diff = difflib.unified_diff(
-        current.splitlines(keepends=True),
-        generated.splitlines(keepends=True),
-        f"{TARGET.name} (in the tree)",
-        f"{TARGET.name} (generated)",
-    )
-    sys.stdout.writelines(diff)
-    print(
-        f"unasync: {TARGET.relative_to(ROOT)} is stale: run `python scripts/unasync.py`",
-        file=sys.stderr,
-    )
-    return 1
+    stale = 0
+    for source, target, phrases in (
+        (SOURCE, TARGET, None),
+        (NETWORK_SOURCE, NETWORK_TARGET, NETWORK_PHRASES),
+    ):
+        generated = formatted(unasync(source.read_text(encoding="utf-8"), phrases), target)
+        current = target.read_text(encoding="utf-8") if target.exists() else ""
+        name = target.relative_to(ROOT)
+        if generated == current:
+            if args.check:
+                print(f"unasync: {name} is current")
+        elif not args.check:
+            target.write_text(generated, encoding="utf-8")
+            print(f"unasync: wrote {name}")
+        else:
+            diff = difflib.unified_diff(
+                current.splitlines(keepends=True),
+                generated.splitlines(keepends=True),
+                f"{target.name} (in the tree)",
+                f"{target.name} (generated)",
+            )
+            sys.stdout.writelines(diff)
+            print(f"unasync: {name} is stale: run `python scripts/unasync.py`", file=sys.stderr)
+            stale = 1
+    return stale
 
 
 if __name__ == "__main__":

@@ -32,13 +32,23 @@ def load_unasync() -> ModuleType:
 unasync = load_unasync()
 
 
-def test_the_generated_sync_client_is_current() -> None:
-    source = unasync.SOURCE.read_text(encoding="utf-8")
-    generated = unasync.unasync(source)
-    committed = unasync.TARGET.read_text(encoding="utf-8")
+@pytest.mark.parametrize(
+    ("source", "target", "phrases"),
+    [
+        pytest.param(unasync.SOURCE, unasync.TARGET, None, id="client"),
+        pytest.param(
+            unasync.NETWORK_SOURCE, unasync.NETWORK_TARGET, unasync.NETWORK_PHRASES, id="network"
+        ),
+    ],
+)
+def test_the_generated_sync_modules_are_current(
+    source: Path, target: Path, phrases: list[tuple[str, str]] | None
+) -> None:
+    generated = unasync.unasync(source.read_text(encoding="utf-8"), phrases)
+    committed = target.read_text(encoding="utf-8")
     # ruff format changes layout only: equal trees mean the file in the tree is current.
     assert ast.dump(ast.parse(generated)) == ast.dump(ast.parse(committed)), (
-        "src/lingodoc/_sync_client.py is stale: run `python scripts/unasync.py`"
+        f"{target.name} is stale: run `python scripts/unasync.py`"
     )
 
 

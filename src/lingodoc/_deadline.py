@@ -25,8 +25,12 @@ from __future__ import annotations
 import contextvars
 import time
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import httpx
+
+if TYPE_CHECKING:
+    import httpcore
 
 _current: contextvars.ContextVar[Attempt | None] = contextvars.ContextVar(
     "lingodoc_attempt", default=None
@@ -128,3 +132,51 @@ class Attempt:
         if self._token is not None:
             _current.reset(self._token)
             self._token = None
+
+
+def limit(
+    timeout: float | None, error: type[httpcore.TimeoutException], what: str
+) -> tuple[float | None, Attempt | None]:
+    """Return the timeout cut to the time left, and the attempt if it cut it.
+
+    Raises:
+        httpcore.TimeoutException: ``error``, if the deadline has already passed.
+    """
+    attempt = current()
+    left = None if attempt is None else attempt.left()
+    if left is None:
+        return timeout, None
+    assert attempt is not None
+    if left <= 0:
+        raise error(attempt.expired(what))
+    if timeout is None or left < timeout:
+        return left, attempt
+    return timeout, None
+
+
+class Step:
+    """One network step's timeout cut to the attempt's time left (``with Step(...) as step``).
+
+    A timeout of the step raised inside, when it was the attempt's deadline that cut it, is
+    raised again as the attempt's ("... took longer than the timeout of the attempt").
+    """
+
+    __slots__ = ("attempt", "error", "timeout", "what")
+
+    def __init__(
+        self, timeout: float | None, error: type[httpcore.TimeoutException], what: str
+    ) -> None:
+        self.timeout, self.attempt = limit(timeout, error, what)
+        self.error, self.what = error, what
+
+    def __enter__(self) -> Step:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is not None and self.attempt is not None and issubclass(exc_type, self.error):
+            raise self.error(self.attempt.expired(self.what)) from None
