@@ -91,6 +91,33 @@ async def test_a_call_in_flight_at_close_is_not_retried_and_says_client_closed(
     assert client._shared.http.is_closed
 
 
+async def test_a_call_closed_in_flight_does_not_wait_for_a_retry_it_will_not_make(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    answer = httpx.Response(503, json=failure("SERVICE_UNAVAILABLE"))
+    api.get("/translations/tr_1").mock(side_effect=closing_then(client, answer, []))
+    with (
+        fake_clock() as clock,
+        pytest.raises(lingodoc.APIConnectionError, match="not retried: client closed"),
+    ):
+        await call(client, "get_translation", "tr_1")
+    assert clock.sleeps == []  # no backoff before a retry that would be refused
+
+
+async def test_a_wait_closed_in_flight_ends_without_another_poll_interval(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    answer = httpx.Response(503, json=failure("SERVICE_UNAVAILABLE"))
+    route = api.get("/translations/tr_1").mock(side_effect=closing_then(client, answer, []))
+    with (
+        fake_clock() as clock,
+        pytest.raises(lingodoc.APIConnectionError, match="client closed"),
+    ):
+        await call(client, "wait_for_translation", "tr_1", timeout=600, poll_interval=30)
+    assert clock.sleeps == []  # a closed client's failure is not ridden out until the deadline
+    assert route.call_count == 1
+
+
 class ClosingClock(FakeClock):
     """A fake clock that closes ``client`` in the first wait before a retry."""
 

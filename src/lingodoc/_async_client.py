@@ -19,7 +19,7 @@ import httpx
 
 from lingodoc import _bulk, _clock, _retry
 from lingodoc._base_client import BaseClient, Call, Failure, Waiter
-from lingodoc._exceptions import APIConnectionError, APIError, RateLimited
+from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
 
 if TYPE_CHECKING:
@@ -324,7 +324,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             APIConnectionError: If the service cannot be reached.
         """
         waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress)
-        outcome = await self._wait_loop(waiter)
+        try:
+            outcome = await self._wait_loop(waiter)
+        except LingodocError as exc:  # such as the client closed meanwhile: see _wait_loop
+            raise_scrubbed(exc)
         if isinstance(outcome, Failure):
             raise_scrubbed(outcome.error)
         return outcome
@@ -338,7 +341,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             except RateLimited as exc:
                 delay = waiter.delay_after_rate_limit(exc.retry_after)
             except (APIError, APIConnectionError) as exc:
-                delay = waiter.delay_after_failure(exc)
+                # Not ridden out once the client is closed: the next poll would be refused.
+                delay = Failure(exc) if self.is_closed else waiter.delay_after_failure(exc)
             else:
                 await waiter.async_report(status)
                 outcome = waiter.finished(status)
@@ -415,6 +419,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         failed: BaseException | None = None
         for attempt in tenacity.Retrying(sleep=waits.append, **policy):
             if waits:
+                if self.is_closed:  # no wait for a retry that would be refused
+                    raise_scrubbed(self._closed_in_flight(call, failed))
                 await _clock.async_sleep(waits.pop())
             # Closed meanwhile (this client, or the one it was copied from): no attempt, no
             # new connection. Raised outside `with attempt`, so never retried.

@@ -146,31 +146,41 @@ class _Shared(Generic[HttpClientT]):
     @property
     def http(self) -> HttpClientT:
         """The HTTP client to send through, in this process."""
-        if self._process is not _process:
-            self._after_fork()
+        self.in_this_process()
         self._used = True
         return self._http
 
-    def _after_fork(self) -> None:
+    def _after_fork(self, *, closing: bool = False) -> None:
+        """Make this state the child's own, on its first use after ``os.fork()``.
+
+        Args:
+            closing: The first use is closing the client: then no new HTTP client is
+                made, and the inherited one is not closed (it is the parent's).
+        """
         with _fork_lock:
             if self._process is _process:
                 return
             if self._new_http is None:
-                if self._used:
+                if self._used and not closing:
                     raise LingodocError(
                         "this client's http_client was used before os.fork(), so its "
                         "connections are shared with the parent process; create the "
                         "http_client and the client in the child process"
                     )
-            elif not self.closed:
+            elif not self.closed and not closing:
                 self._http = self._new_http()
             # The parent's threads, their attempts in flight and its event loop are not
             # in the child, and the lock may have been held by one of them at the fork.
             self._lock = threading.Lock()
             self._in_flight = 0
-            self._pool_closing = False
+            self._pool_closing = closing  # a pool still the parent's is never closed here
             self.loop = None
             self._process = _process
+
+    def in_this_process(self, *, closing: bool = False) -> None:
+        """Do what a forked child must before it uses, or closes, the state it inherited."""
+        if self._process is not _process:
+            self._after_fork(closing=closing)
 
     def enter(self) -> bool:
         """Count an attempt in flight; ``False`` (and not counted) if the client is closed."""
@@ -192,6 +202,7 @@ class _Shared(Generic[HttpClientT]):
                 counted in flight can ever end, and the sockets are closed here first
                 (see ``_close_dead_sockets``).
         """
+        self.in_this_process(closing=True)
         self.closed = True
         if loop_gone:
             self._in_flight = 0
@@ -208,8 +219,7 @@ class _Shared(Generic[HttpClientT]):
 
     def use_loop(self, loop: object) -> bool:
         """Bind an AsyncClient to ``loop`` if it is not yet bound; whether it is bound to it."""
-        if self._process is not _process:
-            self._after_fork()  # a forked child's loop is its own: the parent's binding goes
+        self.in_this_process()  # a forked child's loop is its own: the parent's binding goes
         with self._lock:
             if self.loop is None:
                 self.loop = loop
@@ -237,6 +247,7 @@ class _ThreadShared(_Shared[HttpClientT]):
 
     def close(self, *, loop_gone: bool = False) -> bool:
         """Mark the client closed; ``True`` if the caller must now close the pool."""
+        self.in_this_process(closing=True)  # before the lock, which may be the parent's
         with self._lock:
             return super().close(loop_gone=loop_gone)
 
@@ -803,7 +814,8 @@ class Waiter:
             return Failure(error)
         delay = self.delay()
         if isinstance(delay, Failure):  # as `raise timeout from error` would chain them
-            delay.error.__cause__ = error
+            # Without its traceback: the frames it passed hold earlier statuses as sent.
+            delay.error.__cause__ = error.with_traceback(None)
             delay.error.__suppress_context__ = True
         return delay
 
@@ -989,6 +1001,7 @@ class BaseClient(Generic[HttpClientT]):
                 loop, which is still open.
         """
         shared = self._shared
+        shared.in_this_process(closing=True)  # a forked child: the parent's loop is not here
         if shared.loop is None or not shared.owned or shared.loop is running_loop():
             return False
         if loop_is_closed(shared.loop):

@@ -287,3 +287,64 @@ def test_a_callers_http_client_is_refused_in_a_child_if_it_was_used_before_the_f
     assert translated("parent again") == "parent again!"  # the parent is unaffected
     _run(close(client))
     _run(http.aclose() if isinstance(http, httpx.AsyncClient) else http.close())
+
+
+@posix_only
+def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone_sync(
+    translator: _PortRecordingServer,
+) -> None:
+    with lingodoc.Client(API_KEY, base_url=translator.base_url, timeout=5) as client:
+        assert translate(client, "parent before") == "parent before in de"
+        inherited = client._shared.http
+        holding = threading.Event()
+        release = threading.Event()
+
+        def hold_the_lock() -> None:  # a parent thread inside the shared state at the fork
+            with client._shared._lock:
+                holding.set()
+                release.wait(10)
+
+        thread = threading.Thread(target=hold_the_lock)
+        thread.start()
+        holding.wait(10)
+
+        def child() -> dict[str, object]:
+            client.close()  # its first and only use: a worker shutting down
+            return {"inherited closed": inherited.is_closed, "closed": client.is_closed}
+
+        try:
+            in_the_child = in_child(child)  # hung on the parent's lock before the fix
+        finally:
+            release.set()
+            thread.join()
+        assert in_the_child == {"inherited closed": False, "closed": True}
+        assert translate(client, "parent after") == "parent after in de"
+        assert translator.port_of("parent after") == translator.port_of("parent before")
+
+
+@posix_only
+def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone_async(
+    translator: _PortRecordingServer,
+) -> None:
+    client = lingodoc.AsyncClient(API_KEY, base_url=translator.base_url, timeout=5)
+
+    async def translated(text: str) -> str:
+        result = await client.translate(text, source_language="en", target_language="de")
+        return result.translated_text
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(translated("parent before")) == "parent before in de"
+        inherited = client._shared.http
+
+        def child() -> dict[str, object]:
+            # The parent's loop is still open, but not in the child: closing must work here.
+            asyncio.run(client.aclose())
+            return {"inherited closed": inherited.is_closed, "closed": client.is_closed}
+
+        in_the_child = in_child(child)
+        assert in_the_child == {"inherited closed": False, "closed": True}
+        assert loop.run_until_complete(translated("parent after")) == "parent after in de"
+        loop.run_until_complete(client.aclose())
+    finally:
+        loop.close()

@@ -30,6 +30,7 @@ import pytest
 
 import lingodoc
 from lingodoc.emulator import Emulator
+from lingodoc.testing import fake_clock
 from tests.reliability.fault_server import FaultServer, status
 
 BASE_URL = "https://api.lingodoc.test/v1"
@@ -638,3 +639,45 @@ def test_every_httpx_and_httpcore_logger_masks_keys() -> None:
         assert logger.filter(record)
         assert record.getMessage() == "got ****QZ7X", name
     client.close()
+
+
+def status_then_503(request: httpx.Request, polls: list[int]) -> httpx.Response:
+    """Our translation's status echoing the key on the first poll, then 503s."""
+    polls.append(1)
+    if len(polls) == 1:
+        data = {"translation_id": "tr_1", "status": "processing", "progress": 10, "note": ECHO}
+        return httpx.Response(200, json={"success": True, "data": data})
+    return httpx.Response(503, json={"success": False, "error": {"code": "DOWN", "message": "x"}})
+
+
+async def test_a_wait_that_times_out_hides_a_key_echoed_by_an_earlier_status(
+    client_class: ClientClass,
+) -> None:
+    """The WaitTimeout is caused by the last 503, which passed the frame of that status."""
+    polls: list[int] = []
+    client = mock_client(client_class, lambda r: status_then_503(r, polls), max_retries=0)
+    with fake_clock():
+        error = await failure_of(client, "wait_for_translation", "tr_1", timeout=20)
+    assert isinstance(error, lingodoc.WaitTimeout)
+    assert isinstance(error.__cause__, lingodoc.ServerError)
+    assert len(polls) > 2
+    assert_exception_hides_key(error)
+    await close(client)
+
+
+async def test_a_wait_ended_by_closing_the_client_hides_a_key_echoed_by_a_status(
+    client_class: ClientClass,
+) -> None:
+    """Closed during the wait (here by on_progress, as another thread might)."""
+    polls: list[int] = []
+    client = mock_client(client_class, lambda r: status_then_503(r, polls))
+
+    def close_it(status: Any) -> Any:  # AsyncClient awaits the coroutine of aclose()
+        return client.close() if isinstance(client, lingodoc.Client) else client.aclose()
+
+    with fake_clock():
+        error = await failure_of(client, "wait_for_translation", "tr_1", on_progress=close_it)
+    assert "has been closed" in str(error)
+    assert len(polls) == 1
+    assert_exception_hides_key(error)
+    await close(client)
