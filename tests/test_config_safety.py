@@ -303,3 +303,33 @@ async def test_a_loopback_http_client_reads_no_proxy_or_certificate_variable(
     client = client_class(API_KEY, base_url="http://127.0.0.1:8787/v1")
     assert client._shared.http.trust_env is False
     await close(client)
+
+
+@pytest.mark.parametrize(
+    ("argument", "value"),
+    [
+        ("timeout", "x" * 100_000),
+        ("timeout", 10**5000),  # past the largest float, and too long to print
+        ("timeout", -(10**5000)),
+        ("max_retries", "x" * 100_000),
+        ("base_url", "ftp://" + "a" * 100_000),
+        ("base_url", "https://" + "a" * 100_000 + ":pw@host/v1"),
+    ],
+    ids=[
+        "long-timeout",
+        "huge-timeout",
+        "huge-negative-timeout",
+        "long-max-retries",
+        "long-base-url",
+        "long-base-url-with-password",
+    ],
+)
+def test_a_huge_setting_is_refused_with_a_short_message(
+    client_class: type[Any], argument: str, value: object
+) -> None:
+    settings: dict[str, Any] = {"base_url": BASE_URL, argument: value}
+    with pytest.raises(lingodoc.ConfigurationError) as caught:
+        client_class(API_KEY, **settings)
+    assert type(caught.value) is lingodoc.ConfigurationError
+    assert len(str(caught.value)) < 500, str(caught.value)[:600]
+    assert ":pw@" not in str(caught.value)

@@ -638,3 +638,32 @@ async def test_cancelling_the_wait_during_a_poll_leaves_the_client_usable(
         assert (await client.wait_for_translation("tr_1")).progress == 100
         assert len(seen) == 2
     assert client.is_closed
+
+
+@pytest.mark.parametrize(
+    ("argument", "value", "error"),
+    [
+        ("poll_interval", 10**5000, ValueError),  # past the largest float
+        ("poll_interval", "x" * 100_000, TypeError),
+        ("timeout", -(10**5000), ValueError),
+        ("timeout", "x" * 100_000, TypeError),
+    ],
+    ids=["huge-poll-interval", "long-poll-interval", "huge-negative-timeout", "long-timeout"],
+)
+async def test_a_huge_wait_argument_is_refused_with_a_short_message(
+    client: Any, argument: str, value: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error) as caught:
+        await call(client, "wait_for_translation", "tr_1", **{argument: value})
+    assert type(caught.value) is error
+    assert len(str(caught.value)) < 300
+
+
+async def test_a_timeout_too_large_for_a_float_waits_without_a_deadline(
+    client: Any, api: respx.MockRouter
+) -> None:
+    done = {"translation_id": "tr_1", "status": "completed", "progress": 100}
+    api.get("/translations/tr_1").respond(200, json={"success": True, "data": done})
+    with fake_clock():
+        status = await call(client, "wait_for_translation", "tr_1", timeout=10**5000)
+    assert status.progress == 100

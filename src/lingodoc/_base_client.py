@@ -55,6 +55,7 @@ from lingodoc._exceptions import (
 )
 from lingodoc._logging import configure_from_env, logger
 from lingodoc._redaction import KeyMask, mask, raise_scrubbed, watch_http_logs
+from lingodoc._validation import shown
 from lingodoc._version import __version__
 
 if TYPE_CHECKING:
@@ -420,9 +421,9 @@ def _shown_url(raw: str) -> str:
     start = raw.find("://") + 3 if "://" in raw else 0
     at = raw.rfind("@")
     if at < start or ":" not in raw[start:at]:
-        return raw
+        return _validation.cut(raw)
     user = raw[start:at].split(":", 1)[0]
-    return f"{raw[:start]}{user}:****{raw[at:]}"
+    return _validation.cut(f"{raw[:start]}{user}:****{raw[at:]}")
 
 
 def _check_base_url(base_url: object) -> str | ConfigurationError:
@@ -503,13 +504,11 @@ def _check_timeout(
         ):
             return http_client.timeout
         return httpx.Timeout(DEFAULT_TIMEOUT)
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool):
-        seconds = math.nan
-    else:
-        seconds = float(timeout)
+    seconds = _as_float(timeout)
     if not (math.isfinite(seconds) and seconds > 0):
         raise ConfigurationError(
-            f"timeout must be a positive number of seconds or an httpx.Timeout, not {timeout!r} "
+            "timeout must be a positive number of seconds or an httpx.Timeout, "
+            f"not {_validation.shown(timeout)} "
             "(None leaves it unset; for no limit at all pass httpx.Timeout(None))"
         )
     return httpx.Timeout(seconds)
@@ -574,13 +573,25 @@ def _header_problem(headers: httpx.Headers) -> str | None:
     return None
 
 
+def _as_float(value: object) -> float:
+    """``value`` as a float: NaN if it is not a number, infinite if too large for one."""
+    if not _is_number(value):
+        return math.nan
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except OverflowError:  # an int past the largest float
+        return math.inf if value > 0 else -math.inf  # type: ignore[operator]
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _check_max_retries(max_retries: object) -> int:
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-        raise ConfigurationError(f"max_retries must be an int >= 0, not {max_retries!r}")
+        raise ConfigurationError(
+            f"max_retries must be an int >= 0, not {_validation.shown(max_retries)}"
+        )
     return max_retries
 
 
@@ -671,13 +682,13 @@ class Waiter:
         awaits: bool = False,
     ) -> None:
         if not _is_number(poll_interval):
-            raise TypeError(f"poll_interval must be a number, not {poll_interval!r}")
-        if not (math.isfinite(poll_interval) and poll_interval > 0):
-            raise ValueError(f"poll_interval must be a positive number, not {poll_interval!r}")
+            raise TypeError(f"poll_interval must be a number, not {shown(poll_interval)}")
+        if not (math.isfinite(_as_float(poll_interval)) and poll_interval > 0):
+            raise ValueError(f"poll_interval must be a positive number, not {shown(poll_interval)}")
         if timeout is not None and not _is_number(timeout):
-            raise TypeError(f"timeout must be a number or None, not {timeout!r}")
-        if timeout is not None and not timeout >= 0:  # also refuses NaN
-            raise ValueError(f"timeout must be None or >= 0 seconds, not {timeout!r}")
+            raise TypeError(f"timeout must be a number or None, not {shown(timeout)}")
+        if timeout is not None and not _as_float(timeout) >= 0:  # also refuses NaN
+            raise ValueError(f"timeout must be None or >= 0 seconds, not {shown(timeout)}")
         if on_progress is not None and not callable(on_progress):
             raise TypeError("on_progress must be callable")
         if on_progress is not None and not awaits and _is_coroutine_function(on_progress):
@@ -691,7 +702,11 @@ class Waiter:
         self.on_progress = on_progress
         self.redact = redact
         self.last: TranslationStatus | None = None
-        self.deadline = None if timeout is None else _clock.current().monotonic() + timeout
+        limit = None if timeout is None else _as_float(timeout)
+        # An infinite timeout (or an int too large for a float) waits as None does.
+        self.deadline = (
+            None if limit is None or math.isinf(limit) else _clock.current().monotonic() + limit
+        )
         self._unknown_states = 0  # polls in a row that read a state the SDK does not know
         self._rate_limited = 0  # 429s in a row
 
