@@ -185,6 +185,11 @@ def translate(client: lingodoc.Client, text: str) -> str:
     return client.translate(text, source_language="en", target_language="de").translated_text
 
 
+async def async_translate(client: lingodoc.AsyncClient, text: str) -> str:
+    result = await client.translate(text, source_language="en", target_language="de")
+    return result.translated_text
+
+
 @posix_only
 def test_a_forked_child_never_uses_the_parents_connection_sync(
     translator: _PortRecordingServer,
@@ -213,22 +218,23 @@ def test_a_forked_child_never_uses_the_parents_connection_async(
 ) -> None:
     client = lingodoc.AsyncClient(API_KEY, base_url=translator.base_url, timeout=5)
 
-    async def translated(text: str) -> str:
-        result = await client.translate(text, source_language="en", target_language="de")
-        return result.translated_text
-
     loop = asyncio.new_event_loop()
     try:
-        assert loop.run_until_complete(translated("parent before")) == "parent before in de"
+        assert (
+            loop.run_until_complete(async_translate(client, "parent before"))
+            == "parent before in de"
+        )
         inherited = client._shared.http
 
         def child() -> dict[str, object]:
             # A child starts an event loop of its own; the parent's is not running here.
-            text = asyncio.run(translated("child"))
+            text = asyncio.run(async_translate(client, "child"))
             return {"text": text, "new pool": client._shared.http is not inherited}
 
         in_the_child = in_child(child)
-        assert loop.run_until_complete(translated("parent after")) == "parent after in de"
+        assert (
+            loop.run_until_complete(async_translate(client, "parent after")) == "parent after in de"
+        )
         assert client._shared.http is inherited
         loop.run_until_complete(client.aclose())
     finally:
@@ -328,13 +334,12 @@ def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone_async(
 ) -> None:
     client = lingodoc.AsyncClient(API_KEY, base_url=translator.base_url, timeout=5)
 
-    async def translated(text: str) -> str:
-        result = await client.translate(text, source_language="en", target_language="de")
-        return result.translated_text
-
     loop = asyncio.new_event_loop()
     try:
-        assert loop.run_until_complete(translated("parent before")) == "parent before in de"
+        assert (
+            loop.run_until_complete(async_translate(client, "parent before"))
+            == "parent before in de"
+        )
         inherited = client._shared.http
 
         def child() -> dict[str, object]:
@@ -344,7 +349,9 @@ def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone_async(
 
         in_the_child = in_child(child)
         assert in_the_child == {"inherited closed": False, "closed": True}
-        assert loop.run_until_complete(translated("parent after")) == "parent after in de"
+        assert (
+            loop.run_until_complete(async_translate(client, "parent after")) == "parent after in de"
+        )
         loop.run_until_complete(client.aclose())
     finally:
         loop.close()
