@@ -39,8 +39,14 @@ PHRASES = [
         "Edit ``_async_client.py`` and run ``python scripts/unasync.py``; CI checks\n"
         "that this file is current.",
     ),
-    ("An asyncio client", "A blocking client"),
-    ("Safe to share between the tasks of one event loop.", "Safe to share between threads."),
+    (
+        "An async client for the lingodoc service, under asyncio or trio.",
+        "A blocking client for the lingodoc service.",
+    ),
+    (
+        "Safe to share between the tasks of one event loop (or trio run).",
+        "Safe to share between threads.",
+    ),
     ("Use it in an `async with` block, or await", "Use it in a `with` block, or call"),
     (
         "by up to ``max_concurrency`` tasks,",

@@ -40,9 +40,9 @@ ProgressCallback = Callable[["TranslationStatus"], object]
 
 
 class AsyncClient(BaseClient[httpx.AsyncClient]):
-    """An asyncio client for the lingodoc service.
+    """An async client for the lingodoc service, under asyncio or trio.
 
-    Safe to share between the tasks of one event loop.
+    Safe to share between the tasks of one event loop (or trio run).
     Use it in an `async with` block, or await [`aclose`][lingodoc.AsyncClient.aclose],
     to release its connections:
 
@@ -273,7 +273,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                     await _bulk.async_pace(bulk, wait)
                     continue
                 bulk.done(step, result)
-                await _bulk.async_hand_over()
+                await _bulk.async_hand_over(bulk)
         finally:
             bulk.exited()
 

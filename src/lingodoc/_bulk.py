@@ -36,7 +36,7 @@ import signal
 import sys
 import threading
 from array import array
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from itertools import compress
@@ -483,23 +483,24 @@ async def async_report(bulk: Bulk, progress: BulkProgress | None) -> None:
         await result
 
 
-def hand_over() -> None:
+def hand_over(bulk: Bulk) -> None:
     """Let the coordinator record an answered batch before the next is sent (``Client``).
 
     Nothing to do: the coordinator is another thread, which runs when it can.
     """
 
 
-async def async_hand_over() -> None:
+async def async_hand_over(bulk: Bulk) -> None:
     """Let the coordinator record an answered batch before the next is sent.
 
     A task whose requests never suspend (the in-process emulator's) would otherwise
     send every batch before the coordinator runs once: progress would come all at
-    the end, and an error from ``on_progress`` could not stop anything.
+    the end, and an error from ``on_progress`` could not stop anything. So the worker
+    yields, and if the coordinator was woken for its batch but has not run yet (trio
+    runs the tasks ready in any order), waits until it has taken it. A coordinator busy
+    awaiting ``on_progress`` is not waited for.
     """
-    import asyncio
-
-    await asyncio.sleep(0)
+    await bulk.events.handed_over()
 
 
 def pace(bulk: Bulk, seconds: float) -> None:
@@ -579,32 +580,105 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
         bulk.drain()
 
 
-async def async_run_workers(worker: Callable[[Bulk], Awaitable[None]], bulk: Bulk) -> None:
+class TaskEvents:
+    """``Bulk.events`` for tasks: the queue the workers put events on, the coordinator takes.
+
+    An event stays queued until it is taken, so a coordinator cancelled while it waits
+    loses none (``drain`` stores them all); the coordinator waits on an anyio event,
+    under asyncio and trio alike. Used from the tasks of one event loop only.
+    """
+
+    def __init__(self) -> None:
+        from collections import deque
+
+        import anyio
+
+        self._anyio = anyio
+        self._events: deque[object] = deque()
+        self._arrived: anyio.Event | None = None  # set by the next put, while waited on
+        self._taken: anyio.Event | None = None  # set by the next get, while waited on
+
+    def put_nowait(self, event: object) -> None:
+        """Queue ``event`` and wake the coordinator if it waits."""
+        self._events.append(event)
+        if self._arrived is not None:
+            self._arrived.set()
+
+    def get_nowait(self) -> object:
+        """Take the oldest event; ``IndexError`` if there is none."""
+        return self._events.popleft()
+
+    def empty(self) -> bool:
+        """Whether no event is queued."""
+        return not self._events
+
+    async def get(self) -> object:
+        """Take the oldest event, waiting for one if need be."""
+        while not self._events:
+            self._arrived = self._anyio.Event()
+            try:
+                await self._arrived.wait()
+            finally:
+                self._arrived = None
+        if self._taken is not None:
+            self._taken.set()
+            self._taken = None
+        return self._events.popleft()
+
+    async def handed_over(self) -> None:
+        """Yield; then, if the coordinator is woken for an event but has not taken it, wait."""
+        import anyio.lowlevel
+
+        await anyio.lowlevel.checkpoint()
+        if self._events and self._arrived is not None:
+            if self._taken is None:
+                self._taken = self._anyio.Event()
+            await self._taken.wait()
+
+
+async def async_run_workers(
+    worker: Callable[[Bulk], Coroutine[Any, Any, None]], bulk: Bulk
+) -> None:
     """Run ``bulk.workers`` copies of ``worker`` as tasks, coordinating from this one.
 
     This task stores answered batches into ``done`` and reports progress. Whatever
     ends the run (an error, cancellation of this task, an error from
     ``on_progress``), the batches in flight are cancelled and no task is left
-    running when it returns or raises.
+    running when it returns or raises. The workers run in an anyio task group, so
+    this works under asyncio and trio alike; an error is raised as it is, not in an
+    exception group.
     """
-    import asyncio
+    import anyio
+    import anyio.lowlevel
 
-    bulk.events = asyncio.Queue()
+    events = TaskEvents()
+    bulk.events = events
     await async_report(bulk, bulk.start())
     if bulk.workers == 0:
         return
-    tasks = [asyncio.ensure_future(worker(bulk)) for _ in range(bulk.workers)]
+    failure: Exception | None = None
     try:
-        running = bulk.workers
-        while running and not bulk.stopped:  # a failed batch stops the rest
-            event = await bulk.events.get()
-            if event is EXITED:
-                running -= 1
-            else:
-                await async_report(bulk, bulk.record(event))
+        async with anyio.create_task_group() as group:
+            for _ in range(bulk.workers):
+                group.start_soon(worker, bulk)
+            try:
+                running = bulk.workers
+                while running and not bulk.stopped:  # a failed batch stops the rest
+                    event = await events.get()
+                    if event is EXITED:
+                        running -= 1
+                    else:
+                        await async_report(bulk, bulk.record(event))
+            except Exception as exc:  # from on_progress: raised below, outside the group
+                failure = exc
+            finally:
+                bulk.stop()
+                group.cancel_scope.cancel()  # the workers, at once
+        # Cancelled from outside, the workers may all end before the coordinator's wait is
+        # cancelled (asyncio does not cancel a wait that has its result): the loop above then
+        # ends as if the work were done. The cancellation is raised here, never a result.
+        await anyio.lowlevel.checkpoint_if_cancelled()
     finally:
-        bulk.stop()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         bulk.drain()
+    if failure is not None:
+        raise failure

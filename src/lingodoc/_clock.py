@@ -29,10 +29,11 @@ class SystemClock:
         return event.wait(max(0.0, seconds))
 
     async def async_sleep(self, seconds: float) -> None:
-        # Imported here: a program that never awaits should not pay for asyncio.
-        import asyncio
+        # Through anyio (httpx's own dependency), so it sleeps under asyncio and trio alike.
+        # Imported here: a program that never awaits should not pay for it.
+        import anyio
 
-        await asyncio.sleep(seconds)
+        await anyio.sleep(seconds)
 
 
 _current: SystemClock = SystemClock()
@@ -54,7 +55,7 @@ def wait(event: threading.Event, seconds: float) -> bool:
 
 
 async def async_sleep(seconds: float) -> None:
-    """Sleep on the clock in force without blocking the event loop."""
+    """Sleep on the clock in force without blocking the event loop (asyncio or trio)."""
     await _current.async_sleep(seconds)
 
 

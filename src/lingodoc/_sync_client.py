@@ -268,7 +268,7 @@ class Client(BaseClient[httpx.Client]):
                     _bulk.pace(bulk, wait)
                     continue
                 bulk.done(step, result)
-                _bulk.hand_over()
+                _bulk.hand_over(bulk)
         finally:
             bulk.exited()
 

@@ -23,7 +23,6 @@ This module is public API; nothing in it is imported by ``import lingodoc``.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -120,11 +119,16 @@ class FakeClock(_clock.SystemClock):
     async def async_sleep(self, seconds: float) -> None:
         """Like `sleep`, and yield to the event loop once, as a real sleep would.
 
+        Works under asyncio and trio alike (the yield is anyio's checkpoint), and, as
+        a real sleep, is where a cancelled task stops.
+
         Args:
             seconds: The sleep asked for; a negative one counts as 0.
         """
+        import anyio.lowlevel
+
         self.sleep(seconds)
-        await asyncio.sleep(0)
+        await anyio.lowlevel.checkpoint()
 
 
 @contextmanager
