@@ -1,4 +1,11 @@
-"""Shared fixtures: every test runs against Client and AsyncClient alike, with a fake clock."""
+"""Shared fixtures: every test runs against Client and AsyncClient alike, with a fake clock.
+
+The async tests run under anyio's pytest plugin (``anyio_mode = "auto"``), on asyncio and on
+trio: a test taking the ``client`` fixture runs three times, ``[sync]`` (``Client``, called
+from an asyncio test), ``[async]`` (``AsyncClient`` on asyncio) and ``[async-trio]``; another
+async test runs as ``[asyncio]`` and ``[trio]``. A test marked ``asyncio_only`` (one that
+drives asyncio itself: its tasks, events, loops) runs on asyncio alone, and says why.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ import inspect
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 import respx
@@ -48,6 +56,47 @@ async def close(client: lingodoc.Client | lingodoc.AsyncClient) -> None:
         client.close()
 
 
+TRIO_TOO = ("asyncio", "trio")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "asyncio_only: the async test drives asyncio itself: not run on trio"
+    )
+
+
+# Fixtures whose param, "sync" or "async", picks the client flavour under test.
+FLAVOURED = ("client_class", "flavour")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each async test on asyncio and trio; the sync run of a flavoured test on asyncio only."""
+    async_test = "anyio_backend" in metafunc.fixturenames and not any(
+        "anyio_backend" in marker.args[0]
+        for marker in metafunc.definition.iter_markers("parametrize")
+    )
+    only_asyncio = metafunc.definition.get_closest_marker("asyncio_only") is not None
+    backends = ("asyncio",) if only_asyncio else TRIO_TOO
+    flavoured = next((name for name in FLAVOURED if name in metafunc.fixturenames), None)
+    if flavoured is not None:
+        if not async_test:
+            metafunc.parametrize(flavoured, ["sync", "async"], indirect=True)
+            return
+        runs = [("sync", "asyncio")] + [("async", backend) for backend in backends]
+        ids = ["sync"] + [
+            "async" if backend == "asyncio" else f"async-{backend}" for backend in backends
+        ]
+        metafunc.parametrize((flavoured, "anyio_backend"), runs, ids=ids, indirect=[flavoured])
+    elif async_test:
+        metafunc.parametrize("anyio_backend", backends)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The backend of an async test: parametrised by pytest_generate_tests (this is a default)."""
+    return "asyncio"
+
+
 @pytest.fixture(autouse=True)
 def clock() -> Iterator[FakeClock]:
     """No test really sleeps: every wait of the SDK goes to this fake clock."""
@@ -68,11 +117,11 @@ def api() -> Iterator[respx.MockRouter]:
         yield router
 
 
-@pytest.fixture(params=["sync", "async"])
+@pytest.fixture
 def client_class(
     request: pytest.FixtureRequest,
 ) -> type[lingodoc.Client] | type[lingodoc.AsyncClient]:
-    """Client for the sync run of a test, AsyncClient for the async run."""
+    """Client for the sync run of a test, AsyncClient for the async runs (pytest_generate_tests)."""
     return lingodoc.Client if request.param == "sync" else lingodoc.AsyncClient
 
 
@@ -84,6 +133,18 @@ async def client(
     instance = client_class(API_KEY, base_url=BASE_URL)
     yield instance
     await close(instance)
+
+
+def running_tasks() -> int:
+    """The tasks running now, under asyncio or trio (the test's own and its runner's too).
+
+    Compare the count before and after: a call that leaves a task behind raises it.
+    Outside an async test, 0.
+    """
+    try:
+        return len(anyio.get_running_tasks())
+    except RuntimeError:  # sniffio's AsyncLibraryNotFoundError: not in an event loop
+        return 0
 
 
 def rate_limit_headers(

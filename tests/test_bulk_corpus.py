@@ -6,7 +6,6 @@ reads the fake clock, so an hourly window passes at once) or a respx router.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import pickle
@@ -16,6 +15,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import httpx
 import pytest
 import respx
@@ -55,8 +56,9 @@ class CountingEmulator(Emulator):
         return [text for batch in self.batches for text in batch]
 
 
-@pytest.fixture(params=["sync", "async"])
+@pytest.fixture
 def flavour(request: pytest.FixtureRequest) -> str:
+    """ "sync" or "async", on asyncio and trio (tests/conftest.py: pytest_generate_tests)."""
     return str(request.param)
 
 
@@ -436,7 +438,7 @@ async def test_an_async_progress_callback_is_awaited() -> None:
     seen: list[int] = []
 
     async def report(progress: lingodoc.BulkProgress) -> None:
-        await asyncio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         seen.append(progress.done)
 
     async with emulator.async_client() as client:
@@ -530,6 +532,49 @@ def test_ctrl_c_while_a_batch_is_being_stored_still_stores_it_whole() -> None:
 
 
 async def test_cancelling_keeps_the_answered_batches_in_done() -> None:
+    # Cancelled from a cancel scope: a task cancelled (asyncio) or a nursery (trio).
+    emulator = CountingEmulator()
+    release = anyio.Event()
+    answered = 0
+    outcome: list[str] = []
+
+    async with emulator.async_client() as client:
+        done: dict[int, str] = {}
+
+        def count(progress: lingodoc.BulkProgress) -> None:
+            nonlocal answered
+            answered = progress.requests
+            if answered == 3:
+                release.set()
+
+        async def translate_many() -> None:
+            try:
+                await client.translate_many(
+                    corpus(1_000, distinct=1_000),
+                    max_concurrency=1,
+                    on_progress=count,
+                    done=done,
+                    **LANGS,
+                )
+            except anyio.get_cancelled_exc_class():
+                outcome.append("cancelled")
+                raise
+            outcome.append("returned")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(translate_many)
+            with anyio.fail_after(WAIT):
+                await release.wait()
+            group.cancel_scope.cancel()
+    assert outcome == ["cancelled"]
+    assert len(done) == 100 * len(emulator.batches)
+    assert 300 <= len(done) < 1_000
+
+
+@pytest.mark.asyncio_only  # asyncio's own Task.cancel(), as asyncio code cancels
+async def test_cancelling_the_asyncio_task_keeps_the_answered_batches_in_done() -> None:
+    import asyncio
+
     emulator = CountingEmulator()
     release = asyncio.Event()
     answered = 0

@@ -7,7 +7,6 @@ the fake clock.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import signal
@@ -16,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 import respx
@@ -23,7 +23,15 @@ import respx
 import lingodoc
 from lingodoc.emulator import Emulator, translate_text
 from lingodoc.testing import FakeClock, fake_clock
-from tests.conftest import API_KEY, BASE_URL, call, envelope, failure, rate_limit_headers
+from tests.conftest import (
+    API_KEY,
+    BASE_URL,
+    call,
+    envelope,
+    failure,
+    rate_limit_headers,
+    running_tasks,
+)
 
 LANGS = {"source_language": "en", "target_language": "de"}
 BATCH = "/translate/batch"
@@ -54,14 +62,14 @@ def upper(items: list[str]) -> list[str]:
 class Gates:
     """Events that a side effect can wait on without blocking the other batches.
 
-    Threads for Client (whose requests are sent from several threads), asyncio
-    events for AsyncClient (whose side effects must be coroutines).
+    Threads for Client (whose requests are sent from several threads), anyio
+    events for AsyncClient (whose side effects must be coroutines), asyncio or trio.
     """
 
     def __init__(self, client: Client, count: int) -> None:
         self.is_async = isinstance(client, lingodoc.AsyncClient)
         self.events: list[Any] = [
-            asyncio.Event() if self.is_async else threading.Event() for _ in range(count)
+            anyio.Event() if self.is_async else threading.Event() for _ in range(count)
         ]
 
     def side_effect(
@@ -73,7 +81,8 @@ class Gates:
             async def async_effect(request: httpx.Request) -> Any:
                 event = handle(request)
                 if event is not None:
-                    await asyncio.wait_for(event.wait(), WAIT)
+                    with anyio.fail_after(WAIT):
+                        await event.wait()
                 return after(request)
 
             return async_effect
@@ -88,12 +97,8 @@ class Gates:
 
 
 def threads_and_tasks() -> tuple[int, int]:
-    """Threads alive and asyncio tasks pending besides the current one."""
-    try:
-        tasks = len(asyncio.all_tasks() - {asyncio.current_task()})
-    except RuntimeError:
-        tasks = 0
-    return threading.active_count(), tasks
+    """Threads alive and tasks running (asyncio or trio)."""
+    return threading.active_count(), running_tasks()
 
 
 # Order and splitting -----------------------------------------------------------------------
@@ -242,8 +247,9 @@ async def test_batches_in_flight_when_one_fails_are_cancelled_or_finished(
             seen.append(sent_texts(request))
             if sent_texts(request) == ["t0"]:
                 try:
-                    await asyncio.wait_for(gates.events[0].wait(), WAIT)  # never set
-                except asyncio.CancelledError:
+                    with anyio.fail_after(WAIT):
+                        await gates.events[0].wait()  # never set
+                except anyio.get_cancelled_exc_class():
                     cancelled.append("t0")
                     raise
                 raise AssertionError("t0 was not cancelled")
@@ -485,6 +491,52 @@ async def test_the_emulator_rate_limit_ends_translate_many_with_rate_limited(
 async def test_cancelling_the_awaiting_task_cancels_the_batches_in_flight(
     api: respx.MockRouter,
 ) -> None:
+    # Cancelled from a cancel scope: a task cancelled (asyncio) or a nursery (trio).
+    started = anyio.Event()
+    cancelled: list[str] = []
+    in_flight: list[str] = []
+    outcome: list[str] = []
+
+    async def effect(request: httpx.Request) -> httpx.Response:
+        in_flight.extend(sent_texts(request))
+        if len(in_flight) == 6:  # both batches are in flight
+            started.set()
+        try:
+            with anyio.fail_after(WAIT):
+                await anyio.Event().wait()  # never answered
+        except anyio.get_cancelled_exc_class():
+            cancelled.extend(sent_texts(request))
+            raise
+        raise AssertionError("the batch was not cancelled")
+
+    api.post(BATCH).mock(side_effect=effect)
+    before = threads_and_tasks()
+    async with lingodoc.AsyncClient(API_KEY, base_url=BASE_URL) as client:
+
+        async def translate_many() -> None:
+            try:
+                await client.translate_many(texts(12), batch_size=3, max_concurrency=2, **LANGS)
+            except anyio.get_cancelled_exc_class():
+                outcome.append("cancelled")
+                raise
+            outcome.append("returned")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(translate_many)
+            with anyio.fail_after(WAIT):
+                await started.wait()
+            group.cancel_scope.cancel()
+    assert outcome == ["cancelled"]
+    assert sorted(cancelled) == ["t0", "t1", "t2", "t3", "t4", "t5"]
+    assert threads_and_tasks() == before
+
+
+@pytest.mark.asyncio_only  # asyncio's own Task.cancel(), as asyncio code cancels
+async def test_cancelling_the_awaiting_asyncio_task_cancels_the_batches_in_flight(
+    api: respx.MockRouter,
+) -> None:
+    import asyncio
+
     started = asyncio.Event()
     cancelled: list[str] = []
     in_flight: list[str] = []
@@ -572,8 +624,8 @@ class PacingClock(FakeClock):
     async def async_sleep(self, seconds: float) -> None:
         self._begin(seconds)
         try:
-            await asyncio.sleep(min(seconds, WAIT))
-        except asyncio.CancelledError:
+            await anyio.sleep(min(seconds, WAIT))
+        except anyio.get_cancelled_exc_class():
             self.outcomes.append("cancelled")
             raise
         self.outcomes.append("slept out")
