@@ -271,18 +271,35 @@ def running_loop() -> object | None:
 
 
 def loop_is_closed(loop: object) -> bool:
-    """Whether ``loop`` (from ``running_loop``) is an event loop that has been closed."""
+    """Whether ``loop`` (from ``running_loop``) is an event loop that has been closed.
+
+    For a trio run (its token), whether the run has finished.
+    """
     is_closed = getattr(loop, "is_closed", None)
-    return bool(is_closed()) if callable(is_closed) else False
+    if callable(is_closed):
+        return bool(is_closed())
+    trio = sys.modules.get("trio")
+    if trio is not None and isinstance(loop, trio.lowlevel.TrioToken):
+        try:
+            loop.run_sync_soon(_nothing)  # refused once the run is over
+        except trio.RunFinishedError:
+            return True
+    return False
+
+
+def _nothing() -> None:
+    pass
 
 
 def _close_dead_sockets(http: httpx.Client | httpx.AsyncClient) -> None:
-    """Close the sockets of ``http``'s pooled connections, whose asyncio event loop is closed.
+    """Close the sockets of ``http``'s pooled connections, whose event loop is closed.
 
     Such a connection can never be used again, nor closed the usual way: closing an
     asyncio transport schedules its last step (closing the socket) on its loop, and a
     closed loop refuses to. So each transport is closed as far as it goes (``abort``),
-    and that last step is run here. This reaches into httpx, httpcore and anyio objects
+    and that last step is run here. A trio socket (of a finished trio run) is closed
+    here, and its connection taken out of the pool, whose close would call trio from
+    whatever loop runs it. This reaches into httpx, httpcore and anyio objects
     (``tests/reliability/test_lifecycle_sockets.py`` fails if they change shape); it is best
     effort: whatever it cannot reach stays open until garbage collected.
     """
@@ -290,10 +307,12 @@ def _close_dead_sockets(http: httpx.Client | httpx.AsyncClient) -> None:
         return
     import asyncio
 
+    trio = sys.modules.get("trio")  # a trio socket can only come from a trio run
     mounts: dict[Any, Any] = getattr(http, "_mounts", {})
     for transport in (getattr(http, "_transport", None), *mounts.values()):
-        pool = getattr(transport, "_pool", None)  # httpx -> its httpcore pool
-        for connection in getattr(pool, "connections", ()):
+        pool: Any = getattr(transport, "_pool", None)  # httpx -> its httpcore pool
+        for top in getattr(pool, "connections", ()):  # a copy of the pool's list
+            connection = top
             # Through proxy connections to the HTTP/1.1 or HTTP/2 connection, then its
             # network stream (httpcore's), anyio's stream, TLS layers, the asyncio transport.
             for _ in range(8):
@@ -311,6 +330,14 @@ def _close_dead_sockets(http: httpx.Client | httpx.AsyncClient) -> None:
                     break
                 stream = inner
             socket_transport = getattr(stream, "_transport", None)
+            # httpcore's trio backend ends at a trio.SocketStream (.socket); anyio's, at its
+            # own stream (._trio_socket).
+            trio_socket = getattr(stream, "socket", None) or getattr(stream, "_trio_socket", None)
+            if trio is not None and isinstance(trio_socket, trio.socket.SocketType):
+                with contextlib.suppress(Exception):  # best effort, as below
+                    trio_socket._sock.close()  # the run is over: not trio's socket close
+                    pool._connections.remove(top)
+                continue
             if not isinstance(socket_transport, asyncio.Transport):
                 continue
             # abort() stops at "Event loop is closed", when it would schedule the last step.
