@@ -66,7 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # Fixtures whose param, "sync" or "async", picks the client flavour under test.
-FLAVOURED = ("client_class", "flavour")
+FLAVOURED = ("client_class", "flavour", "emulated")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -76,6 +76,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for marker in metafunc.definition.iter_markers("parametrize")
     )
     only_asyncio = metafunc.definition.get_closest_marker("asyncio_only") is not None
+    # A plain test taking the (async) client fixture: its setup and teardown on asyncio.
+    only_asyncio = only_asyncio or not inspect.iscoroutinefunction(metafunc.function)
     backends = ("asyncio",) if only_asyncio else TRIO_TOO
     flavoured = next((name for name in FLAVOURED if name in metafunc.fixturenames), None)
     if flavoured is not None:
@@ -127,9 +129,14 @@ def client_class(
 
 @pytest.fixture
 async def client(
-    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient], api: respx.MockRouter
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient],
+    api: respx.MockRouter,
+    anyio_backend: str,
 ) -> AsyncIterator[lingodoc.Client | lingodoc.AsyncClient]:
-    """A client of the kind under test, talking to the respx router."""
+    """A client of the kind under test, talking to the respx router.
+
+    It takes ``anyio_backend`` so that anyio's plugin runs it for a plain test too.
+    """
     instance = client_class(API_KEY, base_url=BASE_URL)
     yield instance
     await close(instance)

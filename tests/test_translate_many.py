@@ -445,7 +445,7 @@ def emulator() -> Emulator:
     return Emulator(rate_limit=100_000)
 
 
-@pytest.fixture(params=["sync", "async"])
+@pytest.fixture  # "sync" or "async", on asyncio and trio: tests/conftest.py
 async def emulated(request: pytest.FixtureRequest, emulator: Emulator) -> AsyncIterator[Client]:
     """A Client or AsyncClient bound to the emulator in-process."""
     if request.param == "sync":

@@ -22,6 +22,9 @@ from lingodoc.emulator import Emulator
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "web_service.py"
 
+# The example is an asyncio web service (asyncio.start_server): asyncio only.
+pytestmark = pytest.mark.asyncio_only
+
 
 @pytest.fixture(scope="module")
 def web_service() -> ModuleType:

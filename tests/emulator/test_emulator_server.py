@@ -565,6 +565,41 @@ def test_pytest_fixtures_in_auto_and_strict_mode(pytester: pytest.Pytester, mode
     result.assert_outcomes(passed=5)
 
 
+ANYIO_TESTS = """
+    import pytest
+
+    pytestmark = pytest.mark.anyio
+
+    @pytest.fixture(params=["asyncio", "trio"])
+    def anyio_backend(request):
+        return request.param
+
+    async def test_async_client(lingodoc_emulator, lingodoc_async_client, lingodoc_clock):
+        lingodoc_emulator.inject("server_error", status=503)
+        result = await lingodoc_async_client.translate(
+            "Hello", source_language="en", target_language="fr"
+        )
+        assert result.translated_text == "Bonjour"
+        job = await lingodoc_async_client.translate_document("doc_welcome", target_language="de")
+        await lingodoc_async_client.wait_for_translation(job)
+        many = await lingodoc_async_client.translate_many(
+            ["Hello", "Good night", "Hello"], source_language="en", target_language="de",
+            batch_size=1,
+        )
+        assert many == ["Hallo", "Gut Nacht", "Hallo"]  # the emulator translates word by word
+        assert lingodoc_clock.sleeps[-2:] == [5.0, 5.0]
+"""
+
+
+def test_pytest_fixtures_under_anyio_on_asyncio_and_trio(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    pytester.makeconftest(textwrap.dedent(PLUGIN_CONFTEST))
+    pytester.makepyfile(textwrap.dedent(ANYIO_TESTS))
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:asyncio", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_async_client?trio? PASSED*"])
+
+
 FAKE_CLOCK_TESTS = """
     import time
 

@@ -33,10 +33,16 @@ import pytest
 import lingodoc
 from lingodoc.emulator import Emulator, EmulatorServer, translate_text
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or not Path("/proc/self/net/tcp").exists(),
-    reason="counts connections through /proc (Linux)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or not Path("/proc/self/net/tcp").exists(),
+        reason="counts connections through /proc (Linux)",
+    ),
+    # The async tests here drive asyncio itself (gather, ensure_future, wait_for, Task.cancel)
+    # against real sockets; the SDK over real HTTP under trio is tests/integration's, and
+    # test_trio.py's.
+    pytest.mark.asyncio_only,
+]
 
 THREADS = 16
 CALLS_PER_THREAD = 500

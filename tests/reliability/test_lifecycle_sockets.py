@@ -23,7 +23,7 @@ from tests.reliability.test_concurrency import (
     assert_all_closed,
     client_connections,
     expected_for,
-    pytestmark,  # noqa: F401 - the same Linux-only skip
+    pytestmark,  # noqa: F401 - the same Linux-only skip, and asyncio only (ensure_future...)
     text_for,
     wait_until,
 )
@@ -143,6 +143,46 @@ def test_an_async_client_reused_in_a_second_asyncio_run_is_refused_every_time(
     assert client_connections(server.port) == 1  # the first loop's, kept alive, untouched
     asyncio.run(client.aclose())
     assert_all_closed(server.port)
+
+
+@pytest.mark.parametrize("closed_from", ["trio", "asyncio"])
+def test_an_async_client_of_a_finished_trio_run_is_refused_and_its_sockets_closed_from_another(
+    server: EmulatorServer, closed_from: str
+) -> None:
+    import trio
+
+    client = lingodoc.AsyncClient(server.api_key, base_url=server.base_url, max_retries=0)
+
+    async def translate_all() -> list[str]:
+        results: list[str] = []
+
+        async def one(i: int) -> None:
+            result = await client.translate(text_for(i), source_language="en", target_language="de")
+            results.append(result.translated_text)
+
+        async with trio.open_nursery() as nursery:
+            for i in range(3):
+                nursery.start_soon(one, i)
+        return sorted(results)
+
+    assert trio.run(translate_all) == sorted(expected_for(i) for i in range(3))
+    assert client_connections(server.port) == 3  # kept alive, of a run now finished
+
+    async def translate() -> str:
+        result = await client.translate("Hello", source_language="en", target_language="de")
+        return result.translated_text
+
+    for _ in range(2):  # every time, not every other time
+        with pytest.raises(lingodoc.LingodocError, match="first used in another event loop"):
+            trio.run(translate)
+    # That run is over: closing from another trio run, or an asyncio loop, closes its sockets.
+    if closed_from == "trio":
+        trio.run(client.aclose)
+    else:
+        asyncio.run(client.aclose())
+    assert client.is_closed
+    assert_all_closed(server.port)
+    gc.collect()  # nothing left to warn about when collected (a ResourceWarning is an error)
 
 
 def test_aclose_from_a_new_loop_closes_the_sockets_of_the_closed_first_loop(

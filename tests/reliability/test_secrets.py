@@ -260,7 +260,7 @@ async def close(client: AnyClient) -> None:
         client.close()
 
 
-@pytest.fixture(params=["sync", "async"])
+@pytest.fixture  # "sync" or "async", on asyncio and trio: tests/conftest.py
 def client_class(request: pytest.FixtureRequest) -> ClientClass:
     return lingodoc.Client if request.param == "sync" else lingodoc.AsyncClient
 
