@@ -28,8 +28,8 @@ def lingodoc_clock():
 ```
 
 ``lingodoc_async_client`` is a plain (sync) fixture, so it works with pytest-asyncio in auto and
-strict mode alike and with other async plugins (anyio's, on asyncio or trio): the in-process client holds no sockets, and it
-is closed at teardown on a private event loop.
+strict mode alike and with other async plugins (anyio's, on asyncio or trio): the in-process
+client holds no sockets, and it is closed at teardown on a private event loop.
 """
 
 from __future__ import annotations
