@@ -64,10 +64,17 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict over the package."""
+    """mypy --strict over the package; the typing tests; the type completeness score.
+
+    tests/typing is checked by mypy --strict and by pyright (strict, [tool.pyright] of
+    pyproject.toml), and `pyright --verifytypes` must score the public API at least 98%.
+    """
     # The test group too: the pytest plugin (lingodoc.emulator.pytest_plugin) imports pytest.
     session.install("-e", ".", *group("lint", "test"))
     session.run("mypy", "--strict")
+    session.run("mypy", "--strict", "tests/typing")
+    session.run("pyright")
+    session.run("python", "scripts/type_completeness.py", "--min", "0.98")
 
 
 @nox.session
