@@ -36,6 +36,7 @@ import signal
 import sys
 import threading
 from array import array
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -103,11 +104,20 @@ class Pause(NamedTuple):
     until: float
 
 
-class Exited:
-    """An event: a worker has ended."""
+class Token:
+    """An event with no data: a batch was answered, or a worker has ended."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
-EXITED = Exited()
+# The coordinator finds the answered batches in the Bulk, not in the event: taking an
+# item off a queue and storing it in a variable are two steps, and Ctrl-C between them
+# would lose it.
+ANSWERED = Token("answered")
+EXITED = Token("exited")
 
 
 def max_wait(value: object) -> float:
@@ -206,8 +216,9 @@ class Bulk:
         self._rate_limit: RateLimit | None = None
         self._reported_pause: float | None = None
         self._translated = 0  # inputs with a translation: counted by start, then by record
-        # Set by the runner: a queue of events (a Batch answered, a Pause, EXITED).
+        # Set by the runner: a queue of events (ANSWERED, a Pause, EXITED).
         self.events: Any = None
+        self._unrecorded: deque[Batch] = deque()  # answered, not yet stored into done
         if rate_limit is not None:
             self._learn(rate_limit)
 
@@ -293,7 +304,8 @@ class Bulk:
             self._in_flight -= 1
             if result.rate_limit is not None:
                 self._learn(result.rate_limit)
-        self.events.put_nowait(batch)
+            self._unrecorded.append(batch)
+        self.events.put_nowait(ANSWERED)
 
     def failed(self, batch: Batch, error: BaseException) -> float | None:
         """Record a batch's error; return the seconds to wait before sending it again, or None.
@@ -382,25 +394,26 @@ class Bulk:
                 waiting,
             )
 
-    def record(self, event: object) -> BulkProgress | None:
-        """Take one event off ``events``: store an answered batch into ``done``.
+    def record_next(self) -> BulkProgress | None:
+        """Store the oldest answered batch into ``done``; return the progress, or None if none.
 
-        Returns:
-            The progress to report, or ``None`` for an event not worth one.
+        The batch leaves the list only once stored: if Ctrl-C comes in between, the
+        next call stores it again (the same translations at the same indices).
         """
-        if isinstance(event, Pause):
-            return self.progress(event)
-        if not isinstance(event, Batch):
-            return None
         with self._lock:
-            self._translated += sum(self._weight(uid) for uid in event.uids)
-            self._answered += 1
+            if not self._unrecorded:
+                return None
+            batch = self._unrecorded[0]
         if self._done_map is not None:
-            for uid in event.uids:
+            for uid in batch.uids:
                 translation = self._results[uid]
-                assert translation is not None  # stored before its event was put
+                assert translation is not None  # stored before the batch was listed
                 for index in self._inputs_of(uid):
                     self._done_map[index] = translation
+        with self._lock:
+            self._unrecorded.popleft()
+            self._translated += sum(self._weight(uid) for uid in batch.uids)
+            self._answered += 1
         return self.progress()
 
     def start(self) -> BulkProgress:
@@ -418,10 +431,8 @@ class Bulk:
 
     def drain(self) -> None:
         """Store the batches answered but not yet recorded into ``done`` (the run is over)."""
-        while not self.events.empty():
-            event = self.events.get_nowait()
-            if isinstance(event, Batch):
-                self.record(event)
+        while self.record_next() is not None:
+            pass
 
     def result(self) -> list[str]:
         """Return the translations in input order.
@@ -557,7 +568,6 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(bulk.workers, thread_name_prefix="lingodoc-many")
-    event: object = None
     try:
         with _ctrl_c_held():
             for _ in range(bulk.workers):
@@ -567,15 +577,13 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
             event = bulk.events.get()
             if event is EXITED:
                 running -= 1
-                continue
-            progress = bulk.record(event)
-            event = None
-            report(bulk, progress)
+            elif isinstance(event, Pause):
+                report(bulk, bulk.progress(event))
+            else:  # ANSWERED: one batch each, so reports come in the order things happened
+                report(bulk, bulk.record_next())
     finally:
         bulk.stop()
         pool.shutdown(wait=True)
-        if event is not None:  # Ctrl-C came while it was being recorded: record it whole
-            bulk.record(event)
         bulk.drain()
 
 
@@ -594,14 +602,16 @@ async def async_run_workers(worker: Callable[[Bulk], Awaitable[None]], bulk: Bul
     if bulk.workers == 0:
         return
     tasks = [asyncio.ensure_future(worker(bulk)) for _ in range(bulk.workers)]
+    running = bulk.workers
     try:
-        running = bulk.workers
         while running and not bulk.stopped:  # a failed batch stops the rest
             event = await bulk.events.get()
             if event is EXITED:
                 running -= 1
-            else:
-                await async_report(bulk, bulk.record(event))
+            elif isinstance(event, Pause):
+                await async_report(bulk, bulk.progress(event))
+            else:  # ANSWERED: one batch each, so reports come in the order things happened
+                await async_report(bulk, bulk.record_next())
     finally:
         bulk.stop()
         for task in tasks:
