@@ -91,7 +91,9 @@ def phrases(count: int) -> list[str]:
 
 
 def checkpoint_lines(path: Path) -> dict[int, str]:
-    lines = path.read_text(encoding="ascii").splitlines()
+    """The translations in a checkpoint (its whole lines: it may be being written)."""
+    text = path.read_text(encoding="ascii")
+    lines = text[: text.rfind("\n") + 1].splitlines()
     assert json.loads(lines[0])["lingodoc_checkpoint"] == 1
     return {entry["i"]: entry["t"] for entry in map(json.loads, lines[1:])}
 
