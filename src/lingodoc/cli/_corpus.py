@@ -9,6 +9,7 @@ with one more cell.
 
 from __future__ import annotations
 
+import abc
 import csv
 import io
 import json
@@ -80,7 +81,7 @@ def _split_lines(text: str) -> list[str]:
     return lines
 
 
-class Corpus:
+class Corpus(abc.ABC):
     """The texts of a file, and what is needed to write it back with their translations.
 
     Attributes:
@@ -95,11 +96,11 @@ class Corpus:
         self.texts = texts
         self.bom = bom
 
+    @abc.abstractmethod
     def write(
         self, stream: IO[str], translations: Sequence[str], *, into: str, as_json: bool
     ) -> None:
         """Write the file back with ``translations`` (one per text) to ``stream``."""
-        raise NotImplementedError  # pragma: no cover - each format has its own
 
 
 class LinesCorpus(Corpus):
