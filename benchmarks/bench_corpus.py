@@ -290,6 +290,9 @@ class ServerProcess:
         except subprocess.TimeoutExpired:
             self.child.kill()
             self.child.wait()
+        finally:
+            assert self.child.stdout is not None
+            self.child.stdout.close()
 
 
 @contextmanager
