@@ -173,8 +173,8 @@ def corpus_section(corpus: dict[str, Any]) -> list[str]:
         "would: duplicates removed with a dict, batches of 100 from 4 threads (or 4 tasks), "
         "one `httpx.Client` made with the base URL and the key. Time ratio: baseline time "
         "/ lingodoc time, round by round (above 1: lingodoc is faster); "
-        f"{cases['sync lingodoc']['rounds']} interleaved rounds, a fresh rate-limit window "
-        "for every run."
+        f"interleaved rounds: {cases['sync lingodoc']['rounds']}, with a fresh rate-limit "
+        "window for every run."
     )
     add("")
     add(
@@ -220,11 +220,8 @@ def corpus_section(corpus: dict[str, Any]) -> list[str]:
         f"process) on {fault['lines']:,} such lines ({fault['unique']:,} unique: a floor of "
         f"{fault['min_requests']:,} requests), against an emulator served by the benchmark "
         "that records every text each request carries. An uninterrupted run gives the "
-        f"reference output ({reference['requests']:,} requests, {reference['texts_received']:,} "
-        f"texts sent, exit {reference['exit']}, output "
-        f"{'equal to' if reference['matches_emulator'] else '**not** equal to'} the emulator's "
-        "translations). A second run is stopped once the emulator has answered "
-        f"{fault['halfway_requests']:,} requests (half the floor), then run again with "
+        "reference output. Then a run is stopped once the emulator has answered "
+        f"{fault['halfway_requests']:,} requests (half the floor) and run again with "
         "`--resume`. Ctrl-C (SIGINT) lets the batches in flight finish and checkpoints them, "
         "so nothing may be sent twice. SIGKILL gives the process no chance: the answers "
         "that were in flight or not yet written to the checkpoint are lost and sent again "
@@ -238,6 +235,20 @@ def corpus_section(corpus: dict[str, Any]) -> list[str]:
         "| output = reference | result |"
     )
     add("|---|---|---|---|---|---|---|---|")
+    ok = (
+        reference["exit"] == 0
+        and reference["matches_emulator"]
+        and reference["texts_received"] == fault["unique"]
+        and reference["requests"] == fault["min_requests"]
+    )
+    add(
+        f"| none (the reference) | - | {reference['requests']:,}, "
+        f"{reference['texts_received']:,}, {reference['exit']} | - "
+        f"| {reference['texts_received']:,} ({fault['unique']:,}) "
+        f"| {reference['texts_repeated']:,} (0) "
+        f"| {'is' if reference['matches_emulator'] else '**is not**'} the emulator's "
+        f"translation | {verdict(ok)} |"
+    )
     for name in ("SIGINT", "SIGKILL"):
         scenario = scenarios[name]
         first, second = scenario["run1"], scenario["run2"]
