@@ -471,9 +471,10 @@ def volume(args: argparse.Namespace) -> dict[str, Any]:
         made = runs[name]
         return {
             "requests": sorted({run["requests"] for run in made}),
-            "rate_limited": sum(run["rate_limited"] for run in made),
+            # Per run: every figure the rounds gave, one if they agree.
+            "rate_limited": sorted({run["rate_limited"] for run in made}),
             "texts_sent": sorted({run["texts_received"] for run in made}),
-            "texts_repeated": sum(run["texts_repeated"] for run in made),
+            "texts_repeated": sorted({run["texts_repeated"] for run in made}),
             "largest_batch": max(run["largest_batch"] for run in made),
             "correct": all(run.get("correct", False) for run in made),
             "errors": [run["error"] for run in made if "error" in run],
