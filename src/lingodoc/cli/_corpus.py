@@ -1,0 +1,329 @@
+"""The files `lingodoc batch` reads and writes: plain lines, JSON Lines and CSV.
+
+A file is read whole and checked before anything is sent: every text it holds is found,
+and a record that has none (a field missing or not a string) or one over the service's
+limit is refused with its line number. It is written back in the same format with the
+translations added: a line per line, each JSON object with one more key, each CSV row
+with one more cell.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+from collections.abc import Sequence
+from typing import IO, Any
+
+from lingodoc._constants import MAX_TEXT_LENGTH
+from lingodoc.cli._errors import UsageError
+from lingodoc.cli._visible import visible
+
+FORMATS = ("lines", "jsonl", "csv")
+DEFAULT_FIELD = "text"
+_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+_BOM = "\ufeff"
+# Characters JSON allows raw in a string that should not reach a terminal raw (C1 controls
+# such as CSI, the Unicode line separators) or cannot be encoded (lone surrogates).
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def format_of(path: str) -> str:
+    """Return the format a file's name implies: ``jsonl``, ``csv``, or ``lines`` for any other."""
+    return _EXTENSIONS.get(os.path.splitext(path)[1].lower(), "lines")
+
+
+def json_text(value: object) -> str:
+    r"""Return ``value`` as JSON in UTF-8 text, with what a terminal would act on escaped.
+
+    ``json.dumps`` escapes the C0 controls already; C1 controls, U+2028/U+2029 and lone
+    surrogates become ``\uXXXX`` too, so the line stays one inert line and encodable.
+    """
+    dumped = json.dumps(value, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda found: f"\\u{ord(found.group()):04x}", dumped)
+
+
+class _Problems:
+    """The records refused, reported as one usage error naming the first."""
+
+    def __init__(self) -> None:
+        self.first: str | None = None
+        self.count = 0
+
+    def add(self, line: int, why: str) -> None:
+        self.count += 1
+        if self.first is None:
+            self.first = f"line {line}: {why}"
+
+    def check_text(self, line: int, text: str, what: str) -> None:
+        if len(text) > MAX_TEXT_LENGTH:  # checked here, to name the line rather than texts[i]
+            self.add(
+                line,
+                f"{what} has {len(text):,} characters; the limit is {MAX_TEXT_LENGTH:,}: split it",
+            )
+
+    def raise_any(self) -> None:
+        if self.first is not None:
+            more = self.count - 1
+            others = f" (and {more:,} more record{'s' * (more != 1)} refused)" if more else ""
+            raise UsageError(f"{self.first}{others}; nothing was sent")
+
+
+def _split_lines(text: str) -> list[str]:
+    # As a file opened in text mode reads them: \r\n, \r and \n all end a line, and the
+    # last line may have no ending.
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+class Corpus:
+    """The texts of a file, and what is needed to write it back with their translations.
+
+    Attributes:
+        format: ``lines``, ``jsonl`` or ``csv``.
+        texts: Every text, in file order, blank ones included (the SDK passes those through).
+        bom: Whether the file began with a byte order mark, written back if so.
+    """
+
+    format = "lines"
+
+    def __init__(self, texts: list[str], bom: bool) -> None:
+        self.texts = texts
+        self.bom = bom
+
+    def write(
+        self, stream: IO[str], translations: Sequence[str], *, into: str, as_json: bool
+    ) -> None:
+        """Write the file back with ``translations`` (one per text) to ``stream``."""
+        raise NotImplementedError  # pragma: no cover - each format has its own
+
+
+class LinesCorpus(Corpus):
+    """A text per line; written back a translation per line."""
+
+    format = "lines"
+
+    def write(
+        self, stream: IO[str], translations: Sequence[str], *, into: str, as_json: bool
+    ) -> None:
+        """Write a translation per line, or with ``as_json`` a JSON array (ASCII, exact)."""
+        if as_json:
+            stream.write(json.dumps(list(translations), indent=2) + "\n")
+            return
+        stream.write(_BOM if self.bom else "")
+        for translation in translations:
+            # One line out per line in, whatever the service sends back; its line breaks
+            # become spaces and its other control characters escapes.
+            stream.write(visible(" ".join(translation.splitlines()), layout=True) + "\n")
+
+
+class JsonLinesCorpus(Corpus):
+    """A JSON object per line, its text in a field; written back with the translation added.
+
+    The lines are kept as read, not as parsed objects (a dict costs several times the line
+    it came from), and the translation is added to each line's text: the rest of the line,
+    its keys, their order, spacing and number formats, stays byte for byte.
+    """
+
+    format = "jsonl"
+
+    def __init__(self, texts: list[str], bom: bool, lines: list[str]) -> None:
+        super().__init__(texts, bom)
+        self.lines = lines
+
+    def write(
+        self, stream: IO[str], translations: Sequence[str], *, into: str, as_json: bool
+    ) -> None:
+        """Write each line back, the translation added under ``into``; blank lines as they were."""
+        stream.write(_BOM if self.bom else "")
+        texts = iter(translations)
+        for line in self.lines:
+            if not line.strip():
+                stream.write(line + "\n")
+                continue
+            translation = next(texts)
+            record = json.loads(line)
+            if into in record:  # replaced where it is, in a line written anew
+                record[into] = translation
+                stream.write(json_text(record) + "\n")
+                continue
+            body = line.rstrip()[:-1]  # without the closing brace
+            comma = ", " if record else ""
+            stream.write(f"{body}{comma}{json_text(into)}: {json_text(translation)}}}\n")
+
+
+class CsvCorpus(Corpus):
+    """A CSV file with a header row, its texts in a column; written back with one more column.
+
+    The rows are written by the csv module in the dialect read (delimiter, quote character,
+    line ending): every cell keeps its value; quoting is the module's, only where needed.
+    """
+
+    format = "csv"
+
+    def __init__(
+        self,
+        texts: list[str],
+        bom: bool,
+        rows: list[list[str]],
+        column: int,
+        dialect: type[csv.Dialect],
+        line_ending: str,
+    ) -> None:
+        super().__init__(texts, bom)
+        self.rows = rows  # the header first; an empty list is a blank line
+        self.column = column
+        self.dialect = dialect
+        self.line_ending = line_ending
+
+    def write(
+        self, stream: IO[str], translations: Sequence[str], *, into: str, as_json: bool
+    ) -> None:
+        """Write the rows back, with the translation under ``into`` (a new last column)."""
+        stream.write(_BOM if self.bom else "")
+        writer = csv.writer(stream, self.dialect, lineterminator=self.line_ending)
+        header = self.rows[0]
+        width = len(header)
+        # A column of that name already there (a file translated before) is replaced.
+        target = header.index(into) if into in header else width
+        writer.writerow(header if target < width else [*header, into])
+        texts = iter(translations)
+        for row in self.rows[1:]:
+            if not row:
+                writer.writerow(row)
+                continue
+            # Short rows are padded to the header, so the translation lands under its name.
+            cells = row + [""] * (max(width, target + 1) - len(row))
+            # A cell the service sent shows its control characters as escapes (as every
+            # other output of the command does), keeping its line breaks and tabs.
+            cells[target] = visible(next(texts), layout=True)
+            writer.writerow(cells)
+
+
+def read_corpus(text: str, format: str, field: str | None) -> Corpus:
+    """Read a file's content in ``format``; refuse it if any record has no usable text.
+
+    Args:
+        text: The file's content, decoded.
+        format: ``lines``, ``jsonl`` or ``csv``.
+        field: The JSON field or CSV column holding the texts (default ``text``).
+
+    Returns:
+        The corpus, to translate and write back.
+
+    Raises:
+        UsageError: Naming the line of the first record refused, and why.
+    """
+    bom = text.startswith(_BOM)
+    text = text[1:] if bom else text
+    name = field or DEFAULT_FIELD
+    if format == "jsonl":
+        return _read_jsonl(text, bom, name)
+    if format == "csv":
+        return _read_csv(text, bom, name)
+    problems = _Problems()
+    lines = _split_lines(text)
+    for number, line in enumerate(lines, 1):
+        problems.check_text(number, line, "the line")
+    problems.raise_any()
+    return LinesCorpus(lines, bom)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _read_jsonl(text: str, bom: bool, field: str) -> JsonLinesCorpus:
+    problems = _Problems()
+    lines = _split_lines(text)
+    texts: list[str] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue  # kept as it is, as JSON Lines readers skip it
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.add(number, f"not JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(record, dict):
+            problems.add(number, f"{_kind(record)}, not a JSON object")
+            continue
+        value = record.get(field)
+        if field not in record:
+            problems.add(number, f"no field {field!r} (--field names the one with the text)")
+        elif not isinstance(value, str):
+            problems.add(number, f"the field {field!r} is {_kind(value)}, not a string")
+        else:
+            problems.check_text(number, value, f"the field {field!r}")
+            texts.append(value)
+    problems.raise_any()
+    return JsonLinesCorpus(texts, bom, lines)
+
+
+def _sniff(first_line: str) -> type[csv.Dialect]:
+    # Only the delimiter is guessed, from the header row: prose in the cells below would
+    # mislead the sniffer (a semicolon in a sentence is no delimiter), and its other guesses
+    # (no doubled quotes, spaces skipped) would change cells. Quoting is Excel's.
+    try:
+        delimiter = csv.Sniffer().sniff(first_line, delimiters=",;\t|").delimiter
+    except csv.Error:  # one column, or nothing to go by
+        return csv.excel
+
+    class Dialect(csv.excel):
+        pass
+
+    Dialect.delimiter = delimiter
+    return Dialect
+
+
+def _read_csv(text: str, bom: bool, field: str) -> CsvCorpus:
+    first_line = text.split("\n", 1)[0]
+    line_ending = "\r\n" if first_line.endswith("\r") else "\n"
+    dialect = _sniff(first_line.removesuffix("\r"))
+    reader = csv.reader(io.StringIO(text, newline=""), dialect)
+    problems = _Problems()
+    rows: list[list[str]] = []
+    texts: list[str] = []
+    column = -1
+    line = 1  # where the next record starts
+    try:
+        for row in reader:
+            start, line = line, reader.line_num + 1
+            if not rows:
+                rows.append(row)
+                if field not in row:
+                    found = ", ".join(repr(name) for name in row) or "none"
+                    raise UsageError(
+                        f"line {start}: the header row has no column {field!r} (it has "
+                        f"{found}); --field names the one with the text (CSV needs a header)"
+                    )
+                column = row.index(field)
+                continue
+            rows.append(row)
+            if not row:
+                continue  # a blank line: no record, kept as it is
+            if len(row) > len(rows[0]):
+                problems.add(start, f"{len(row)} cells, more than the header's {len(rows[0])}")
+            elif column >= len(row):
+                problems.add(start, f"no cell in the column {field!r} ({len(row)} cells)")
+            else:
+                problems.check_text(start, row[column], f"the cell {field!r}")
+                texts.append(row[column])
+    except csv.Error as exc:
+        raise UsageError(f"line {line}: not valid CSV ({exc}); nothing was sent") from exc
+    if not rows:
+        raise UsageError(f"the file is empty: CSV needs a header row with a column {field!r}")
+    problems.raise_any()
+    return CsvCorpus(texts, bom, rows, column, dialect, line_ending)
