@@ -44,15 +44,22 @@ PHRASES = [
     ("Use it in an `async with` block, or await", "Use it in a `with` block, or call"),
     (
         "by up to ``max_concurrency`` tasks,",
-        "by up to ``max_concurrency`` threads (this one and ``max_concurrency - 1`` more),",
+        "by up to ``max_concurrency`` worker threads,",
     ),
     (
         "the batches in flight are cancelled, and that first error is raised.\n"
         "        Cancelling the awaiting task cancels them too.\n"
         "        No task is left running",
-        "the batches in flight are finished (with their retries), and that first error\n"
-        "        is raised. Ctrl-C stops it the same way.\n"
+        "the batches in flight are finished (with their retries) and kept, and that\n"
+        "        first error is raised. Ctrl-C stops it the same way, and raises\n"
+        "        KeyboardInterrupt once the batches in flight are kept.\n"
         "        No thread is left running",
+    ),
+    (
+        "in the calling task, one call at\n"
+        "                a time; a coroutine function is awaited.",
+        "in the calling thread, one call at\n"
+        "                a time; a coroutine function is refused with ``TypeError``.",
     ),
     ("Safe while other tasks are sending", "Safe while other threads are sending"),
     (
@@ -103,6 +110,7 @@ NAMES = {
     "async_run_workers": "run_workers",
     "async_pace": "pace",
     "async_report": "report",
+    "async_hand_over": "hand_over",
 }
 # Keywords: `async def`/`async with`/`async for` lose `async`, and `await x` becomes `x`.
 KEYWORDS = [(re.compile(r"\basync (def|with|for)\b"), r"\1"), (re.compile(r"\bawait "), "")]

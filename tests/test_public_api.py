@@ -11,10 +11,11 @@ import lingodoc
 
 API_NAMES = {
     "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "BadRequest",
-    "BatchTranslation", "Client", "ConfigurationError", "Document", "InvalidLanguage",
-    "LingodocError", "NotFound", "RateLimit", "RateLimited", "ServerError", "TextTooLong",
-    "TextTranslation", "TranslationFailed", "TranslationJob", "TranslationState",
-    "TranslationStatus", "Unauthorized", "UnexpectedResponse", "WaitTimeout", "__version__",
+    "BatchTranslation", "BulkProgress", "Client", "ConfigurationError", "Document",
+    "InvalidLanguage", "LingodocError", "NotFound", "PartialTranslations", "RateLimit",
+    "RateLimited", "ServerError", "TextTooLong", "TextTranslation", "TranslationFailed",
+    "TranslationJob", "TranslationState", "TranslationStatus", "Unauthorized",
+    "UnexpectedResponse", "WaitTimeout", "__version__",
 }  # fmt: skip
 
 

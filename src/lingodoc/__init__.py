@@ -14,6 +14,7 @@ import typing as _typing
 
 from lingodoc import _lazy
 from lingodoc._async_client import AsyncClient
+from lingodoc._bulk import BulkProgress
 from lingodoc._exceptions import (
     APIConnectionError,
     APIError,
@@ -23,6 +24,7 @@ from lingodoc._exceptions import (
     InvalidLanguage,
     LingodocError,
     NotFound,
+    PartialTranslations,
     RateLimited,
     ServerError,
     TextTooLong,
@@ -52,12 +54,14 @@ __all__ = [
     "AsyncClient",
     "BadRequest",
     "BatchTranslation",
+    "BulkProgress",
     "Client",
     "ConfigurationError",
     "Document",
     "InvalidLanguage",
     "LingodocError",
     "NotFound",
+    "PartialTranslations",
     "RateLimit",
     "RateLimited",
     "ServerError",
@@ -78,7 +82,9 @@ __all__ = [
 # typing.get_type_hints resolve their annotations through it.
 for _name in __all__:
     _obj = globals().get(_name)
-    if isinstance(_obj, type) and issubclass(_obj, (LingodocError, Client, AsyncClient)):
+    if isinstance(_obj, type) and issubclass(
+        _obj, (LingodocError, Client, AsyncClient, BulkProgress, PartialTranslations)
+    ):
         _obj.__module__ = __name__
 del _name, _obj
 

@@ -18,7 +18,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
@@ -1069,25 +1069,53 @@ class BaseClient(Generic[HttpClientT]):
         target_language: str,
         batch_size: int,
         max_concurrency: int,
+        wait_for_rate_limit: bool | float,
+        on_progress: Callable[[_bulk.BulkProgress], object] | None,
+        done: MutableMapping[int, str] | None,
     ) -> _bulk.Bulk:
         """Check the arguments of ``translate_many`` and plan its batches.
 
+        Every text is checked here, before the first request.
+
         Raises:
             LingodocError: If the client is closed.
-            TypeError: If ``texts`` is not a list of strings, or a size is not an int.
-            ValueError: If ``texts`` is empty or a size is below 1.
+            TypeError: If ``texts`` is not a list of strings, a size is not an int,
+                ``on_progress`` is not callable (or is a coroutine function and
+                the client cannot await it), or ``done`` is not a mapping of int
+                indices to strings.
+            ValueError: If ``texts`` is empty, a size is below 1, or ``done`` holds
+                an index out of range.
+            TextTooLong: If a text has more than 10,000 characters.
             InvalidLanguage: If a code is malformed.
         """
         self._check_open()
         checked = _validation.texts(texts)
         source = _validation.language(source_language, "source_language")
         target = _validation.language(target_language, "target_language")
+        size = _validation.positive_int(batch_size, "batch_size")
+        concurrency = _validation.positive_int(max_concurrency, "max_concurrency")
+        longest_wait = _bulk.max_wait(wait_for_rate_limit)
+        if on_progress is not None and not callable(on_progress):
+            raise TypeError("on_progress must be callable")
+        awaits = issubclass(self._http_client_type, httpx.AsyncClient)
+        if on_progress is not None and not awaits and _is_coroutine_function(on_progress):
+            raise TypeError(
+                "on_progress is a coroutine function (async def), which Client cannot await: "
+                "pass a plain function, or use AsyncClient"
+            )
+        if done is not None and not isinstance(done, MutableMapping):
+            raise TypeError(
+                f"done must be a dict (or other mutable mapping), not {type(done).__name__}"
+            )
         return _bulk.Bulk(
             checked,
-            batch_size=_validation.positive_int(batch_size, "batch_size"),
-            max_concurrency=_validation.positive_int(max_concurrency, "max_concurrency"),
+            batch_size=size,
+            max_concurrency=concurrency,
             make_call=lambda chunk: batch_call(chunk, source, target),
             rate_limit=self.rate_limit,
+            max_wait=longest_wait,
+            done=done,
+            on_progress=on_progress,
         )
 
     def _translate_document_call(

@@ -1,34 +1,50 @@
-"""What ``translate_many`` does without I/O: splitting, ordering, pacing and the first error.
+"""What ``translate_many`` does without I/O: dedup, batches, pacing, progress and kept work.
 
-The clients run workers that ask a ``Bulk`` what to do next, send the batch it
-hands out through the client's normal ``_send`` (so every batch gets the retry
-policy), and report back. The workers, and how they wait for a rate-limit
-reset, are what differs between the flavours: ``run_workers`` runs them in
-threads for ``Client`` (``pace`` waits until the reset or a stop),
-``async_run_workers`` in tasks for ``AsyncClient`` (``async_pace`` sleeps; a
-stop cancels it). The ``Bulk`` is shared by the workers and guards its state
-with a lock, which it never holds across I/O.
+A ``Bulk`` plans the run: each distinct text is sent once (a blank one, or one the
+caller's ``done`` already holds, never), in batches of ``batch_size``. Workers ask it
+what to do next (`Bulk.next`), send the batch through the client's normal ``_send``
+(so every batch gets the retry policy) and report back (`Bulk.done`,
+`Bulk.failed`). The workers are what differs between the flavours: threads for
+``Client`` (`run_workers`), tasks for ``AsyncClient`` (`async_run_workers`).
 
-Pacing: every batch's response reports ``X-RateLimit-Remaining`` and when
-the window resets. A worker may start a batch while the last remaining count
-heard exceeds the batches already in flight (each of those may still use up
-one request); otherwise it waits until the reset, on the SDK clock, and then
-goes on, unless ``translate_many`` stops first (an error, Ctrl-C, cancellation),
-which ends the wait at once. A reset more than 60 s away (the longest wait the
-retry policy accepts) is not waited for: the batch is sent, and if the service
-refuses it the ``RateLimited`` error ends ``translate_many`` as it would end
-``translate_batch``. Before the first response, the client's own
+The caller's thread or task does not send: it coordinates. Workers put an event on
+``Bulk.events`` for each batch answered and each pause begun; the coordinator takes
+them one at a time, stores the batch's translations into the caller's ``done``
+mapping and calls ``on_progress``. So the caller's code runs in the caller's thread,
+one call at a time, and Ctrl-C (which Python delivers to the main thread) lands in
+the coordinator, not in a request: the batches in flight finish and are kept.
+
+Pacing: every batch's response reports ``X-RateLimit-Remaining`` and when the window
+resets. A worker may start a batch while the last remaining count heard exceeds the
+batches already in flight (each of those may still use up one request); otherwise it
+waits until the reset, on the SDK clock, unless the run stops first (an error,
+Ctrl-C, cancellation), which ends the wait at once. A reset further away than the
+caller lets it wait (``wait_for_rate_limit``: 60 s unless asked for more) is not
+waited for: the batch is sent, and if the service refuses it with a 429 the
+``RateLimited`` error ends the run. Within the limit, a batch refused with a 429 is
+sent again after the reset. Before the first response, the client's own
 ``rate_limit`` (from its last response) is used, if its window has not reset.
+
+Kept work: whatever ends the run, every answered batch is stored into ``done``
+(if given), and a ``LingodocError`` raised carries a `PartialTranslations`.
 """
 
 from __future__ import annotations
 
+import math
+import signal
+import sys
 import threading
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from array import array
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from itertools import compress
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lingodoc import _clock
 from lingodoc._constants import MAX_BATCH_ITEMS, MAX_SERVER_WAIT
+from lingodoc._exceptions import LingodocError, PartialTranslations, RateLimited
 
 if TYPE_CHECKING:
     from lingodoc._call import Call
@@ -42,16 +58,80 @@ _SAME_WINDOW = 1.0
 # RateLimit.reset_at is rounded to the microsecond: waking a hair before the
 # service's reset would meet the 429 the pacing is there to avoid.
 _ROUNDING = 2e-6
+# A batch refused with a 429 this many times in a row, each after waiting out the
+# reset the service named, ends the run: the service's reset times cannot be trusted.
+MAX_REFUSALS = 3
+
+
+class BulkProgress(NamedTuple):
+    """How far a ``translate_many`` has got, as passed to its ``on_progress``.
+
+    Attributes:
+        done: Texts with a translation so far, out of ``total`` (duplicates, blank
+            texts and those passed in ``done`` included).
+        total: The number of texts.
+        requests: Batch requests answered so far in this call.
+        requests_left: Batch requests still needed, at least.
+        rate_limit: The rate-limit window as last reported by the service
+            (``limit``, ``remaining``, ``reset_at``), or ``None`` if not known yet.
+        waiting_until: While the call pauses for the window to reset: until when
+            (timezone-aware); else ``None``.
+    """
+
+    done: int
+    total: int
+    requests: int
+    requests_left: int
+    rate_limit: RateLimit | None
+    waiting_until: datetime | None
 
 
 class Batch:
-    """One slice of the texts, ready to send; its translations go to ``results[start:]``."""
+    """One batch, ready to send: the distinct texts ``uids`` (indices into the plan's texts)."""
 
-    __slots__ = ("call", "start")
+    __slots__ = ("call", "refusals", "uids")
 
-    def __init__(self, start: int, call: Call[BatchTranslation]) -> None:
-        self.start = start
+    def __init__(self, uids: list[int], call: Call[BatchTranslation]) -> None:
+        self.uids = uids
         self.call = call
+        self.refusals = 0  # 429s in a row, each after waiting for the reset
+
+
+class Pause(NamedTuple):
+    """An event: a worker pauses until ``until`` (Unix time) for the window to reset."""
+
+    until: float
+
+
+class Exited:
+    """An event: a worker has ended."""
+
+
+EXITED = Exited()
+
+
+def max_wait(value: object) -> float:
+    """Return the longest wait for a reset that ``wait_for_rate_limit`` allows, in seconds.
+
+    Raises:
+        TypeError: If it is neither a bool nor a number.
+        ValueError: If it is a negative number or NaN.
+    """
+    if value is True:
+        return math.inf
+    if value is False:
+        return MAX_SERVER_WAIT
+    if not isinstance(value, (int, float)):
+        raise TypeError(
+            f"wait_for_rate_limit must be a bool or a number of seconds, not {type(value).__name__}"
+        )
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int past the largest float: as long as it takes
+        return math.inf
+    if not seconds >= 0:  # also refuses NaN
+        raise ValueError(f"wait_for_rate_limit must be >= 0 seconds, not {seconds!r}")
+    return seconds
 
 
 class Bulk:
@@ -63,6 +143,10 @@ class Bulk:
         max_concurrency: Requests in flight at most.
         make_call: Builds the request of one batch from its texts.
         rate_limit: The client's last known rate limit, if any.
+        max_wait: The longest wait for a rate-limit reset, in seconds.
+        done: The caller's finished translations by index, filled in as batches
+            are answered; ``None`` if the caller keeps none.
+        on_progress: The caller's progress callback, if any.
     """
 
     def __init__(
@@ -73,15 +157,44 @@ class Bulk:
         max_concurrency: int,
         make_call: Callable[[list[str]], Call[BatchTranslation]],
         rate_limit: RateLimit | None,
+        max_wait: float = MAX_SERVER_WAIT,
+        done: MutableMapping[int, str] | None = None,
+        on_progress: Callable[[BulkProgress], object] | None = None,
     ) -> None:
-        self._texts = texts
         self._batch_size = batch_size
         self._make_call = make_call
-        batches = -(-len(texts) // batch_size)
-        self.workers = min(max_concurrency, batches)
-        # Filled in place, by index, as batches come back in any order.
-        self._results: list[str] = [""] * len(texts)
-        self._next_start = 0
+        self._max_wait = max_wait
+        self._done_map = done
+        self.on_progress = on_progress
+        self.total = len(texts)
+        # Each distinct text gets an id (its rank of first appearance); _order maps
+        # each input to its id, and is None when every text is distinct (id = index).
+        ids: dict[str, Any] = dict.fromkeys(texts)
+        self._texts: list[str] = texts
+        self._order: array[int] | None = None
+        if len(ids) < len(texts):
+            for uid, text in enumerate(ids):
+                ids[text] = uid
+            self._texts = list(ids)
+            self._order = array("q", map(ids.__getitem__, texts))
+        del ids  # the largest structure here; not needed past this point
+        self._results: list[str | None] = [None] * len(self._texts)
+        self._occurrences = self._count_occurrences()
+        self._first: array[int] | None = None  # see _inputs_of
+        self._following: array[int] = array("q")
+        # Blank texts are their own translation: not sent.
+        for uid in compress(range(len(self._texts)), map(_is_blank, self._texts)):
+            self._results[uid] = self._texts[uid]
+        if done:
+            self._take(done)
+        self._todo = [uid for uid, result in enumerate(self._results) if result is None]
+        self._next = 0  # in _todo
+        self._retry: list[Batch] = []  # refused with a 429, to send again after the reset
+        self._batches = -(-len(self._todo) // batch_size)
+        self.workers = min(max_concurrency, self._batches)
+        # Counted by the coordinator as it records answered batches, so that a
+        # progress report agrees with itself (and with what ``done`` holds).
+        self._answered = 0
         self._in_flight = 0
         self._error: BaseException | None = None
         self._stopped = False
@@ -90,45 +203,121 @@ class Bulk:
         self._lock = threading.Lock()
         self._remaining: int | None = None
         self._reset_at = 0.0
+        self._rate_limit: RateLimit | None = None
+        self._reported_pause: float | None = None
+        self._translated = 0  # inputs with a translation: counted by start, then by record
+        # Set by the runner: a queue of events (a Batch answered, a Pause, EXITED).
+        self.events: Any = None
         if rate_limit is not None:
             self._learn(rate_limit)
 
+    # -- planning -------------------------------------------------------------------------
+
+    def _count_occurrences(self) -> array[int] | None:
+        if self._order is None:
+            return None
+        counts = array("q", bytes(8 * len(self._texts)))
+        for uid in self._order:
+            counts[uid] += 1
+        return counts
+
+    def _inputs_of(self, uid: int) -> list[int]:
+        """The input indices holding distinct text ``uid`` (asked only when ``done`` is kept)."""
+        if self._order is None:
+            return [uid]
+        if self._first is None:
+            # Built on first use, as two arrays (8 bytes an entry) rather than a list
+            # per text: the first input of each text, and for each input the next one
+            # with the same text, or -1.
+            first = array("q", [-1]) * len(self._texts)
+            following = array("q", [-1]) * len(self._order)
+            for index in range(len(self._order) - 1, -1, -1):
+                uid_here = self._order[index]
+                following[index] = first[uid_here]
+                first[uid_here] = index
+            self._first, self._following = first, following
+        inputs = []
+        index = self._first[uid]
+        while index >= 0:
+            inputs.append(index)
+            index = self._following[index]
+        return inputs
+
+    def _take(self, done: Mapping[int, str]) -> None:
+        """Use the translations the caller already has, checked, as results."""
+        for index, translation in done.items():
+            if isinstance(index, bool) or not isinstance(index, int):
+                raise TypeError(f"done's keys must be int indices, not {type(index).__name__}")
+            if not 0 <= index < self.total:
+                raise ValueError(
+                    f"done holds index {index}, but texts has {self.total:,}: is it from "
+                    "another list?"
+                )
+            if not isinstance(translation, str):
+                raise TypeError(f"done[{index}] must be a str, not {type(translation).__name__}")
+            uid = index if self._order is None else self._order[index]
+            if self._results[uid] is None:
+                self._results[uid] = translation
+
+    def _weight(self, uid: int) -> int:
+        return 1 if self._occurrences is None else self._occurrences[uid]
+
+    # -- the workers' side ----------------------------------------------------------------
+
     @property
     def stopped(self) -> bool:
-        """Whether a batch failed, or `stop` was called: the batches in flight are moot."""
+        """Whether a batch failed, or `stop` was called: nothing more starts."""
         return self._stopped
 
     def next(self) -> Batch | float | None:
         """Return what a worker does next: send a batch, sleep this long, or stop (``None``)."""
         with self._lock:
-            if self._stopped or self._next_start >= len(self._texts):
+            if self._stopped or (not self._retry and self._next >= len(self._todo)):
                 return None
             wait = self._pacing_wait()
             if wait > 0:
+                self._announce(wait)
                 return wait
-            start = self._next_start
-            self._next_start += self._batch_size
             self._in_flight += 1
-            chunk = self._texts[start : start + self._batch_size]
-        return Batch(start, self._make_call(chunk))
+            if self._retry:
+                return self._retry.pop()
+            uids = self._todo[self._next : self._next + self._batch_size]
+            self._next += self._batch_size
+        return Batch(uids, self._make_call([self._texts[uid] for uid in uids]))
 
     def done(self, batch: Batch, result: BatchTranslation) -> None:
         """Record a batch's translations and the rate limit its response reported."""
-        translations = result.translations
         with self._lock:
-            self._results[batch.start : batch.start + len(translations)] = translations
+            for uid, translation in zip(batch.uids, result.translations, strict=True):
+                self._results[uid] = translation
             self._in_flight -= 1
             if result.rate_limit is not None:
                 self._learn(result.rate_limit)
+        self.events.put_nowait(batch)
 
-    def failed(self, error: BaseException) -> None:
-        """Record a batch's error: the first one recorded is raised, and nothing more starts."""
+    def failed(self, batch: Batch, error: BaseException) -> float | None:
+        """Record a batch's error; return the seconds to wait before sending it again, or None.
+
+        A 429 whose reset is known and within the wait allowed puts the batch back,
+        to be sent after the reset; any other error is the run's error (the first
+        one recorded is raised) and nothing more starts.
+        """
         with self._lock:
             self._in_flight -= 1
+            wait = self._retry_wait(batch, error)
+            if wait is not None:
+                self._retry.append(batch)
+                self._announce(wait)
+                return wait
             if self._error is None:
                 self._error = error
             self._stopped = True
         self.stopping.set()
+        return None
+
+    def exited(self) -> None:
+        """Tell the coordinator that a worker has ended."""
+        self.events.put_nowait(EXITED)
 
     def stop(self) -> None:
         """Hand out no further batch (the caller is giving up)."""
@@ -136,17 +325,26 @@ class Bulk:
             self._stopped = True
         self.stopping.set()
 
-    def result(self) -> list[str]:
-        """Return the translations in input order.
+    def _retry_wait(self, batch: Batch, error: BaseException) -> float | None:
+        if not isinstance(error, RateLimited) or error.retry_after is None or self._stopped:
+            return None
+        batch.refusals += 1
+        if batch.refusals > MAX_REFUSALS or error.retry_after > self._max_wait:
+            return None
+        if error.rate_limit is not None:
+            self._learn(error.rate_limit)
+            self._remaining = 0  # refused: whatever was reported before, none are left
+        return max(error.retry_after, 0.0) + _ROUNDING
 
-        Raises:
-            Exception: The first error a batch raised.
-        """
-        if self._error is not None:
-            raise self._error
-        return self._results
+    def _announce(self, wait: float) -> None:
+        # The coordinator reports a pause once, however many workers wait for it.
+        until = _clock.current().time() + wait
+        if self._reported_pause is None or until > self._reported_pause + _SAME_WINDOW:
+            self._reported_pause = until
+            self.events.put_nowait(Pause(until))
 
     def _learn(self, rate_limit: RateLimit) -> None:
+        self._rate_limit = rate_limit
         reset_at = rate_limit.reset_at.timestamp() + _ROUNDING
         if self._remaining is None or reset_at > self._reset_at + _SAME_WINDOW:
             self._remaining, self._reset_at = rate_limit.remaining, reset_at  # a new window
@@ -162,16 +360,153 @@ class Bulk:
         if wait <= 0:
             self._remaining = None  # the window has reset: what we knew is stale
             return 0.0
-        if self._remaining - self._in_flight > 0 or wait > MAX_SERVER_WAIT:
+        if self._remaining - self._in_flight > 0 or wait > self._max_wait:
             return 0.0
         return wait
+
+    # -- the coordinator's side -----------------------------------------------------------
+
+    def progress(self, pause: Pause | None = None) -> BulkProgress:
+        """Return the progress now; with ``pause``, as the call starts that pause."""
+        with self._lock:
+            translated = self._translated
+            waiting = None
+            if pause is not None:
+                waiting = datetime.fromtimestamp(pause.until, timezone.utc)
+            return BulkProgress(
+                translated,
+                self.total,
+                self._answered,
+                self._batches - self._answered,
+                self._rate_limit,
+                waiting,
+            )
+
+    def record(self, event: object) -> BulkProgress | None:
+        """Take one event off ``events``: store an answered batch into ``done``.
+
+        Returns:
+            The progress to report, or ``None`` for an event not worth one.
+        """
+        if isinstance(event, Pause):
+            return self.progress(event)
+        if not isinstance(event, Batch):
+            return None
+        with self._lock:
+            self._translated += sum(self._weight(uid) for uid in event.uids)
+            self._answered += 1
+        if self._done_map is not None:
+            for uid in event.uids:
+                translation = self._results[uid]
+                assert translation is not None  # stored before its event was put
+                for index in self._inputs_of(uid):
+                    self._done_map[index] = translation
+        return self.progress()
+
+    def start(self) -> BulkProgress:
+        """Store what needs no request (blank texts, duplicates of done ones) into ``done``."""
+        self._translated = sum(
+            self._weight(uid) for uid, result in enumerate(self._results) if result is not None
+        )
+        if self._done_map is not None:
+            for uid, translation in enumerate(self._results):
+                if translation is not None:
+                    for index in self._inputs_of(uid):
+                        if index not in self._done_map:
+                            self._done_map[index] = translation
+        return self.progress()
+
+    def drain(self) -> None:
+        """Store the batches answered but not yet recorded into ``done`` (the run is over)."""
+        while not self.events.empty():
+            event = self.events.get_nowait()
+            if isinstance(event, Batch):
+                self.record(event)
+
+    def result(self) -> list[str]:
+        """Return the translations in input order.
+
+        Raises:
+            Exception: The first error a batch raised; a ``LingodocError`` carries
+                the finished work as ``.partial``.
+        """
+        error = self._error
+        if error is not None:
+            if isinstance(error, LingodocError):
+                partial = PartialTranslations(self._order, self._results)
+                error.partial = partial
+                finished = partial.total - len(partial.remaining)
+                if sys.version_info >= (3, 11):  # notes are new in 3.11
+                    error.add_note(
+                        f"translate_many stopped with {finished:,} of {partial.total:,} texts "
+                        "translated: .partial holds them, and passing "
+                        ".partial.translations as done= resumes"
+                    )
+            raise error
+        results: list[Any] = self._results  # all str by now
+        if self._order is None:
+            return results
+        return list(map(results.__getitem__, self._order))
+
+
+def _is_blank(text: str) -> bool:
+    return not text or text.isspace()
+
+
+def report(bulk: Bulk, progress: BulkProgress | None) -> None:
+    """Call ``on_progress`` with ``progress`` (``Client``).
+
+    Raises:
+        TypeError: If it returned a coroutine, which ``Client`` cannot await.
+    """
+    if progress is None or bulk.on_progress is None:
+        return
+    import inspect
+
+    result = bulk.on_progress(progress)
+    if inspect.iscoroutine(result):
+        result.close()
+        raise TypeError(
+            "on_progress returned a coroutine, which Client cannot await: "
+            "pass a plain function, or use AsyncClient"
+        )
+
+
+async def async_report(bulk: Bulk, progress: BulkProgress | None) -> None:
+    """Call ``on_progress`` with ``progress``, awaiting it if it is a coroutine."""
+    if progress is None or bulk.on_progress is None:
+        return
+    import inspect
+
+    result = bulk.on_progress(progress)
+    if inspect.isawaitable(result):
+        await result
+
+
+def hand_over() -> None:
+    """Let the coordinator record an answered batch before the next is sent (``Client``).
+
+    Nothing to do: the coordinator is another thread, which runs when it can.
+    """
+
+
+async def async_hand_over() -> None:
+    """Let the coordinator record an answered batch before the next is sent.
+
+    A task whose requests never suspend (the in-process emulator's) would otherwise
+    send every batch before the coordinator runs once: progress would come all at
+    the end, and an error from ``on_progress`` could not stop anything.
+    """
+    import asyncio
+
+    await asyncio.sleep(0)
 
 
 def pace(bulk: Bulk, seconds: float) -> None:
     """Wait ``seconds`` for the rate-limit reset, on the SDK clock; end at once when ``bulk`` stops.
 
-    A thread cannot be cancelled: the first error (or Ctrl-C, in this thread or
-    the one that ran ``run_workers``) stops the ``Bulk``, and that wakes the wait.
+    A thread cannot be cancelled: the first error (or Ctrl-C in the thread that
+    ran ``run_workers``) stops the ``Bulk``, and that wakes the wait.
     """
     _clock.wait(bulk.stopping, seconds)
 
@@ -184,46 +519,92 @@ async def async_pace(bulk: Bulk, seconds: float) -> None:
     await _clock.async_sleep(seconds)
 
 
-def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
-    """Run ``bulk.workers`` copies of ``worker`` in threads (this one among them) until done.
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) back until the block ends, if this is the main thread.
 
-    Whatever happens here (an error, Ctrl-C), no further batch starts, and no
-    thread is left running when it returns or raises.
+    Ctrl-C in the middle of ``Thread.start`` leaves a thread running that the pool
+    does not know of, so it would outlive the call. The threads started here
+    inherit the mask, so a SIGINT for the process waits for the main thread too.
     """
-    if bulk.workers == 1:
-        worker(bulk)
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
+        threading.main_thread()
+    ):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
+    """Run ``bulk.workers`` copies of ``worker`` in threads, coordinating from this one.
+
+    This thread stores answered batches into ``done`` and reports progress. Whatever
+    ends the run (an error, Ctrl-C, an error from ``on_progress``), no further batch
+    starts, the batches in flight finish and are stored, and no thread is left
+    running when it returns or raises.
+    """
+    import queue
+
+    bulk.events = queue.SimpleQueue()
+    report(bulk, bulk.start())
+    if bulk.workers == 0:
         return
     # Imported here: most programs never need a thread pool.
     from concurrent.futures import ThreadPoolExecutor
 
-    pool = ThreadPoolExecutor(bulk.workers - 1, thread_name_prefix="lingodoc-many")
+    pool = ThreadPoolExecutor(bulk.workers, thread_name_prefix="lingodoc-many")
+    event: object = None
     try:
-        for _ in range(bulk.workers - 1):
-            pool.submit(worker, bulk)
-        worker(bulk)
+        with _ctrl_c_held():
+            for _ in range(bulk.workers):
+                pool.submit(worker, bulk)
+        running = bulk.workers
+        while running and not bulk.stopped:  # a failed batch stops the rest
+            event = bulk.events.get()
+            if event is EXITED:
+                running -= 1
+                continue
+            progress = bulk.record(event)
+            event = None
+            report(bulk, progress)
     finally:
         bulk.stop()
         pool.shutdown(wait=True)
+        if event is not None:  # Ctrl-C came while it was being recorded: record it whole
+            bulk.record(event)
+        bulk.drain()
 
 
 async def async_run_workers(worker: Callable[[Bulk], Awaitable[None]], bulk: Bulk) -> None:
-    """Run ``bulk.workers`` copies of ``worker`` as tasks until done, or until one fails.
+    """Run ``bulk.workers`` copies of ``worker`` as tasks, coordinating from this one.
 
-    On the first failure (or when the awaiting task is cancelled) the batches
-    in flight are cancelled; no task is left running when it returns or raises.
+    This task stores answered batches into ``done`` and reports progress. Whatever
+    ends the run (an error, cancellation of this task, an error from
+    ``on_progress``), the batches in flight are cancelled and no task is left
+    running when it returns or raises.
     """
-    if bulk.workers == 1:
-        await worker(bulk)
-        return
     import asyncio
 
-    tasks = {asyncio.ensure_future(worker(bulk)) for _ in range(bulk.workers)}
+    bulk.events = asyncio.Queue()
+    await async_report(bulk, bulk.start())
+    if bulk.workers == 0:
+        return
+    tasks = [asyncio.ensure_future(worker(bulk)) for _ in range(bulk.workers)]
     try:
-        pending = tasks
-        while pending and not bulk.stopped:  # until all are done, or one failed
-            _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        running = bulk.workers
+        while running and not bulk.stopped:  # a failed batch stops the rest
+            event = await bulk.events.get()
+            if event is EXITED:
+                running -= 1
+            else:
+                await async_report(bulk, bulk.record(event))
     finally:
         bulk.stop()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        bulk.drain()

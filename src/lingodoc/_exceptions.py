@@ -32,6 +32,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from array import array
+
     from lingodoc._models import RateLimit, TranslationStatus
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "InvalidLanguage",
     "LingodocError",
     "NotFound",
+    "PartialTranslations",
     "RateLimited",
     "ServerError",
     "TextTooLong",
@@ -61,12 +64,66 @@ def _rebuild(cls: type[LingodocError], args: tuple[Any, ...], state: dict[str, A
 
 
 class LingodocError(Exception):
-    """The base class of every exception lingodoc raises."""
+    """The base class of every exception lingodoc raises.
+
+    Attributes:
+        partial: The work finished before the error, when ``translate_many``
+            raised it: a [`PartialTranslations`][lingodoc.PartialTranslations]
+            with the translations done (by input index) and the indices left.
+            ``None`` for an error raised by any other method.
+    """
+
+    partial: PartialTranslations | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The subclasses take keyword-only fields, which the default
         # Exception pickling (cls(*self.args)) would drop or refuse.
         return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+class PartialTranslations:
+    """The work a failed ``translate_many`` finished, carried by its error as ``.partial``.
+
+    Resume with exactly what is left by passing the finished translations back:
+    ``client.translate_many(texts, ..., done=err.partial.translations)``.
+
+    Attributes:
+        total: The number of texts the call was given.
+    """
+
+    __slots__ = ("_order", "_results", "_translations", "total")
+
+    def __init__(self, order: array[int] | None, results: list[str | None]) -> None:
+        self._order = order
+        self._results = results
+        self._translations: dict[int, str] | None = None
+        self.total = len(order) if order is not None else len(results)
+
+    def _by_input(self) -> list[str | None]:
+        if self._order is None:  # every text distinct: the results are in input order
+            return self._results
+        return list(map(self._results.__getitem__, self._order))
+
+    @property
+    def translations(self) -> dict[int, str]:
+        """The finished translations, by index in the texts given (a new dict each time)."""
+        if self._translations is None:
+            self._translations = {
+                index: text for index, text in enumerate(self._by_input()) if text is not None
+            }
+        return dict(self._translations)
+
+    @property
+    def remaining(self) -> list[int]:
+        """The indices of the texts that have no translation, in order."""
+        return [index for index, text in enumerate(self._by_input()) if text is None]
+
+    def __repr__(self) -> str:
+        done = sum(1 for text in self._by_input() if text is not None)
+        return f"<PartialTranslations: {done:,} of {self.total:,} texts translated>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (PartialTranslations, (self._order, self._results))
 
 
 class ConfigurationError(LingodocError):

@@ -10,7 +10,7 @@ no I/O lives in ``_base_client``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,6 +22,7 @@ from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, Ra
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
 
 if TYPE_CHECKING:
+    from lingodoc._bulk import BulkProgress
     from lingodoc._deadline import Attempt
     from lingodoc._models import (
         BatchTranslation,
@@ -153,6 +154,8 @@ class Client(BaseClient[httpx.Client]):
         Raises:
             ValueError: If ``texts`` is empty.
             TypeError: If ``texts`` is not a list of strings.
+            TextTooLong: If a text has more than 10,000 characters (checked before
+                sending; the error names its index).
             InvalidLanguage: If a code is malformed or not supported.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
@@ -167,22 +170,35 @@ class Client(BaseClient[httpx.Client]):
         target_language: str,
         batch_size: int = _bulk.DEFAULT_BATCH_SIZE,
         max_concurrency: int = _bulk.DEFAULT_MAX_CONCURRENCY,
+        wait_for_rate_limit: bool | float = False,
+        on_progress: Callable[[BulkProgress], object] | None = None,
+        done: MutableMapping[int, str] | None = None,
     ) -> list[str]:
-        """Translate any number of texts, in batches sent side by side.
+        """Translate any number of texts in as few requests as the service allows, keeping all work.
 
-        The texts are split into batches of ``batch_size``, sent as
-        [`translate_batch`][lingodoc.Client.translate_batch] requests
-        by up to ``max_concurrency`` threads (this one and ``max_concurrency - 1`` more),
+        Every text is checked before the first request. Each distinct text is
+        sent once (a duplicate gets the same translation) and a blank one (empty,
+        or only whitespace) is not sent at all: it comes back unchanged. The
+        distinct texts go in batches of ``batch_size``, as
+        [`translate_batch`][lingodoc.Client.translate_batch] requests sent
+        by up to ``max_concurrency`` worker threads,
         each with the usual retries. The client paces itself by the rate-limit
         headers: when the requests left in the window do not exceed those in
-        flight, it waits for the reset (if within 60 s) instead of running
-        into 429s.
+        flight, it waits for the reset instead of running into 429s, if the
+        reset is within ``wait_for_rate_limit``.
 
-        The first error stops it: no further batch is started, a wait for a
-        reset ends at once,
-        the batches in flight are finished (with their retries), and that first error
-        is raised. Ctrl-C stops it the same way.
-        No thread is left running when it returns or raises.
+        Nothing finished is lost. The first error stops it: no further batch
+        is started, a wait for a reset ends at once,
+        the batches in flight are finished (with their retries) and kept, and that
+        first error is raised. Ctrl-C stops it the same way, and raises
+        KeyboardInterrupt once the batches in flight are kept.
+        No thread is left running when it returns or raises. The error (a
+        [`LingodocError`][lingodoc.LingodocError]) carries the translations
+        finished so far as ``.partial``, a
+        [`PartialTranslations`][lingodoc.PartialTranslations]; pass
+        ``done=err.partial.translations`` to resume with only what is left. A
+        ``done`` dict of your own is filled in as batches are answered, so it
+        holds every finished translation however the call ends.
 
         Args:
             texts: The texts, a non-empty list of strings.
@@ -192,32 +208,69 @@ class Client(BaseClient[httpx.Client]):
                 default, 100, is what the emulator accepts, and a service that
                 takes fewer refuses the batch (the error is raised).
             max_concurrency: Requests in flight at most (default 4).
+            wait_for_rate_limit: How long to wait for a rate-limit window to
+                reset, for the pacing and after a 429: ``False`` (default) up
+                to 60 s, as the retry policy does, so a spent hourly quota
+                raises ``RateLimited``; ``True`` as long as the service says
+                (an hour, on an hourly plan), so a corpus larger than the quota
+                finishes; or a number of seconds.
+            on_progress: Called with a [`BulkProgress`][lingodoc.BulkProgress]
+                before the first request, after each batch, and when a wait
+                for a reset begins; in the calling thread, one call at
+                a time; a coroutine function is refused with ``TypeError``. An error it raises
+                stops the call and is raised.
+            done: Translations you already have, by index in ``texts``: those
+                texts are not sent. Every translation made is added to it as
+                its batch is answered (before the ``on_progress`` call that
+                counts it).
 
         Returns:
             The translations, one per text, in input order.
 
         Raises:
-            ValueError: If ``texts`` is empty, or a size is below 1.
-            TypeError: If ``texts`` is not a list of strings, or a size is not an int.
+            ValueError: If ``texts`` is empty, a size is below 1, or ``done``
+                holds an index out of range.
+            TypeError: If ``texts`` is not a list of strings, or another
+                argument has the wrong type.
+            TextTooLong: If a text has more than 10,000 characters (before
+                anything is sent; the error names its index).
             InvalidLanguage: If a code is malformed or not supported.
+            RateLimited: If the window is spent and its reset is further away
+                than ``wait_for_rate_limit`` allows.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        bulk = self._bulk_plan(texts, source_language, target_language, batch_size, max_concurrency)
+        bulk = self._bulk_plan(
+            texts,
+            source_language,
+            target_language,
+            batch_size,
+            max_concurrency,
+            wait_for_rate_limit,
+            on_progress,
+            done,
+        )
         _bulk.run_workers(self._bulk_worker, bulk)
         return bulk.result()
 
     def _bulk_worker(self, bulk: _bulk.Bulk) -> None:
-        while (step := bulk.next()) is not None:
-            if isinstance(step, float):
-                _bulk.pace(bulk, step)
-                continue
-            try:
-                result = self._send(step.call)
-            except Exception as exc:
-                bulk.failed(exc)
-                return
-            bulk.done(step, result)
+        try:
+            while (step := bulk.next()) is not None:
+                if isinstance(step, float):
+                    _bulk.pace(bulk, step)
+                    continue
+                try:
+                    result = self._send(step.call)
+                except Exception as exc:
+                    wait = bulk.failed(step, exc)
+                    if wait is None:
+                        return
+                    _bulk.pace(bulk, wait)
+                    continue
+                bulk.done(step, result)
+                _bulk.hand_over()
+        finally:
+            bulk.exited()
 
     def translate_document(
         self,

@@ -88,20 +88,34 @@ def text(value: object) -> str:
 
 
 def texts(values: object) -> list[str]:
-    """Return the batch as a list of strings.
+    """Return the batch as a list of strings, each checked, so that nothing is sent for a bad one.
+
+    Errors name the item by its index in ``values``.
 
     Raises:
         TypeError: If it is a single string or holds anything but strings.
         ValueError: If it is empty.
+        TextTooLong: If an item has more than 10,000 characters.
     """
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise TypeError(f"texts must be a list of str, not {type(values).__name__}")
     batch = list(values)
     if not batch:
         raise ValueError("texts must not be empty")
-    for index, item in enumerate(batch):
-        if not isinstance(item, str):
-            raise TypeError(f"texts[{index}] must be a str, not {type(item).__name__}")
+    # The loops run in C, once over a million texts; the slow search for the index
+    # only runs when one of them fails.
+    if not set(map(type, batch)) <= {str}:
+        for index, item in enumerate(batch):
+            if not isinstance(item, str):
+                raise TypeError(f"texts[{index}] must be a str, not {type(item).__name__}")
+    if max(map(len, batch)) > MAX_TEXT_LENGTH:
+        for index, item in enumerate(batch):
+            if len(item) > MAX_TEXT_LENGTH:
+                raise TextTooLong(
+                    f"texts[{index}] has {len(item):,} characters; the limit is "
+                    f"{MAX_TEXT_LENGTH:,}",
+                    code="TEXT_TOO_LONG",
+                )
     return batch
 
 

@@ -77,6 +77,8 @@ RAISES_NOTHING = {
 }
 # Classes users do not construct, and why; they list their Attributes: instead.
 NOT_CONSTRUCTED = {
+    "lingodoc.BulkProgress": "passed to translate_many's on_progress",
+    "lingodoc.PartialTranslations": "carried by translate_many's errors",
     "lingodoc.emulator.Clock": "a protocol, for users' own clocks",
     "lingodoc.emulator.EmulatorServer": "yielded by Emulator.serve()",
     "lingodoc.emulator.Reply": "returned by Emulator.handle()",
