@@ -91,7 +91,9 @@ def phrases(count: int) -> list[str]:
 
 
 def checkpoint_lines(path: Path) -> dict[int, str]:
-    lines = path.read_text(encoding="ascii").splitlines()
+    """The translations in a checkpoint (its whole lines: it may be being written)."""
+    text = path.read_text(encoding="ascii")
+    lines = text[: text.rfind("\n") + 1].splitlines()
     assert json.loads(lines[0])["lingodoc_checkpoint"] == 1
     return {entry["i"]: entry["t"] for entry in map(json.loads, lines[1:])}
 
@@ -505,7 +507,7 @@ def test_ctrl_c_keeps_the_finished_texts_and_resume_sends_none_twice(
     # Let the command take the signal while both requests are still held, then let them
     # finish, as a slow answer would after Ctrl-C.
     assert process.poll() is None
-    threading.Event().wait(0.5)
+    threading.Event().wait(0.5)  # (a bounded pause: nothing to wait on in the command)
     emulator.release.set()
     _, err = process.communicate(timeout=WAIT)
     assert process.returncode == 130, err
@@ -544,11 +546,11 @@ def test_a_killed_run_loses_at_most_the_batches_in_flight(
     process = start(started, env, *args, "--concurrency", "3")
     emulator.wait_for(7)  # 4 answered, 3 in flight and held
     checkpoint = tmp_path / "in.jsonl.de.checkpoint"
-    deadline = threading.Event()
+    pause = threading.Event()  # never set: its wait is a bounded pause
     for _ in range(int(WAIT / 0.02)):  # until the 4 answered batches are on disk
         if checkpoint.exists() and len(checkpoint_lines(checkpoint)) >= 40:
             break
-        deadline.wait(0.02)
+        pause.wait(0.02)
     process.kill()  # SIGKILL: no clean-up of any kind
     process.wait(WAIT)
     emulator.release.set()

@@ -227,7 +227,8 @@ class Finished(MutableMapping[int, str]):
             del self._done[index]
 
     def __iter__(self) -> Iterator[int]:
-        return iter(list(self._done))
+        with self._lock:  # a copy: a worker thread may store a translation meanwhile
+            return iter(list(self._done))
 
     def __len__(self) -> int:
         return len(self._done)
