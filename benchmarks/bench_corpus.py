@@ -178,6 +178,13 @@ class CountingEmulator(Emulator):
             self.texts_repeated = 0  # translated before, in this count
             self.largest_batch = 0
             self.seen: set[str] = set()
+            self.this_run: set[str] = set()
+
+    def new_run(self) -> set[str]:
+        """Start a run's own set of texts translated; return the last run's."""
+        with self._count_lock:
+            last, self.this_run = self.this_run, set()
+        return last
 
     def counts(self) -> dict[str, Any]:
         with self._count_lock:
@@ -212,6 +219,7 @@ class CountingEmulator(Emulator):
                         self.texts_repeated += 1
                     else:
                         self.seen.add(text)
+                self.this_run.update(texts)
                 if self.halfway is not None and self.statuses[200] >= self.halfway:
                     self.reached.set()
         return reply
@@ -521,6 +529,26 @@ def cli_env(base_url: str, key: str) -> dict[str, str]:
     return env
 
 
+def checkpointed(path: Path, lines: list[str]) -> set[str]:
+    """The texts whose translation a checkpoint of ``lingodoc batch`` holds.
+
+    Its format (``lingodoc.cli._checkpoint``): JSON Lines, a header and then one
+    ``{"i": index, "t": translation}`` per finished text; a torn last line is ignored, as
+    ``--resume`` ignores it.
+    """
+    if not path.exists():
+        return set()
+    kept = set()
+    with open(path, "rb") as stream:
+        for line in stream.read().split(b"\n")[1:]:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # the torn last line of a killed run
+            kept.add(lines[entry["i"]])
+    return kept
+
+
 def cli(
     emulator: CountingEmulator,
     env: dict[str, str],
@@ -535,9 +563,10 @@ def cli(
 
     The counts are this run's alone; the texts seen are kept across runs (``emulator.clear()``
     starts a scenario), so ``texts_repeated`` counts texts already translated by an earlier
-    run of the same scenario.
+    run of the same scenario. ``emulator.new_run()`` afterwards gives this run's texts.
     """
     before = emulator.counts()
+    emulator.new_run()
     command = [sys.executable, "-m", "lingodoc", "batch", str(corpus), "--to", "de", "-o", str(out)]
     if checkpoint is not None:
         command += ["--checkpoint", str(checkpoint)]
@@ -579,9 +608,6 @@ def cli(
     }
     if signalled_at is not None:
         result["signalled_after_requests"] = signalled_at["answered"] - before["answered"]
-    if checkpoint is not None and checkpoint.exists():
-        with open(checkpoint, "rb") as lines:
-            result["checkpoint_lines"] = sum(1 for _ in lines)
     expected_exit = {None: 0, signal.SIGINT: 130, signal.SIGKILL: -signal.SIGKILL}[stop]
     if exit_code != expected_exit:
         result["stderr"] = stderr_text[-2000:]
@@ -623,7 +649,10 @@ def fault(args: argparse.Namespace) -> dict[str, Any]:
             emulator.new_window()
             out, checkpoint = folder / f"{stop.name}.txt", folder / f"{stop.name}.ckpt"
             first = cli(emulator, env, corpus, out, checkpoint, stop=stop)
+            kept = checkpointed(checkpoint, lines)  # read before run 2 ends and deletes it
+            sent_first = emulator.new_run()
             second = cli(emulator, env, corpus, out, checkpoint, resume=True)
+            sent_second = emulator.new_run()
             counts = emulator.counts()
             output = out.read_text(encoding="utf-8") if out.exists() else None
             scenarios[stop.name] = {
@@ -633,6 +662,11 @@ def fault(args: argparse.Namespace) -> dict[str, Any]:
                 "requests": first["requests"] + second["requests"],
                 "distinct_translated": counts["distinct_translated"],
                 "texts_sent_twice": counts["texts_repeated"],
+                # What run 1 had translated and kept; what it had translated and lost (sent
+                # again by run 2, or not); what run 2 sent of what was kept (must be 0).
+                "checkpointed": len(kept),
+                "answered_not_checkpointed": len(sent_first - kept),
+                "checkpointed_sent_again": len(sent_second & kept),
                 "output_matches_reference": output == reference_text,
             }
         emulator.halfway = None

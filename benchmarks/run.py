@@ -223,20 +223,23 @@ def corpus_section(corpus: dict[str, Any]) -> list[str]:
         f"{fault['min_requests']:,} requests), against an emulator served by the benchmark "
         "that records every text each request carries. An uninterrupted run gives the "
         "reference output. Then a run is stopped once the emulator has answered "
-        f"{fault['halfway_requests']:,} requests (half the floor) and run again with "
-        "`--resume`. Ctrl-C (SIGINT) lets the batches in flight finish and checkpoints them, "
-        "so nothing may be sent twice. SIGKILL gives the process no chance: the answers "
-        "that were in flight or not yet written to the checkpoint are lost and sent again "
-        f"by the resumed run, at most the batches in flight ({fault['concurrency']} x "
-        f"{fault['batch_size']} = {fault['in_flight_texts']} texts)."
+        f"{fault['halfway_requests']:,} requests (half the floor), its checkpoint is read, "
+        "and the same command is run again with `--resume`. Finished work is what the "
+        "checkpoint holds: the resumed run must send none of it (the column *kept, sent "
+        "again*). Ctrl-C (SIGINT) lets the batches in flight finish and keeps them, so "
+        "every text answered must be kept and nothing sent twice. SIGKILL gives the process "
+        "no chance: what was answered but not yet written to the checkpoint is lost and "
+        "sent again by the resumed run; the batches in flight alone are "
+        f"{fault['concurrency']} x {fault['batch_size']} = {fault['in_flight_texts']} texts, "
+        "and answers that reached the process but still waited to be stored add to that."
     )
     add("")
     add(
-        "| stop | stopped after | run 1: requests, texts, exit | run 2 (`--resume`): "
-        "requests, texts, exit | texts sent (floor) | sent twice (allowed) "
-        "| output = reference | result |"
+        "| stop | stopped after | run 1: requests, texts, exit | kept in the checkpoint "
+        "| answered, not kept | run 2 (`--resume`): requests, texts, exit "
+        "| kept, sent again | texts sent (floor) | sent twice | output = reference | result |"
     )
-    add("|---|---|---|---|---|---|---|---|")
+    add("|---|---|---|---|---|---|---|---|---|---|---|")
     ok = (
         reference["exit"] == 0
         and reference["matches_emulator"]
@@ -245,33 +248,44 @@ def corpus_section(corpus: dict[str, Any]) -> list[str]:
     )
     add(
         f"| none (the reference) | - | {reference['requests']:,}, "
-        f"{reference['texts_received']:,}, {reference['exit']} | - "
+        f"{reference['texts_received']:,}, {reference['exit']} | - | - | - | - "
         f"| {reference['texts_received']:,} ({fault['unique']:,}) "
-        f"| {reference['texts_repeated']:,} (0) "
+        f"| {reference['texts_repeated']:,} "
         f"| {'is' if reference['matches_emulator'] else '**is not**'} the emulator's "
         f"translation | {verdict(ok)} |"
     )
     for name in ("SIGINT", "SIGKILL"):
         scenario = scenarios[name]
         first, second = scenario["run1"], scenario["run2"]
-        allowed = 0 if name == "SIGINT" else fault["in_flight_texts"]
-        expected_exit = 130 if name == "SIGINT" else -9
         ok = (
-            scenario["texts_sent_twice"] <= allowed
+            scenario["checkpointed_sent_again"] == 0
             and scenario["output_matches_reference"]
             and scenario["distinct_translated"] == fault["unique"]
-            and first["exit"] == expected_exit
+            and first["exit"] == (130 if name == "SIGINT" else -9)
             and second["exit"] == 0
         )
+        if name == "SIGINT":  # nothing answered may be lost
+            ok = ok and scenario["answered_not_checkpointed"] == 0
+            ok = ok and scenario["texts_sent_twice"] == 0
         stopped = first.get("signalled_after_requests")
         add(
             f"| {name} | {'-' if stopped is None else f'{stopped:,} requests'} "
             f"| {first['requests']:,}, {first['texts_received']:,}, {first['exit']} "
+            f"| {scenario['checkpointed']:,} | {scenario['answered_not_checkpointed']:,} "
             f"| {second['requests']:,}, {second['texts_received']:,}, {second['exit']} "
+            f"| {scenario['checkpointed_sent_again']:,} "
             f"| {scenario['texts_sent']:,} ({fault['unique']:,}) "
-            f"| {scenario['texts_sent_twice']:,} ({allowed:,}) "
+            f"| {scenario['texts_sent_twice']:,} "
             f"| {'yes' if scenario['output_matches_reference'] else '**no**'} | {verdict(ok)} |"
         )
+    add("")
+    add(
+        "Result: **pass** when the resumed run sent nothing the checkpoint held, exited 0 "
+        "and wrote the reference output, every text was translated, and the stopped run "
+        "exited as it should (130 for Ctrl-C; -9 is the kill); for SIGINT also when every "
+        "text answered was kept and none was sent twice. The texts sent twice after SIGKILL "
+        "are reported, not judged."
+    )
     add("")
     return lines
 
