@@ -59,9 +59,11 @@ _SAME_WINDOW = 1.0
 # RateLimit.reset_at is rounded to the microsecond: waking a hair before the
 # service's reset would meet the 429 the pacing is there to avoid.
 _ROUNDING = 2e-6
-# A batch refused with a 429 this many times in a row, each after waiting out the
-# reset the service named, ends the run: the service's reset times cannot be trusted.
+# A batch refused with a 429 this many times in a row, each sent after the reset the
+# service named, ends the run: the service's reset times cannot be trusted.
 MAX_REFUSALS = 3
+# The longest the coordinator thread blocks at a time, so that Ctrl-C is seen.
+_CTRL_C_SLICE = 0.2
 
 
 class BulkProgress(NamedTuple):
@@ -213,6 +215,7 @@ class Bulk:
         self._lock = threading.Lock()
         self._remaining: int | None = None
         self._reset_at = 0.0
+        self._not_before = 0.0  # after a 429: the time named by its Retry-After or reset
         self._rate_limit: RateLimit | None = None
         self._reported_pause: float | None = None
         self._translated = 0  # inputs with a translation: counted by start, then by record
@@ -346,7 +349,11 @@ class Bulk:
         if error.rate_limit is not None:
             self._learn(error.rate_limit)
             self._remaining = 0  # refused: whatever was reported before, none are left
-        return max(error.retry_after, 0.0) + _ROUNDING
+        wait = max(error.retry_after, 0.0) + _ROUNDING
+        # No batch goes out before then, this one or another: without rate-limit headers
+        # (a proxy's 429) the pacing would otherwise send the refused batch at once.
+        self._not_before = max(self._not_before, _clock.current().time() + wait)
+        return wait
 
     def _announce(self, wait: float) -> None:
         # The coordinator reports a pause once, however many workers wait for it.
@@ -366,9 +373,12 @@ class Bulk:
         # else: a late answer from the window before; it tells nothing now.
 
     def _pacing_wait(self) -> float:
+        now = _clock.current().time()
+        if self._not_before > now:
+            return self._not_before - now
         if self._remaining is None:
             return 0.0
-        wait = self._reset_at - _clock.current().time()
+        wait = self._reset_at - now
         if wait <= 0:
             self._remaining = None  # the window has reset: what we knew is stale
             return 0.0
@@ -574,7 +584,13 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
                 pool.submit(worker, bulk)
         running = bulk.workers
         while running and not bulk.stopped:  # a failed batch stops the rest
-            event = bulk.events.get()
+            try:
+                # In slices: a Ctrl-C that lands just before a blocking get() begins
+                # would be seen only when the next event comes (after a reset, maybe
+                # an hour away); Windows does not interrupt an endless get() at all.
+                event = bulk.events.get(timeout=_CTRL_C_SLICE)
+            except queue.Empty:
+                continue
             if event is EXITED:
                 running -= 1
             elif isinstance(event, Pause):
@@ -582,9 +598,13 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
             else:  # ANSWERED: one batch each, so reports come in the order things happened
                 report(bulk, bulk.record_next())
     finally:
-        bulk.stop()
-        pool.shutdown(wait=True)
+        with _ctrl_c_held():  # a second Ctrl-C must not leave a worker asleep till the reset
+            bulk.stop()
         bulk.drain()
+        try:
+            pool.shutdown(wait=True)  # the batches in flight finish
+        finally:
+            bulk.drain()  # and are kept, even if a second Ctrl-C ends the wait for them
 
 
 async def async_run_workers(worker: Callable[[Bulk], Awaitable[None]], bulk: Bulk) -> None:
@@ -614,7 +634,10 @@ async def async_run_workers(worker: Callable[[Bulk], Awaitable[None]], bulk: Bul
                 await async_report(bulk, bulk.record_next())
     finally:
         bulk.stop()
+        bulk.drain()
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        bulk.drain()
+        try:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            bulk.drain()
