@@ -176,8 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument(
         "--wait-for-rate-limit",
         action="store_true",
-        help="when the rate limit is spent, wait for the reset (up to an hour) rather "
-        "than stop with exit code 5",
+        help="when the rate limit is spent, wait for the reset, however far off the service "
+        "says it is, rather than stop with exit code 5",
     )
     sending = sub.add_argument_group("sending")
     sending.add_argument(
