@@ -371,6 +371,36 @@ def test_resume_refuses_a_checkpoint_of_another_run(
     assert len(checkpoint_lines(checkpoint)) == 10  # left as it was
 
 
+@pytest.mark.parametrize(
+    ("name", "first", "then"),
+    [
+        ("in.jsonl", ["--field", "text"], []),
+        ("in.jsonl", [], ["--field", "text"]),
+        ("in.csv", ["--field", "text"], []),
+    ],
+)
+def test_resume_takes_the_default_field_spelled_out_or_left_out_as_the_same(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path, name: str, first: list[str], then: list[str]
+) -> None:
+    source, out = tmp_path / name, tmp_path / f"out-{name}"
+    if name.endswith(".jsonl"):
+        source.write_text("".join(json.dumps({"text": t}) + "\n" for t in phrases(20)))
+    else:
+        source.write_text("text\n" + "\n".join(phrases(20)) + "\n")
+    emulator.rate_limit = 1
+    args = ("batch", str(source), "--to", "de", "-o", str(out), "--batch-size", "10")
+    run = cli(*args, *first, "--concurrency", "1")
+    assert run.code == 5, run.err
+    checkpoint = Path(f"{out}.checkpoint")
+    header = json.loads(checkpoint.read_text().splitlines()[0])
+    assert header["field"] == "text"  # the field used, whether given or not
+    emulator.advance(3600)
+    emulator.forget()
+    run = cli(*args, *then, "--resume", "-q")
+    assert run.code == 0, run.err
+    assert emulator.sent() == phrases(20)[10:]
+
+
 def test_resume_without_a_checkpoint_starts_afresh_with_a_note(cli: RunCLI, tmp_path: Path) -> None:
     source = tmp_path / "in.txt"
     source.write_text("Hello\n", encoding="utf-8")

@@ -189,14 +189,16 @@ def batch(client: lingodoc.Client, args: argparse.Namespace) -> int:
     corpus = read_corpus(data.decode(encoding), format, args.field)
     del data  # only the texts (and what writing back needs) are kept from here on
     path = checkpoint_path(args, output, target)
-    header = Header(digest, source, target, format, args.field, len(corpus.texts))
+    # The field read, not the option: `--field text` and no --field are the same run.
+    field = None if format == "lines" else args.field or DEFAULT_FIELD
+    header = Header(digest, source, target, format, field, len(corpus.texts))
     checkpoint, earlier = _open_checkpoint(args, path, header)
     out = Output(output)
     try:
         translations = _translate(client, args, corpus.texts, header, path, checkpoint, earlier)
         if path is not None:  # from here until the output is written, all is in the checkpoint
             args.kept = Kept(len(corpus.texts), len(corpus.texts), path)
-        into = args.into or f"{args.field or DEFAULT_FIELD}_{target}"
+        into = args.into or f"{field or DEFAULT_FIELD}_{target}"
         out.write(lambda stream: corpus.write(stream, translations, into=into, as_json=args.json))
     finally:
         out.discard()
