@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
+import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from lingodoc.cli import _checkpoint
 from lingodoc.cli._checkpoint import Checkpoint, Finished, Header, read
 from lingodoc.cli._corpus import (
     CsvCorpus,
@@ -18,7 +22,7 @@ from lingodoc.cli._corpus import (
     json_text,
     read_corpus,
 )
-from lingodoc.cli._errors import UsageError
+from lingodoc.cli._errors import CheckpointError, UsageError
 
 
 def upper(texts: list[str]) -> list[str]:
@@ -270,6 +274,61 @@ def test_a_torn_last_line_is_ignored_and_cut_off_before_resuming(tmp_path: Path)
     checkpoint.close()
     assert read(str(path), 5)[1] == {1: "eins", 3: "drei"}
     assert path.read_text().endswith('"eins"}\n{"i": 3, "t": "drei"}\n')
+
+
+class FillingDisk:
+    """``os`` for the checkpoint, on a disk that takes ``room`` more bytes, then no more."""
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    def write(self, fd: int, data: memoryview) -> int:
+        if not self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written = os.write(fd, data[: self.room])  # as the system does: what fits
+        self.room -= written
+        return written
+
+
+def test_an_append_the_disk_refuses_is_cut_off_and_stays_queued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.checkpoint"
+    checkpoint = Checkpoint.create(str(path), HEADER)
+    finished = Finished(checkpoint, {})
+    finished[0] = "Hallo"
+    finished.flush()
+    disk = FillingDisk(room=30)  # the next line, and part of the one after
+    monkeypatch.setattr(_checkpoint, "os", disk)
+    finished[1], finished[2] = "eins", "zwei"
+    with pytest.raises(CheckpointError) as refused:
+        finished.flush()
+    assert str(refused.value) == f"cannot write the checkpoint {path}: No space left on device"
+    assert read(str(path), 5)[1:] == ({0: "Hallo"}, path.stat().st_size)  # whole lines only
+    assert finished.kept() == 1
+    finished[3] = "drei"  # stored after the failure: queued after what failed
+    disk.room = 10_000  # room again
+    finished.flush()
+    checkpoint.close()
+    assert read(str(path), 5)[1] == {0: "Hallo", 1: "eins", 2: "zwei", 3: "drei"}
+    assert finished.kept() == 4
+
+
+def test_a_translation_stored_twice_is_written_once(tmp_path: Path) -> None:
+    path = tmp_path / "c.checkpoint"
+    checkpoint = Checkpoint.create(str(path), HEADER)
+    finished = Finished(checkpoint, {})
+    finished[0] = "Hallo"
+    finished[0] = "Hallo"  # a batch recorded again (Ctrl-C between storing and reporting)
+    finished.flush()
+    finished[0] = "Hallo"
+    finished.flush()
+    checkpoint.close()
+    assert path.read_text().count("\n") == 2
+    assert finished.kept() == 1
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from typing import IO, Any
 import lingodoc
 from lingodoc.cli._checkpoint import Checkpoint, Finished, Header
 from lingodoc.cli._corpus import DEFAULT_FIELD, format_of, read_corpus
-from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, Kept, UsageError
+from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, CheckpointError, Kept, UsageError
 from lingodoc.cli._progress import BulkProgress, BulkState, Progress
 from lingodoc.cli._visible import visible
 
@@ -246,15 +246,18 @@ def _translate(
             done=finished,
         )
     except BaseException:
-        # What finished after the last report (Ctrl-C lets the batches in flight finish).
-        finished.flush()
-        kept_at = None
+        # What finished after the last report (Ctrl-C lets the batches in flight finish);
+        # if the checkpoint cannot take it (the error may be that), it is not kept.
+        with contextlib.suppress(CheckpointError):
+            finished.flush()
+        kept_at, kept = None, len(finished)
         if checkpoint is not None:
-            if len(finished):
+            kept = finished.kept()
+            if kept:
                 kept_at = checkpoint.path
             else:  # nothing in it: kept, it would only make the next run refuse to start
                 checkpoint.delete()
-        args.kept = Kept(len(finished), len(texts), kept_at)
+        args.kept = Kept(kept, len(texts), kept_at)
         raise
     finally:
         progress.close()

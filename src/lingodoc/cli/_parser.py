@@ -19,7 +19,8 @@ environment:
 
 exit codes:
   0    success
-  1    the service answered with an error, or could not be reached
+  1    the service answered with an error, or could not be reached;
+       or `batch` could not write its checkpoint (its finished texts are kept)
   2    wrong usage or configuration (nothing was sent)
   3    the document translation failed
   4    the wait timed out (the translation goes on: `lingodoc wait ID` resumes)
