@@ -33,7 +33,7 @@ def upper(texts: list[str]) -> list[str]:
 def written(text: str, format: str, *, field: str | None = None, into: str = "text_de") -> str:
     corpus = read_corpus(text, format, field)
     stream = io.StringIO(newline="")
-    corpus.write(stream, upper(corpus.texts), into=into, as_json=False)
+    corpus.write(stream, upper(corpus.texts), into=into, as_json=False, terminal=False)
     return stream.getvalue()
 
 
@@ -61,16 +61,21 @@ def test_the_format_follows_the_extension(name: str, format: str) -> None:
 def test_lines_keep_blank_lines_and_every_line_ending_kind_ends_a_line() -> None:
     corpus = read_corpus("Hello\r\n\r\n  \rGood day\nlast", "lines", None)
     assert corpus.texts == ["Hello", "", "  ", "Good day", "last"]
+    translations = ["Hallo", "", "  ", "Guten\r\nTag", "x\x1by\ud800"]
     out = io.StringIO()
-    corpus.write(out, ["Hallo", "", "  ", "Guten\nTag", "x\x1by"], into="", as_json=False)
-    # A translation's line break becomes a space; a control character an escape.
-    assert out.getvalue() == "Hallo\n\n  \nGuten Tag\nx\\x1by\n"
+    corpus.write(out, translations, into="", as_json=False, terminal=True)
+    # A translation's line break becomes a space; on a terminal, a control character an escape.
+    assert out.getvalue() == "Hallo\n\n  \nGuten Tag\nx\\x1by\\ud800\n"
+    out = io.StringIO()
+    corpus.write(out, translations, into="", as_json=False, terminal=False)
+    # To a file or a pipe: exact, but for the line breaks and what cannot be encoded.
+    assert out.getvalue() == "Hallo\n\n  \nGuten Tag\nx\x1by\\ud800\n"
 
 
 def test_lines_as_json_are_an_ascii_array_exactly() -> None:
     corpus = read_corpus("a\nb\n", "lines", None)
     out = io.StringIO()
-    corpus.write(out, ["Grüße\n", "\x1b"], into="", as_json=True)
+    corpus.write(out, ["Grüße\n", "\x1b"], into="", as_json=True, terminal=True)
     assert out.getvalue() == '[\n  "Gr\\u00fc\\u00dfe\\n",\n  "\\u001b"\n]\n'
     assert json.loads(out.getvalue()) == ["Grüße\n", "\x1b"]
 
@@ -120,7 +125,7 @@ def test_jsonl_translations_are_escaped_where_a_terminal_would_act_on_them() -> 
     corpus = read_corpus('{"text": "a"}\n', "jsonl", None)
     out = io.StringIO()
     hostile = "\x1b[2J\x9b6n\u2028\ud800é\n"
-    corpus.write(out, [hostile], into="t", as_json=False)
+    corpus.write(out, [hostile], into="t", as_json=False, terminal=False)
     line = out.getvalue()
     assert line == '{"text": "a", "t": "\\u001b[2J\\u009b6n\\u2028\\ud800é\\n"}\n'
     assert json.loads(line)["t"] == hostile  # exact, once decoded
@@ -190,11 +195,20 @@ def test_csv_of_one_column_and_a_chosen_column_and_into() -> None:
     assert out == "src,de\nHi,HI\n"  # an existing column of that name: replaced
 
 
-def test_csv_translation_cells_show_control_characters_as_escapes() -> None:
+def test_csv_translation_cells_show_control_characters_as_escapes_on_a_terminal() -> None:
     corpus = read_corpus("text\na\n", "csv", None)
     out = io.StringIO(newline="")
-    corpus.write(out, ["x\x1b]0;t\x07\ty\nz"], into="t", as_json=False)
+    corpus.write(out, ["x\x1b]0;t\x07\ty\nz"], into="t", as_json=False, terminal=True)
     assert out.getvalue() == 'text,t\na,"x\\x1b]0;t\\x07\ty\nz"\n'
+
+
+def test_csv_cells_are_written_exactly_to_a_file_carriage_returns_and_all() -> None:
+    # A multi-line cell with CRLF line breaks, in the input and in its translation.
+    text = 'id,text\r\n1,"two\r\nlines"\r\n2,"x\x1by"\r\n'
+    out = written(text, "csv")
+    assert out == 'id,text,text_de\r\n1,"two\r\nlines","TWO\r\nLINES"\r\n2,x\x1by,X\x1bY\r\n'
+    rows = list(csv.reader(io.StringIO(out, newline="")))
+    assert rows[1:] == [["1", "two\r\nlines", "TWO\r\nLINES"], ["2", "x\x1by", "X\x1bY"]]
 
 
 @pytest.mark.parametrize(

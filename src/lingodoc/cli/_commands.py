@@ -199,7 +199,13 @@ def batch(client: lingodoc.Client, args: argparse.Namespace) -> int:
         if path is not None:  # from here until the output is written, all is in the checkpoint
             args.kept = Kept(len(corpus.texts), len(corpus.texts), path)
         into = args.into or f"{field or DEFAULT_FIELD}_{target}"
-        out.write(lambda stream: corpus.write(stream, translations, into=into, as_json=args.json))
+        # The translations are data, written exactly, unless a terminal shows them.
+        terminal = output is None and sys.stdout.isatty()
+        out.write(
+            lambda stream: corpus.write(
+                stream, translations, into=into, as_json=args.json, terminal=terminal
+            )
+        )
     finally:
         out.discard()
     if path is not None:

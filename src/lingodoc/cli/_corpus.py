@@ -5,6 +5,12 @@ and a record that has none (a field missing or not a string) or one over the ser
 limit is refused with its line number. It is written back in the same format with the
 translations added: a line per line, each JSON object with one more key, each CSV row
 with one more cell.
+
+The translations are data, written exactly, but where a terminal reads them (``terminal``:
+stdout is one): there, a control character a server sent is shown as its escape, as in
+every other output of the command. Whatever the destination, a plain line's line breaks
+become spaces (one line out per line in), JSON Lines use JSON's escapes, and a lone
+surrogate, which no encoding can write, is written as its escape.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ _BOM = "\ufeff"
 # Characters JSON allows raw in a string that should not reach a terminal raw (C1 controls
 # such as CSI, the Unicode line separators) or cannot be encoded (lone surrogates).
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def format_of(path: str) -> str:
@@ -44,6 +51,13 @@ def json_text(value: object) -> str:
     """
     dumped = json.dumps(value, ensure_ascii=False)
     return _JSON_UNSAFE.sub(lambda found: f"\\u{ord(found.group()):04x}", dumped)
+
+
+def _cell(translation: str, terminal: bool) -> str:
+    """Return a translation as written in text: exact, or for a terminal with escapes."""
+    if terminal:
+        return visible(translation, layout=True)  # its line breaks and tabs kept
+    return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", translation)
 
 
 class _Problems:
@@ -98,9 +112,24 @@ class Corpus(abc.ABC):
 
     @abc.abstractmethod
     def write(
-        self, stream: IO[str], translations: Sequence[str], *, into: str, as_json: bool
+        self,
+        stream: IO[str],
+        translations: Sequence[str],
+        *,
+        into: str,
+        as_json: bool,
+        terminal: bool,
     ) -> None:
-        """Write the file back with ``translations`` (one per text) to ``stream``."""
+        """Write the file back with ``translations`` (one per text) to ``stream``.
+
+        Args:
+            stream: Where to write.
+            translations: A translation per text.
+            into: The JSON field or CSV column to add the translations as.
+            as_json: Plain lines only: write a JSON array of the translations.
+            terminal: ``stream`` is a terminal: show the control characters of the
+                translations as escapes, rather than write them.
+        """
 
 
 class LinesCorpus(Corpus):
@@ -109,7 +138,13 @@ class LinesCorpus(Corpus):
     format = "lines"
 
     def write(
-        self, stream: IO[str], translations: Sequence[str], *, into: str, as_json: bool
+        self,
+        stream: IO[str],
+        translations: Sequence[str],
+        *,
+        into: str,
+        as_json: bool,
+        terminal: bool,
     ) -> None:
         """Write a translation per line, or with ``as_json`` a JSON array (ASCII, exact)."""
         if as_json:
@@ -117,9 +152,9 @@ class LinesCorpus(Corpus):
             return
         stream.write(_BOM if self.bom else "")
         for translation in translations:
-            # One line out per line in, whatever the service sends back; its line breaks
-            # become spaces and its other control characters escapes.
-            stream.write(visible(" ".join(translation.splitlines()), layout=True) + "\n")
+            # One line out per line in, whatever the service sends back: its line breaks
+            # become spaces (on a terminal, its other control characters escapes).
+            stream.write(_cell(" ".join(translation.splitlines()), terminal) + "\n")
 
 
 class JsonLinesCorpus(Corpus):
@@ -137,7 +172,13 @@ class JsonLinesCorpus(Corpus):
         self.lines = lines
 
     def write(
-        self, stream: IO[str], translations: Sequence[str], *, into: str, as_json: bool
+        self,
+        stream: IO[str],
+        translations: Sequence[str],
+        *,
+        into: str,
+        as_json: bool,
+        terminal: bool,
     ) -> None:
         """Write each line back, the translation added under ``into``; blank lines as they were."""
         stream.write(_BOM if self.bom else "")
@@ -182,7 +223,13 @@ class CsvCorpus(Corpus):
         self.line_ending = line_ending
 
     def write(
-        self, stream: IO[str], translations: Sequence[str], *, into: str, as_json: bool
+        self,
+        stream: IO[str],
+        translations: Sequence[str],
+        *,
+        into: str,
+        as_json: bool,
+        terminal: bool,
     ) -> None:
         """Write the rows back, with the translation under ``into`` (a new last column)."""
         stream.write(_BOM if self.bom else "")
@@ -199,9 +246,9 @@ class CsvCorpus(Corpus):
                 continue
             # Short rows are padded to the header, so the translation lands under its name.
             cells = row + [""] * (max(width, target + 1) - len(row))
-            # A cell the service sent shows its control characters as escapes (as every
-            # other output of the command does), keeping its line breaks and tabs.
-            cells[target] = visible(next(texts), layout=True)
+            # Exact (a carriage return in a cell is data), but on a terminal, where the
+            # control characters of the service's show as escapes, as in every output.
+            cells[target] = _cell(next(texts), terminal)
             writer.writerow(cells)
 
 
