@@ -121,6 +121,48 @@ def test_jsonl_field_and_into_are_chosen_and_an_existing_into_is_replaced_in_pla
     assert list(json.loads(out)) == ["src", "de", "id"]  # the key order kept
 
 
+@pytest.mark.parametrize(
+    ("line", "out"),
+    [
+        (  # numbers, escapes and a number beyond a float stay as written
+            '{"id": 1.0e3, "text": "a", "text_de": "old", "x": "\\u00e9", "n": 1e400}',
+            '{"id": 1.0e3, "text": "a", "text_de": "A", "x": "\\u00e9", "n": 1e400}',
+        ),
+        (  # any spacing; a value of any kind; the key written with an escape
+            '{ "text" : "a" ,"text\\u005fde"  :  {"k": [1, "}"]} , "z":null }  ',
+            '{ "text" : "a" ,"text\\u005fde"  :  "A" , "z":null }  ',
+        ),
+        (  # twice: the one json.loads reads (the last) is replaced
+            '{"text_de": 1, "text": "a", "text_de": 2}',
+            '{"text_de": 1, "text": "a", "text_de": "A"}',
+        ),
+        (  # the name in a nested object, or as a value, is not the field
+            '{"m": {"text_de": "x"}, "k": "text_de", "text": "a"}',
+            '{"m": {"text_de": "x"}, "k": "text_de", "text": "a", "text_de": "A"}',
+        ),
+        ('{"text": "a"}\t ', '{"text": "a", "text_de": "A"}\t '),  # spaces after it, kept
+    ],
+)
+def test_jsonl_writes_the_translation_into_the_line_keeping_every_other_byte(
+    line: str, out: str
+) -> None:
+    assert written(line + "\r\n", "jsonl") == out + "\r\n"
+    expected = json.loads(line)
+    expected["text_de"] = "A"
+    assert json.loads(out) == expected
+
+
+def test_jsonl_keeps_each_line_ending() -> None:
+    text = '{"text": "a"}\r\n\r\n{"text": "b"}\n{"text": "c"}\r{"text": "d"}'
+    assert written(text, "jsonl") == (
+        '{"text": "a", "text_de": "A"}\r\n'
+        "\r\n"
+        '{"text": "b", "text_de": "B"}\n'
+        '{"text": "c", "text_de": "C"}\r'
+        '{"text": "d", "text_de": "D"}\r\n'  # none: the first line's
+    )
+
+
 def test_jsonl_translations_are_escaped_where_a_terminal_would_act_on_them() -> None:
     corpus = read_corpus('{"text": "a"}\n', "jsonl", None)
     out = io.StringIO()
@@ -235,7 +277,7 @@ def test_csv_names_the_line_a_multiline_record_starts_on() -> None:
 def test_jsonl_keeps_its_lines_not_parsed_objects() -> None:
     corpus = read_corpus('{"text": "a", "big": [1, 2, 3]}\n', "jsonl", None)
     assert isinstance(corpus, JsonLinesCorpus)
-    assert corpus.lines == ['{"text": "a", "big": [1, 2, 3]}']
+    assert corpus.lines == ['{"text": "a", "big": [1, 2, 3]}\n']  # with its line ending
     assert corpus.texts == ["a"]
 
 

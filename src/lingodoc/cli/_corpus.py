@@ -86,6 +86,43 @@ class _Problems:
             raise UsageError(f"{self.first}{others}; nothing was sent")
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_DECODER = json.JSONDecoder()
+
+
+def _split_lines_keeping_ends(text: str) -> list[str]:
+    # As _split_lines, each line with its line ending (the last one may have none).
+    return _LINE.findall(text)
+
+
+def _skip_space(line: str, index: int) -> int:
+    while index < len(line) and line[index] in " \t\r\n":  # JSON's whitespace
+        index += 1
+    return index
+
+
+def _members(line: str) -> tuple[int, list[tuple[str, int, int]]]:
+    """Find the members of the JSON object ``line``, which ``json.loads`` took.
+
+    Returns:
+        Where the object ends (after its ``}``), and each member's key with where the
+        text of its value starts and ends, in the order of the line.
+    """
+    index = _skip_space(line, _skip_space(line, 0) + 1)  # after the "{"
+    members: list[tuple[str, int, int]] = []
+    if line[index] != "}":
+        while True:
+            key, index = _DECODER.raw_decode(line, index)
+            start = _skip_space(line, _skip_space(line, index) + 1)  # after the ":"
+            _, index = _DECODER.raw_decode(line, start)
+            members.append((key, start, index))
+            index = _skip_space(line, index)
+            if line[index] == "}":
+                break
+            index = _skip_space(line, index + 1)  # after the ","
+    return index + 1, members
+
+
 def _split_lines(text: str) -> list[str]:
     # As a file opened in text mode reads them: \r\n, \r and \n all end a line, and the
     # last line may have no ending.
@@ -160,9 +197,11 @@ class LinesCorpus(Corpus):
 class JsonLinesCorpus(Corpus):
     """A JSON object per line, its text in a field; written back with the translation added.
 
-    The lines are kept as read, not as parsed objects (a dict costs several times the line
-    it came from), and the translation is added to each line's text: the rest of the line,
-    its keys, their order, spacing and number formats, stays byte for byte.
+    The lines are kept as read (with their line endings), not as parsed objects (a dict
+    costs several times the line it came from), and the translation is written into each
+    line's text: added before its closing brace, or in place of the value of the field
+    ``into`` if it has one. The rest of the line, its keys, their order, spacing, number
+    formats and escapes, and its line ending, stays byte for byte.
     """
 
     format = "jsonl"
@@ -180,22 +219,31 @@ class JsonLinesCorpus(Corpus):
         as_json: bool,
         terminal: bool,
     ) -> None:
-        """Write each line back, the translation added under ``into``; blank lines as they were."""
+        """Write each line back, the translation added under ``into``; blank lines as they were.
+
+        A line keeps its line ending; the last line, if it had none, gets the first line's.
+        """
         stream.write(_BOM if self.bom else "")
+        first = self.lines[0] if self.lines else ""
+        default_ending = first[len(first.rstrip("\r\n")) :] or "\n"
         texts = iter(translations)
         for line in self.lines:
-            if not line.strip():
-                stream.write(line + "\n")
+            text = line.rstrip("\r\n")
+            ending = line[len(text) :] or default_ending
+            if not text.strip():
+                stream.write(text + ending)
                 continue
-            translation = next(texts)
-            record = json.loads(line)
-            if into in record:  # replaced where it is, in a line written anew
-                record[into] = translation
-                stream.write(json_text(record) + "\n")
+            translation = json_text(next(texts))
+            end, members = _members(text)
+            # The field's value if it has one (the last, if twice: the one json.loads reads).
+            found = [(begin, stop) for key, begin, stop in members if key == into]
+            if found:
+                begin, stop = found[-1]
+                stream.write(f"{text[:begin]}{translation}{text[stop:]}{ending}")
                 continue
-            body = line.rstrip()[:-1]  # without the closing brace
-            comma = ", " if record else ""
-            stream.write(f"{body}{comma}{json_text(into)}: {json_text(translation)}}}\n")
+            comma = ", " if members else ""
+            member = f"{comma}{json_text(into)}: {translation}"
+            stream.write(f"{text[: end - 1]}{member}{text[end - 1 :]}{ending}")
 
 
 class CsvCorpus(Corpus):
@@ -295,13 +343,13 @@ def _kind(value: Any) -> str:
 
 def _read_jsonl(text: str, bom: bool, field: str) -> JsonLinesCorpus:
     problems = _Problems()
-    lines = _split_lines(text)
+    lines = _split_lines_keeping_ends(text)
     texts: list[str] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue  # kept as it is, as JSON Lines readers skip it
         try:
-            record = json.loads(line)
+            record = json.loads(line.rstrip("\r\n"))
         except json.JSONDecodeError as exc:
             problems.add(number, f"not JSON ({exc.msg} at column {exc.colno})")
             continue
