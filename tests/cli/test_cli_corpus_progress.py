@@ -228,3 +228,14 @@ def test_a_wait_announced_again_for_a_later_reset_is_one_wait_shown_again() -> N
     ]
     assert progress.waited == 89  # from 1 s to 90 s: one wait
     assert progress.wait_until is None
+
+
+def test_a_wait_is_over_at_its_end_though_that_was_rounded_up_to_the_microsecond() -> None:
+    clock = Clock()
+    progress = BulkProgress(io.StringIO(), bar=False, clock=clock)
+    end = NOW + 10.0000006  # as the call computes it; reported as a datetime, to the µs
+    progress(State(0, 100, 0, 10, None, at(end)))
+    assert at(end).timestamp() > end
+    clock.now = end  # where the call's wait ended: the next answer comes after
+    progress(State(10, 100, 1, 9))
+    assert progress.wait_until is None

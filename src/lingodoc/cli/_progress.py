@@ -79,6 +79,7 @@ class Progress:
 # -- translate_many: texts done, requests, the rate-limit window, an ETA -----------------------
 
 DEFAULT_WINDOW = 3600.0  # the spec's hourly window, until a run sees one reset after another
+_SAME_TIME = 0.001  # seconds: times closer than this are the same
 
 
 class RateWindow(Protocol):
@@ -283,16 +284,18 @@ class BulkProgress:
         if self.wait_began is None or self.wait_until is None:
             return
         until = self.wait_until.timestamp()
-        if now >= until:  # over: the time it lasted is left out of the sending rate
+        # Over (the time it lasted is left out of the sending rate): its end is a datetime,
+        # to the microsecond, rounded maybe after the time the call waited to.
+        if now >= until - _SAME_TIME:
             self.waited += max(0.0, until - self.wait_began)
             self.wait_began = self.wait_until = None
 
     def __call__(self, state: BulkState) -> None:
         """Show a progress report."""
-        shown = self.wait_until
-        estimate = self.estimate(state)
-        began_waiting = self.wait_until is not None and self.wait_until != shown
-        line = bulk_status(state, estimate, self.wait_until)
+        # A report that announces a wait says so, even if its end is past when it comes.
+        announced, known = state.waiting_until, self.wait_until
+        began_waiting = announced is not None and (known is None or announced > known)
+        line = bulk_status(state, self.estimate(state), self.wait_until)
         if self.bar:
             percent = state.done * 100 // state.total if state.total else 100
             line = progress_bar_only(percent) + " " + line
