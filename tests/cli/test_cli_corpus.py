@@ -24,7 +24,7 @@ import pytest
 from lingodoc.cli import main
 from lingodoc.emulator import Emulator, EmulatorServer, Reply, translate_text
 from lingodoc.testing import fake_clock
-from tests.cli.conftest import RunCLI
+from tests.cli.conftest import RunCLI, run_command
 
 WAIT = 20.0  # seconds at most for anything a test waits for
 
@@ -371,6 +371,36 @@ def test_resume_refuses_a_checkpoint_of_another_run(
     assert len(checkpoint_lines(checkpoint)) == 10  # left as it was
 
 
+@pytest.mark.parametrize(
+    ("name", "first", "then"),
+    [
+        ("in.jsonl", ["--field", "text"], []),
+        ("in.jsonl", [], ["--field", "text"]),
+        ("in.csv", ["--field", "text"], []),
+    ],
+)
+def test_resume_takes_the_default_field_spelled_out_or_left_out_as_the_same(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path, name: str, first: list[str], then: list[str]
+) -> None:
+    source, out = tmp_path / name, tmp_path / f"out-{name}"
+    if name.endswith(".jsonl"):
+        source.write_text("".join(json.dumps({"text": t}) + "\n" for t in phrases(20)))
+    else:
+        source.write_text("text\n" + "\n".join(phrases(20)) + "\n")
+    emulator.rate_limit = 1
+    args = ("batch", str(source), "--to", "de", "-o", str(out), "--batch-size", "10")
+    run = cli(*args, *first, "--concurrency", "1")
+    assert run.code == 5, run.err
+    checkpoint = Path(f"{out}.checkpoint")
+    header = json.loads(checkpoint.read_text().splitlines()[0])
+    assert header["field"] == "text"  # the field used, whether given or not
+    emulator.advance(3600)
+    emulator.forget()
+    run = cli(*args, *then, "--resume", "-q")
+    assert run.code == 0, run.err
+    assert emulator.sent() == phrases(20)[10:]
+
+
 def test_resume_without_a_checkpoint_starts_afresh_with_a_note(cli: RunCLI, tmp_path: Path) -> None:
     source = tmp_path / "in.txt"
     source.write_text("Hello\n", encoding="utf-8")
@@ -411,6 +441,45 @@ def test_a_rate_limit_stop_reading_stdin_without_a_checkpoint_says_nothing_is_ke
               stdin="\n".join(phrases(20)))  # fmt: skip
     assert run.code == 5
     assert "10 of 20 texts were translated but are not kept" in run.error
+
+
+def _file_size_limit(size: int) -> None:
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past it fails (EFBIG) instead
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="file size limits are POSIX")
+def test_a_checkpoint_it_cannot_write_to_stops_the_run_saying_what_is_kept(
+    emulator: Recorder, env: dict[str, str], tmp_path: Path
+) -> None:
+    # A full disk, as a file size limit: the header and two batches fit, the third does not.
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("\n".join(phrases(50)), encoding="utf-8")
+    args = [sys.executable, "-m", "lingodoc", "batch", str(source), "--to", "de", "-o", str(out),
+            "--batch-size", "10", "--concurrency", "1", "-q"]  # fmt: skip
+    result = subprocess.run(
+        args, capture_output=True, text=True, env=env, timeout=WAIT, check=False,
+        preexec_fn=lambda: _file_size_limit(1000),
+    )  # fmt: skip
+    checkpoint = tmp_path / "out.txt.checkpoint"
+    kept = checkpoint_lines(checkpoint)
+    assert len(kept) == 20
+    assert checkpoint.read_text().endswith("\n")  # the batch it could not take: cut off
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"lingodoc: error: cannot write the checkpoint {checkpoint}: File too large; "
+        f"20 of 50 texts are done, kept in {checkpoint}: add --resume to the same command "
+        "to go on without sending them again"
+    )
+    assert not out.exists()
+    emulator.forget()
+    run = run_command([*args, "--resume"], env=env)
+    assert run.code == 0, run.err
+    assert out.read_text(encoding="utf-8").splitlines() == [de(t) for t in phrases(50)]
+    assert emulator.sent() == phrases(50)[20:]
 
 
 def test_another_error_exits_1_and_says_the_checkpoint_keeps_the_finished_texts(

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
+import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from lingodoc.cli import _checkpoint
 from lingodoc.cli._checkpoint import Checkpoint, Finished, Header, read
 from lingodoc.cli._corpus import (
     CsvCorpus,
@@ -18,7 +22,7 @@ from lingodoc.cli._corpus import (
     json_text,
     read_corpus,
 )
-from lingodoc.cli._errors import UsageError
+from lingodoc.cli._errors import CheckpointError, UsageError
 
 
 def upper(texts: list[str]) -> list[str]:
@@ -29,7 +33,7 @@ def upper(texts: list[str]) -> list[str]:
 def written(text: str, format: str, *, field: str | None = None, into: str = "text_de") -> str:
     corpus = read_corpus(text, format, field)
     stream = io.StringIO(newline="")
-    corpus.write(stream, upper(corpus.texts), into=into, as_json=False)
+    corpus.write(stream, upper(corpus.texts), into=into, as_json=False, terminal=False)
     return stream.getvalue()
 
 
@@ -57,16 +61,21 @@ def test_the_format_follows_the_extension(name: str, format: str) -> None:
 def test_lines_keep_blank_lines_and_every_line_ending_kind_ends_a_line() -> None:
     corpus = read_corpus("Hello\r\n\r\n  \rGood day\nlast", "lines", None)
     assert corpus.texts == ["Hello", "", "  ", "Good day", "last"]
+    translations = ["Hallo", "", "  ", "Guten\r\nTag", "x\x1by\ud800"]
     out = io.StringIO()
-    corpus.write(out, ["Hallo", "", "  ", "Guten\nTag", "x\x1by"], into="", as_json=False)
-    # A translation's line break becomes a space; a control character an escape.
-    assert out.getvalue() == "Hallo\n\n  \nGuten Tag\nx\\x1by\n"
+    corpus.write(out, translations, into="", as_json=False, terminal=True)
+    # A translation's line break becomes a space; on a terminal, a control character an escape.
+    assert out.getvalue() == "Hallo\n\n  \nGuten Tag\nx\\x1by\\ud800\n"
+    out = io.StringIO()
+    corpus.write(out, translations, into="", as_json=False, terminal=False)
+    # To a file or a pipe: exact, but for the line breaks and what cannot be encoded.
+    assert out.getvalue() == "Hallo\n\n  \nGuten Tag\nx\x1by\\ud800\n"
 
 
 def test_lines_as_json_are_an_ascii_array_exactly() -> None:
     corpus = read_corpus("a\nb\n", "lines", None)
     out = io.StringIO()
-    corpus.write(out, ["Grüße\n", "\x1b"], into="", as_json=True)
+    corpus.write(out, ["Grüße\n", "\x1b"], into="", as_json=True, terminal=True)
     assert out.getvalue() == '[\n  "Gr\\u00fc\\u00dfe\\n",\n  "\\u001b"\n]\n'
     assert json.loads(out.getvalue()) == ["Grüße\n", "\x1b"]
 
@@ -112,11 +121,53 @@ def test_jsonl_field_and_into_are_chosen_and_an_existing_into_is_replaced_in_pla
     assert list(json.loads(out)) == ["src", "de", "id"]  # the key order kept
 
 
+@pytest.mark.parametrize(
+    ("line", "out"),
+    [
+        (  # numbers, escapes and a number beyond a float stay as written
+            '{"id": 1.0e3, "text": "a", "text_de": "old", "x": "\\u00e9", "n": 1e400}',
+            '{"id": 1.0e3, "text": "a", "text_de": "A", "x": "\\u00e9", "n": 1e400}',
+        ),
+        (  # any spacing; a value of any kind; the key written with an escape
+            '{ "text" : "a" ,"text\\u005fde"  :  {"k": [1, "}"]} , "z":null }  ',
+            '{ "text" : "a" ,"text\\u005fde"  :  "A" , "z":null }  ',
+        ),
+        (  # twice: the one json.loads reads (the last) is replaced
+            '{"text_de": 1, "text": "a", "text_de": 2}',
+            '{"text_de": 1, "text": "a", "text_de": "A"}',
+        ),
+        (  # the name in a nested object, or as a value, is not the field
+            '{"m": {"text_de": "x"}, "k": "text_de", "text": "a"}',
+            '{"m": {"text_de": "x"}, "k": "text_de", "text": "a", "text_de": "A"}',
+        ),
+        ('{"text": "a"}\t ', '{"text": "a", "text_de": "A"}\t '),  # spaces after it, kept
+    ],
+)
+def test_jsonl_writes_the_translation_into_the_line_keeping_every_other_byte(
+    line: str, out: str
+) -> None:
+    assert written(line + "\r\n", "jsonl") == out + "\r\n"
+    expected = json.loads(line)
+    expected["text_de"] = "A"
+    assert json.loads(out) == expected
+
+
+def test_jsonl_keeps_each_line_ending() -> None:
+    text = '{"text": "a"}\r\n\r\n{"text": "b"}\n{"text": "c"}\r{"text": "d"}'
+    assert written(text, "jsonl") == (
+        '{"text": "a", "text_de": "A"}\r\n'
+        "\r\n"
+        '{"text": "b", "text_de": "B"}\n'
+        '{"text": "c", "text_de": "C"}\r'
+        '{"text": "d", "text_de": "D"}\r\n'  # none: the first line's
+    )
+
+
 def test_jsonl_translations_are_escaped_where_a_terminal_would_act_on_them() -> None:
     corpus = read_corpus('{"text": "a"}\n', "jsonl", None)
     out = io.StringIO()
     hostile = "\x1b[2J\x9b6n\u2028\ud800é\n"
-    corpus.write(out, [hostile], into="t", as_json=False)
+    corpus.write(out, [hostile], into="t", as_json=False, terminal=False)
     line = out.getvalue()
     assert line == '{"text": "a", "t": "\\u001b[2J\\u009b6n\\u2028\\ud800é\\n"}\n'
     assert json.loads(line)["t"] == hostile  # exact, once decoded
@@ -186,11 +237,20 @@ def test_csv_of_one_column_and_a_chosen_column_and_into() -> None:
     assert out == "src,de\nHi,HI\n"  # an existing column of that name: replaced
 
 
-def test_csv_translation_cells_show_control_characters_as_escapes() -> None:
+def test_csv_translation_cells_show_control_characters_as_escapes_on_a_terminal() -> None:
     corpus = read_corpus("text\na\n", "csv", None)
     out = io.StringIO(newline="")
-    corpus.write(out, ["x\x1b]0;t\x07\ty\nz"], into="t", as_json=False)
+    corpus.write(out, ["x\x1b]0;t\x07\ty\nz"], into="t", as_json=False, terminal=True)
     assert out.getvalue() == 'text,t\na,"x\\x1b]0;t\\x07\ty\nz"\n'
+
+
+def test_csv_cells_are_written_exactly_to_a_file_carriage_returns_and_all() -> None:
+    # A multi-line cell with CRLF line breaks, in the input and in its translation.
+    text = 'id,text\r\n1,"two\r\nlines"\r\n2,"x\x1by"\r\n'
+    out = written(text, "csv")
+    assert out == 'id,text,text_de\r\n1,"two\r\nlines","TWO\r\nLINES"\r\n2,x\x1by,X\x1bY\r\n'
+    rows = list(csv.reader(io.StringIO(out, newline="")))
+    assert rows[1:] == [["1", "two\r\nlines", "TWO\r\nLINES"], ["2", "x\x1by", "X\x1bY"]]
 
 
 @pytest.mark.parametrize(
@@ -217,7 +277,7 @@ def test_csv_names_the_line_a_multiline_record_starts_on() -> None:
 def test_jsonl_keeps_its_lines_not_parsed_objects() -> None:
     corpus = read_corpus('{"text": "a", "big": [1, 2, 3]}\n', "jsonl", None)
     assert isinstance(corpus, JsonLinesCorpus)
-    assert corpus.lines == ['{"text": "a", "big": [1, 2, 3]}']
+    assert corpus.lines == ['{"text": "a", "big": [1, 2, 3]}\n']  # with its line ending
     assert corpus.texts == ["a"]
 
 
@@ -270,6 +330,61 @@ def test_a_torn_last_line_is_ignored_and_cut_off_before_resuming(tmp_path: Path)
     checkpoint.close()
     assert read(str(path), 5)[1] == {1: "eins", 3: "drei"}
     assert path.read_text().endswith('"eins"}\n{"i": 3, "t": "drei"}\n')
+
+
+class FillingDisk:
+    """``os`` for the checkpoint, on a disk that takes ``room`` more bytes, then no more."""
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    def write(self, fd: int, data: memoryview) -> int:
+        if not self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written = os.write(fd, data[: self.room])  # as the system does: what fits
+        self.room -= written
+        return written
+
+
+def test_an_append_the_disk_refuses_is_cut_off_and_stays_queued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.checkpoint"
+    checkpoint = Checkpoint.create(str(path), HEADER)
+    finished = Finished(checkpoint, {})
+    finished[0] = "Hallo"
+    finished.flush()
+    disk = FillingDisk(room=30)  # the next line, and part of the one after
+    monkeypatch.setattr(_checkpoint, "os", disk)
+    finished[1], finished[2] = "eins", "zwei"
+    with pytest.raises(CheckpointError) as refused:
+        finished.flush()
+    assert str(refused.value) == f"cannot write the checkpoint {path}: No space left on device"
+    assert read(str(path), 5)[1:] == ({0: "Hallo"}, path.stat().st_size)  # whole lines only
+    assert finished.kept() == 1
+    finished[3] = "drei"  # stored after the failure: queued after what failed
+    disk.room = 10_000  # room again
+    finished.flush()
+    checkpoint.close()
+    assert read(str(path), 5)[1] == {0: "Hallo", 1: "eins", 2: "zwei", 3: "drei"}
+    assert finished.kept() == 4
+
+
+def test_a_translation_stored_twice_is_written_once(tmp_path: Path) -> None:
+    path = tmp_path / "c.checkpoint"
+    checkpoint = Checkpoint.create(str(path), HEADER)
+    finished = Finished(checkpoint, {})
+    finished[0] = "Hallo"
+    finished[0] = "Hallo"  # a batch recorded again (Ctrl-C between storing and reporting)
+    finished.flush()
+    finished[0] = "Hallo"
+    finished.flush()
+    checkpoint.close()
+    assert path.read_text().count("\n") == 2
+    assert finished.kept() == 1
 
 
 @pytest.mark.parametrize(

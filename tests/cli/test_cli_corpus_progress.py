@@ -177,3 +177,65 @@ def test_the_bar_is_redrawn_in_place_fits_the_terminal_and_is_ended() -> None:
     assert frames[0].startswith("[--------------------]   0%  0/10 texts  0/2 requests  wind")
     assert frames[2].rstrip() == "[####################] 100%  10/10 texts  2/2 requests"
     assert frames[2].endswith(" \n")  # padded, then the line ended once
+
+
+def test_a_wait_lasts_until_its_end_though_the_batches_in_flight_report_during_it() -> None:
+    # What translate_many reports with 4 workers, 1 s a request and 10 requests an hour:
+    # the pause is announced (waiting_until) while 4 batches are in flight; their answers
+    # come a second later, reported without waiting_until, then nothing until the reset.
+    stream, clock = io.StringIO(), Clock()
+    progress = BulkProgress(stream, bar=True, clock=clock, width=200)
+    reset, reset2 = NOW + 3600, NOW + 7200
+    progress(State(0, 25, 0, 25))
+    for k in range(1, 7):  # answered 1..6, a second each
+        clock.now = NOW + k
+        progress(State(k, 25, k, 25 - k, Window(10, 10 - k, at(reset))))
+    progress(State(6, 25, 6, 19, Window(10, 4, at(reset)), at(reset)))  # the pause, at 6 s
+    clock.now = NOW + 7
+    for k in range(7, 11):  # the 4 in flight, answered during the pause
+        progress(State(k, 25, k, 25 - k, Window(10, 10 - k, at(reset))))
+    # Still waiting, and shown so: an hour's wait is no time spent sending.
+    assert progress.wait_until == at(reset)
+    assert f"waiting for the reset at {local(reset)}" in stream.getvalue().split("\r")[-1]
+    for k in range(11, 14):  # after the reset, a second each
+        clock.now = reset + (k - 10)
+        progress(State(k, 25, k, 25 - k, Window(10, 20 - k, at(reset2))))
+    assert "waiting" not in stream.getvalue().split("\r")[-1]
+    assert progress.wait_until is None
+    assert progress.waited == 3600 - 6  # from its announcement to the reset
+    # Sending took 6 s before the pause and 3 s after it (the answers during it are left
+    # out with it): 9 s for 13 requests. 12 to go, 7 left in this window: 5 after the reset.
+    estimate = progress.estimate(State(13, 25, 13, 12, Window(10, 7, at(reset2))))
+    assert estimate == (reset2 - clock.now) + 5 * (9 / 13)
+    assert estimate < 3610  # not 1h23m, as when the hour counted as time spent sending
+
+
+def test_a_wait_announced_again_for_a_later_reset_is_one_wait_shown_again() -> None:
+    stream, clock = io.StringIO(), Clock()
+    progress = BulkProgress(stream, bar=False, clock=clock)
+    progress(State(0, 100, 0, 10))
+    clock.now += 1
+    progress(State(10, 100, 1, 9, None, at(NOW + 60)))  # a wait begins: a line
+    clock.now += 1
+    progress(State(10, 100, 1, 9, None))  # an answer during it: no line
+    progress(State(10, 100, 1, 9, None, at(NOW + 90)))  # a later end: a line
+    clock.now = NOW + 90
+    progress(State(10, 100, 2, 8, None))  # over
+    assert stream.getvalue().splitlines() == [
+        "  0%  0/100 texts  0/10 requests",
+        f" 10%  10/100 texts  1/10 requests  waiting for the reset at {local(NOW + 60)}  ETA 9s",
+        f" 10%  10/100 texts  1/10 requests  waiting for the reset at {local(NOW + 90)}  ETA 9s",
+    ]
+    assert progress.waited == 89  # from 1 s to 90 s: one wait
+    assert progress.wait_until is None
+
+
+def test_a_wait_is_over_at_its_end_though_that_was_rounded_up_to_the_microsecond() -> None:
+    clock = Clock()
+    progress = BulkProgress(io.StringIO(), bar=False, clock=clock)
+    end = NOW + 10.0000006  # as the call computes it; reported as a datetime, to the µs
+    progress(State(0, 100, 0, 10, None, at(end)))
+    assert at(end).timestamp() > end
+    clock.now = end  # where the call's wait ended: the next answer comes after
+    progress(State(10, 100, 1, 9))
+    assert progress.wait_until is None

@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         argv: The arguments, without the program name; ``sys.argv[1:]`` by default.
 
     Returns:
-        The exit code: 0 success, 1 an error of the service or the network, 2 wrong
+        The exit code: 0 success, 1 an error of the service or the network (or of
+        writing a batch's checkpoint), 2 wrong
         usage or configuration, 3 the translation failed, 4 the wait timed out,
         5 the rate limit stopped a batch, 130 interrupted, 141 stdout closed early.
     """

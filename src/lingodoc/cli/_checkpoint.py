@@ -11,8 +11,10 @@ The file is JSON Lines, in ASCII (so a line cut short can never split a characte
 The first line says which run it belongs to; each further line is one finished translation
 (``i``: the text's index in the file, from 0), appended and flushed as its batch completes.
 A process killed while appending leaves at most a torn last line, which reading ignores
-(and resuming cuts off before it appends). The file is created with its header whole
-(written aside, then renamed), so an existing checkpoint always says whose it is.
+(and resuming cuts off before it appends). An append that fails (a full disk) is undone,
+so the file holds whole lines only, and what it did not take stays queued. The file is
+created with its header whole (written aside, then renamed), so an existing checkpoint
+always says whose it is.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Iterator, MutableMapping
 from dataclasses import asdict, dataclass
 from typing import IO, Any
 
-from lingodoc.cli._errors import UsageError
+from lingodoc.cli._errors import CheckpointError, UsageError
 
 VERSION = 1
 _MAGIC = "lingodoc_checkpoint"
@@ -117,9 +119,10 @@ def read(path: str, total: int) -> tuple[dict[str, Any], dict[int, str], int]:
 class Checkpoint:
     """An open checkpoint file, appended to as translations finish."""
 
-    def __init__(self, path: str, stream: IO[str]) -> None:
+    def __init__(self, path: str, stream: IO[bytes]) -> None:
         self.path = path
-        self._stream = stream
+        self._stream = stream  # unbuffered: a write that fails leaves nothing to retry at close
+        self._torn: OSError | None = None  # why a failed append could not be cut off
 
     @classmethod
     def create(cls, path: str, header: Header) -> Checkpoint:
@@ -133,7 +136,7 @@ class Checkpoint:
             with open(temporary, "w", encoding="ascii", newline="") as stream:
                 stream.write(header.line() + "\n")
             os.replace(temporary, path)
-            return cls(path, open(path, "a", encoding="ascii", newline=""))
+            return cls(path, open(path, "ab", buffering=0))
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
@@ -168,7 +171,7 @@ class Checkpoint:
         try:
             with open(path, "r+b") as binary:
                 binary.truncate(whole)  # a torn last line, cut off before appending
-            stream = open(path, "a", encoding="ascii", newline="")  # noqa: SIM115
+            stream = open(path, "ab", buffering=0)  # noqa: SIM115
         except OSError as exc:
             raise UsageError(f"cannot write the checkpoint {path}: {exc.strerror or exc}") from exc
         return cls(path, stream), done
@@ -179,10 +182,37 @@ class Checkpoint:
         Flushed, not synced: what is written survives the process being killed (SIGKILL
         included), which is what a checkpoint is for; a crash of the machine may lose the
         last lines, and syncing after every batch would cost more than resending them.
+
+        If the system refuses them (a full disk, a file size limit, an I/O error), what was
+        written of them is cut off again, so the file ends with a whole line as before.
+
+        Raises:
+            CheckpointError: If they could not be written; none of them is in the file then
+                (or, if cutting them off failed too, nothing more is appended after them).
         """
-        if items:
-            self._stream.write("".join(f'{{"i": {i}, "t": {json.dumps(t)}}}\n' for i, t in items))
-            self._stream.flush()
+        if not items:
+            return
+        if self._torn is not None:
+            raise self._error(self._torn)
+        lines = "".join(f'{{"i": {i}, "t": {json.dumps(t)}}}\n' for i, t in items)
+        data = memoryview(lines.encode("ascii"))
+        fd = self._stream.fileno()
+        try:
+            size = os.fstat(fd).st_size
+        except OSError as exc:
+            raise self._error(exc) from exc
+        try:
+            while data:  # a write may take part of it only
+                data = data[os.write(fd, data) :]
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, size)  # a torn line would make the appends after it damage
+            except OSError:
+                self._torn = exc
+            raise self._error(exc) from exc
+
+    def _error(self, exc: OSError) -> CheckpointError:
+        return CheckpointError(f"cannot write the checkpoint {self.path}: {exc.strerror or exc}")
 
     def close(self) -> None:
         """Close the file (kept)."""
@@ -219,6 +249,8 @@ class Finished(MutableMapping[int, str]):
 
     def __setitem__(self, index: int, translation: str) -> None:
         with self._lock:
+            if self._done.get(index) == translation:
+                return  # stored again (a batch recorded twice): already queued or written
             self._done[index] = translation
             self._new.append((index, translation))
 
@@ -234,8 +266,23 @@ class Finished(MutableMapping[int, str]):
         return len(self._done)
 
     def flush(self) -> None:
-        """Write the translations stored since the last flush to the checkpoint, if any."""
+        """Write the translations stored since the last flush to the checkpoint, if any.
+
+        Raises:
+            CheckpointError: If they could not be written: they stay queued, for the next.
+        """
         with self._lock:
             new, self._new = self._new, []
-        if self._checkpoint is not None:
+        if self._checkpoint is None:
+            return
+        try:
             self._checkpoint.append(new)
+        except CheckpointError:
+            with self._lock:  # first, before any stored meanwhile
+                self._new[:0] = new
+            raise
+
+    def kept(self) -> int:
+        """Return how many translations the checkpoint holds: all stored but those queued."""
+        with self._lock:
+            return len(self._done) - len({index for index, _ in self._new})

@@ -17,7 +17,7 @@ from typing import IO, Any
 import lingodoc
 from lingodoc.cli._checkpoint import Checkpoint, Finished, Header
 from lingodoc.cli._corpus import DEFAULT_FIELD, format_of, read_corpus
-from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, Kept, UsageError
+from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, CheckpointError, Kept, UsageError
 from lingodoc.cli._progress import BulkProgress, BulkState, Progress
 from lingodoc.cli._visible import visible
 
@@ -189,15 +189,23 @@ def batch(client: lingodoc.Client, args: argparse.Namespace) -> int:
     corpus = read_corpus(data.decode(encoding), format, args.field)
     del data  # only the texts (and what writing back needs) are kept from here on
     path = checkpoint_path(args, output, target)
-    header = Header(digest, source, target, format, args.field, len(corpus.texts))
+    # The field read, not the option: `--field text` and no --field are the same run.
+    field = None if format == "lines" else args.field or DEFAULT_FIELD
+    header = Header(digest, source, target, format, field, len(corpus.texts))
     checkpoint, earlier = _open_checkpoint(args, path, header)
     out = Output(output)
     try:
         translations = _translate(client, args, corpus.texts, header, path, checkpoint, earlier)
         if path is not None:  # from here until the output is written, all is in the checkpoint
             args.kept = Kept(len(corpus.texts), len(corpus.texts), path)
-        into = args.into or f"{args.field or DEFAULT_FIELD}_{target}"
-        out.write(lambda stream: corpus.write(stream, translations, into=into, as_json=args.json))
+        into = args.into or f"{field or DEFAULT_FIELD}_{target}"
+        # The translations are data, written exactly, unless a terminal shows them.
+        terminal = output is None and sys.stdout.isatty()
+        out.write(
+            lambda stream: corpus.write(
+                stream, translations, into=into, as_json=args.json, terminal=terminal
+            )
+        )
     finally:
         out.discard()
     if path is not None:
@@ -244,15 +252,18 @@ def _translate(
             done=finished,
         )
     except BaseException:
-        # What finished after the last report (Ctrl-C lets the batches in flight finish).
-        finished.flush()
-        kept_at = None
+        # What finished after the last report (Ctrl-C lets the batches in flight finish);
+        # if the checkpoint cannot take it (the error may be that), it is not kept.
+        with contextlib.suppress(CheckpointError):
+            finished.flush()
+        kept_at, kept = None, len(finished)
         if checkpoint is not None:
-            if len(finished):
+            kept = finished.kept()
+            if kept:
                 kept_at = checkpoint.path
             else:  # nothing in it: kept, it would only make the next run refuse to start
                 checkpoint.delete()
-        args.kept = Kept(len(finished), len(texts), kept_at)
+        args.kept = Kept(kept, len(texts), kept_at)
         raise
     finally:
         progress.close()

@@ -5,6 +5,12 @@ and a record that has none (a field missing or not a string) or one over the ser
 limit is refused with its line number. It is written back in the same format with the
 translations added: a line per line, each JSON object with one more key, each CSV row
 with one more cell.
+
+The translations are data, written exactly, but where a terminal reads them (``terminal``:
+stdout is one): there, a control character a server sent is shown as its escape, as in
+every other output of the command. Whatever the destination, a plain line's line breaks
+become spaces (one line out per line in), JSON Lines use JSON's escapes, and a lone
+surrogate, which no encoding can write, is written as its escape.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ _BOM = "\ufeff"
 # Characters JSON allows raw in a string that should not reach a terminal raw (C1 controls
 # such as CSI, the Unicode line separators) or cannot be encoded (lone surrogates).
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def format_of(path: str) -> str:
@@ -44,6 +51,13 @@ def json_text(value: object) -> str:
     """
     dumped = json.dumps(value, ensure_ascii=False)
     return _JSON_UNSAFE.sub(lambda found: f"\\u{ord(found.group()):04x}", dumped)
+
+
+def _cell(translation: str, terminal: bool) -> str:
+    """Return a translation as written in text: exact, or for a terminal with escapes."""
+    if terminal:
+        return visible(translation, layout=True)  # its line breaks and tabs kept
+    return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", translation)
 
 
 class _Problems:
@@ -72,6 +86,43 @@ class _Problems:
             raise UsageError(f"{self.first}{others}; nothing was sent")
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_DECODER = json.JSONDecoder()
+
+
+def _split_lines_keeping_ends(text: str) -> list[str]:
+    # As _split_lines, each line with its line ending (the last one may have none).
+    return _LINE.findall(text)
+
+
+def _skip_space(line: str, index: int) -> int:
+    while index < len(line) and line[index] in " \t\r\n":  # JSON's whitespace
+        index += 1
+    return index
+
+
+def _members(line: str) -> tuple[int, list[tuple[str, int, int]]]:
+    """Find the members of the JSON object ``line``, which ``json.loads`` took.
+
+    Returns:
+        Where the object ends (after its ``}``), and each member's key with where the
+        text of its value starts and ends, in the order of the line.
+    """
+    index = _skip_space(line, _skip_space(line, 0) + 1)  # after the "{"
+    members: list[tuple[str, int, int]] = []
+    if line[index] != "}":
+        while True:
+            key, index = _DECODER.raw_decode(line, index)
+            start = _skip_space(line, _skip_space(line, index) + 1)  # after the ":"
+            _, index = _DECODER.raw_decode(line, start)
+            members.append((key, start, index))
+            index = _skip_space(line, index)
+            if line[index] == "}":
+                break
+            index = _skip_space(line, index + 1)  # after the ","
+    return index + 1, members
+
+
 def _split_lines(text: str) -> list[str]:
     # As a file opened in text mode reads them: \r\n, \r and \n all end a line, and the
     # last line may have no ending.
@@ -98,9 +149,24 @@ class Corpus(abc.ABC):
 
     @abc.abstractmethod
     def write(
-        self, stream: IO[str], translations: Sequence[str], *, into: str, as_json: bool
+        self,
+        stream: IO[str],
+        translations: Sequence[str],
+        *,
+        into: str,
+        as_json: bool,
+        terminal: bool,
     ) -> None:
-        """Write the file back with ``translations`` (one per text) to ``stream``."""
+        """Write the file back with ``translations`` (one per text) to ``stream``.
+
+        Args:
+            stream: Where to write.
+            translations: A translation per text.
+            into: The JSON field or CSV column to add the translations as.
+            as_json: Plain lines only: write a JSON array of the translations.
+            terminal: ``stream`` is a terminal: show the control characters of the
+                translations as escapes, rather than write them.
+        """
 
 
 class LinesCorpus(Corpus):
@@ -109,7 +175,13 @@ class LinesCorpus(Corpus):
     format = "lines"
 
     def write(
-        self, stream: IO[str], translations: Sequence[str], *, into: str, as_json: bool
+        self,
+        stream: IO[str],
+        translations: Sequence[str],
+        *,
+        into: str,
+        as_json: bool,
+        terminal: bool,
     ) -> None:
         """Write a translation per line, or with ``as_json`` a JSON array (ASCII, exact)."""
         if as_json:
@@ -117,17 +189,19 @@ class LinesCorpus(Corpus):
             return
         stream.write(_BOM if self.bom else "")
         for translation in translations:
-            # One line out per line in, whatever the service sends back; its line breaks
-            # become spaces and its other control characters escapes.
-            stream.write(visible(" ".join(translation.splitlines()), layout=True) + "\n")
+            # One line out per line in, whatever the service sends back: its line breaks
+            # become spaces (on a terminal, its other control characters escapes).
+            stream.write(_cell(" ".join(translation.splitlines()), terminal) + "\n")
 
 
 class JsonLinesCorpus(Corpus):
     """A JSON object per line, its text in a field; written back with the translation added.
 
-    The lines are kept as read, not as parsed objects (a dict costs several times the line
-    it came from), and the translation is added to each line's text: the rest of the line,
-    its keys, their order, spacing and number formats, stays byte for byte.
+    The lines are kept as read (with their line endings), not as parsed objects (a dict
+    costs several times the line it came from), and the translation is written into each
+    line's text: added before its closing brace, or in place of the value of the field
+    ``into`` if it has one. The rest of the line, its keys, their order, spacing, number
+    formats and escapes, and its line ending, stays byte for byte.
     """
 
     format = "jsonl"
@@ -137,24 +211,39 @@ class JsonLinesCorpus(Corpus):
         self.lines = lines
 
     def write(
-        self, stream: IO[str], translations: Sequence[str], *, into: str, as_json: bool
+        self,
+        stream: IO[str],
+        translations: Sequence[str],
+        *,
+        into: str,
+        as_json: bool,
+        terminal: bool,
     ) -> None:
-        """Write each line back, the translation added under ``into``; blank lines as they were."""
+        """Write each line back, the translation added under ``into``; blank lines as they were.
+
+        A line keeps its line ending; the last line, if it had none, gets the first line's.
+        """
         stream.write(_BOM if self.bom else "")
+        first = self.lines[0] if self.lines else ""
+        default_ending = first[len(first.rstrip("\r\n")) :] or "\n"
         texts = iter(translations)
         for line in self.lines:
-            if not line.strip():
-                stream.write(line + "\n")
+            text = line.rstrip("\r\n")
+            ending = line[len(text) :] or default_ending
+            if not text.strip():
+                stream.write(text + ending)
                 continue
-            translation = next(texts)
-            record = json.loads(line)
-            if into in record:  # replaced where it is, in a line written anew
-                record[into] = translation
-                stream.write(json_text(record) + "\n")
+            translation = json_text(next(texts))
+            end, members = _members(text)
+            # The field's value if it has one (the last, if twice: the one json.loads reads).
+            found = [(begin, stop) for key, begin, stop in members if key == into]
+            if found:
+                begin, stop = found[-1]
+                stream.write(f"{text[:begin]}{translation}{text[stop:]}{ending}")
                 continue
-            body = line.rstrip()[:-1]  # without the closing brace
-            comma = ", " if record else ""
-            stream.write(f"{body}{comma}{json_text(into)}: {json_text(translation)}}}\n")
+            comma = ", " if members else ""
+            member = f"{comma}{json_text(into)}: {translation}"
+            stream.write(f"{text[: end - 1]}{member}{text[end - 1 :]}{ending}")
 
 
 class CsvCorpus(Corpus):
@@ -182,7 +271,13 @@ class CsvCorpus(Corpus):
         self.line_ending = line_ending
 
     def write(
-        self, stream: IO[str], translations: Sequence[str], *, into: str, as_json: bool
+        self,
+        stream: IO[str],
+        translations: Sequence[str],
+        *,
+        into: str,
+        as_json: bool,
+        terminal: bool,
     ) -> None:
         """Write the rows back, with the translation under ``into`` (a new last column)."""
         stream.write(_BOM if self.bom else "")
@@ -199,9 +294,9 @@ class CsvCorpus(Corpus):
                 continue
             # Short rows are padded to the header, so the translation lands under its name.
             cells = row + [""] * (max(width, target + 1) - len(row))
-            # A cell the service sent shows its control characters as escapes (as every
-            # other output of the command does), keeping its line breaks and tabs.
-            cells[target] = visible(next(texts), layout=True)
+            # Exact (a carriage return in a cell is data), but on a terminal, where the
+            # control characters of the service's show as escapes, as in every output.
+            cells[target] = _cell(next(texts), terminal)
             writer.writerow(cells)
 
 
@@ -248,13 +343,13 @@ def _kind(value: Any) -> str:
 
 def _read_jsonl(text: str, bom: bool, field: str) -> JsonLinesCorpus:
     problems = _Problems()
-    lines = _split_lines(text)
+    lines = _split_lines_keeping_ends(text)
     texts: list[str] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue  # kept as it is, as JSON Lines readers skip it
         try:
-            record = json.loads(line)
+            record = json.loads(line.rstrip("\r\n"))
         except json.JSONDecodeError as exc:
             problems.add(number, f"not JSON ({exc.msg} at column {exc.colno})")
             continue

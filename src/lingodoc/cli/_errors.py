@@ -22,6 +22,10 @@ class UsageError(Exception):
     """A mistake in the command line found after parsing (exit code 2)."""
 
 
+class CheckpointError(Exception):
+    """The checkpoint could not be written to during a run (exit code 1): a full disk."""
+
+
 @dataclass
 class Kept:
     """What a `lingodoc batch` that stopped early had done, and where it is kept.
@@ -106,6 +110,8 @@ def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[i
         return EXIT_USAGE, f"the input is not UTF-8 text ({exc.reason} at byte {exc.start})"
     if isinstance(exc, (lingodoc.ConfigurationError, UsageError)):
         return EXIT_USAGE, str(exc)
+    if isinstance(exc, CheckpointError):
+        return EXIT_API_ERROR, str(exc)
     if not isinstance(exc, lingodoc.LingodocError):
         return EXIT_API_ERROR, (
             f"unexpected {type(exc).__name__}: {exc}; this is a bug of lingodoc, "

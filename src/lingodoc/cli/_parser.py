@@ -19,7 +19,8 @@ environment:
 
 exit codes:
   0    success
-  1    the service answered with an error, or could not be reached
+  1    the service answered with an error, or could not be reached;
+       or `batch` could not write its checkpoint (its finished texts are kept)
   2    wrong usage or configuration (nothing was sent)
   3    the document translation failed
   4    the wait timed out (the translation goes on: `lingodoc wait ID` resumes)
@@ -176,8 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument(
         "--wait-for-rate-limit",
         action="store_true",
-        help="when the rate limit is spent, wait for the reset (up to an hour) rather "
-        "than stop with exit code 5",
+        help="when the rate limit is spent, wait for the reset, however far off the service "
+        "says it is, rather than stop with exit code 5",
     )
     sending = sub.add_argument_group("sending")
     sending.add_argument(

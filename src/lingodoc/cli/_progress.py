@@ -79,6 +79,7 @@ class Progress:
 # -- translate_many: texts done, requests, the rate-limit window, an ETA -----------------------
 
 DEFAULT_WINDOW = 3600.0  # the spec's hourly window, until a run sees one reset after another
+_SAME_TIME = 0.001  # seconds: times closer than this are the same
 
 
 class RateWindow(Protocol):
@@ -167,7 +168,9 @@ def _clock_time(moment: datetime) -> str:
     return moment.astimezone().strftime("%H:%M:%S")
 
 
-def bulk_status(state: BulkState, eta_seconds: float | None) -> str:
+def bulk_status(
+    state: BulkState, eta_seconds: float | None, waiting_until: datetime | None = None
+) -> str:
     """Render what a progress report says, as one line (without the bar).
 
     ``  40%  400/1,000 texts  4/10 requests  window: 0 left, resets 15:04:05  ETA 59m58s``
@@ -175,6 +178,8 @@ def bulk_status(state: BulkState, eta_seconds: float | None) -> str:
     Args:
         state: The progress ``translate_many`` reported.
         eta_seconds: The estimate (see `eta`), or ``None`` if unknown.
+        waiting_until: The end of a wait for the reset still under way, if the report
+            does not say it (only the report that starts a wait does).
 
     Returns:
         The line, without a line ending.
@@ -189,8 +194,9 @@ def bulk_status(state: BulkState, eta_seconds: float | None) -> str:
     window = state.rate_limit
     if window is not None:
         parts.append(f"window: {window.remaining:,} left, resets {_clock_time(window.reset_at)}")
-    if state.waiting_until is not None:
-        parts.append(f"waiting for the reset at {_clock_time(state.waiting_until)}")
+    waiting_until = state.waiting_until or waiting_until
+    if waiting_until is not None:
+        parts.append(f"waiting for the reset at {_clock_time(waiting_until)}")
     if eta_seconds is not None and state.done < state.total:
         parts.append(f"ETA {_duration(eta_seconds)}")
     return "  ".join(parts)
@@ -206,6 +212,11 @@ class BulkProgress:
     As a bar (on a terminal), the line is redrawn at each report. Otherwise a line is
     written at the first report, at each report that passes a tenth of the texts, and when
     a wait for the rate-limit reset begins.
+
+    ``translate_many`` says when a wait begins (the report with ``waiting_until``), not
+    when it ends, and the batches still in flight when it begins are reported during it
+    (without ``waiting_until``). So a wait lasts here until the time it was announced for:
+    it is shown until then, and left out of the time spent sending.
 
     Args:
         stream: Where to write: stderr.
@@ -225,8 +236,9 @@ class BulkProgress:
     ) -> None:
         self.stream, self.bar, self.clock, self.width = stream, bar, clock, width
         self.started: float | None = None
-        self.waited = 0.0  # seconds of waits for a reset, left out of the sending rate
-        self.wait_began: float | None = None
+        self.waited = 0.0  # seconds of waits for a reset over, left out of the sending rate
+        self.wait_began: float | None = None  # the wait under way: when it began,
+        self.wait_until: datetime | None = None  # and when it ends
         self.window = DEFAULT_WINDOW
         self.last_reset: float | None = None
         self.tenths = -1  # the tenths of the texts done at the last line written
@@ -237,11 +249,7 @@ class BulkProgress:
         now = self.clock()
         if self.started is None:
             self.started = now
-        if self.wait_began is not None and state.waiting_until is None:
-            self.waited += now - self.wait_began
-            self.wait_began = None
-        elif self.wait_began is None and state.waiting_until is not None:
-            self.wait_began = now
+        self._follow_wait(now, state.waiting_until)
         window = state.rate_limit
         reset_at = window.reset_at.timestamp() if window is not None else None
         if reset_at is not None and (self.last_reset is None or reset_at > self.last_reset + 1.0):
@@ -250,7 +258,7 @@ class BulkProgress:
             if self.last_reset is not None:
                 self.window = reset_at - self.last_reset
             self.last_reset = reset_at
-        waiting = now - self.wait_began if self.wait_began is not None else 0.0
+        waiting = now - self.wait_began if self.wait_began is not None else 0.0  # until now
         return eta(
             now=now,
             busy=max(0.0, now - self.started - self.waited - waiting),
@@ -262,10 +270,32 @@ class BulkProgress:
             window=self.window,
         )
 
+    def _follow_wait(self, now: float, announced: datetime | None) -> None:
+        """Begin, extend or end the wait under way, as of ``now``."""
+        self._end_wait(now)
+        if announced is not None:
+            if self.wait_began is None:
+                self.wait_began, self.wait_until = now, announced
+            elif self.wait_until is None or announced > self.wait_until:
+                self.wait_until = announced  # a later reset, announced during the wait
+        self._end_wait(now)
+
+    def _end_wait(self, now: float) -> None:
+        if self.wait_began is None or self.wait_until is None:
+            return
+        until = self.wait_until.timestamp()
+        # Over (the time it lasted is left out of the sending rate): its end is a datetime,
+        # to the microsecond, rounded maybe after the time the call waited to.
+        if now >= until - _SAME_TIME:
+            self.waited += max(0.0, until - self.wait_began)
+            self.wait_began = self.wait_until = None
+
     def __call__(self, state: BulkState) -> None:
         """Show a progress report."""
-        began_waiting = state.waiting_until is not None and self.wait_began is None
-        line = bulk_status(state, self.estimate(state))
+        # A report that announces a wait says so, even if its end is past when it comes.
+        announced, known = state.waiting_until, self.wait_until
+        began_waiting = announced is not None and (known is None or announced > known)
+        line = bulk_status(state, self.estimate(state), self.wait_until)
         if self.bar:
             percent = state.done * 100 // state.total if state.total else 100
             line = progress_bar_only(percent) + " " + line
