@@ -149,11 +149,14 @@ def bench(session: nox.Session) -> None:
     """Benchmarks against raw httpx and peer SDKs; writes docs/performance.md.
 
     Arguments after -- go to benchmarks/run.py, such as `--quick` for a smoke run or a
-    single benchmark's name (`inprocess`, `loopback`, `import`, `bulk`, `memory`, `peers`,
-    `profile`) to print its JSON.
+    single benchmark's name (`inprocess`, `loopback`, `import`, `bulk`, `memory`, `corpus`,
+    `peers`, `profile`) to print its JSON. Then benchmarks/test_bench_corpus.py checks the
+    corpus benchmark's counts on a tiny corpus (issue 14's done-criterion: the floor of
+    requests, and a resumed CLI run sending nothing twice); it asserts nothing about time.
     """
-    session.install(".", *BENCH_DEPS)
+    session.install(".", *BENCH_DEPS, *group("test"))
     session.run("python", "benchmarks/run.py", "--before", BENCH_BEFORE, *session.posargs)
+    session.run("pytest", "-p", "no:cacheprovider", "benchmarks/test_bench_corpus.py")
 
 
 @nox.session
