@@ -11,17 +11,27 @@ session and CI does not run it.
 over real HTTP, from threads and tasks at once, and fails on any unexpected outcome
 (benchmarks/soak.py; `nox -s soak -- --duration 30` for a short run). It is not a default
 session either, and CI does not run it.
+
+`nox -s tests` runs the suite on every Python that pyproject.toml declares (its
+`Programming Language :: Python :: 3.X` classifiers) and skips, saying so, each one this machine
+does not have. `nox -s lowest` runs it with the lowest versions the package declares of httpx,
+pydantic and tenacity, on the oldest declared Python found. CI (.ci/run) runs both; see
+docs/contributing.md for what is tested where.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
 import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
 import nox
+from packaging.requirements import Requirement  # nox depends on packaging
+from packaging.utils import canonicalize_name
 
 # nox.project.dependency_groups() is new in nox 2025.02.09.
 nox.needs_version = ">=2025.2.9"
@@ -30,7 +40,6 @@ nox.options.error_on_missing_interpreters = False
 nox.options.reuse_existing_virtualenvs = True
 
 ROOT = Path(__file__).resolve().parent
-PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 # The last commit before issue 12 (one source for the request path, plain tenacity): `nox -s
 # bench` measures it as well, for the before/after table of docs/performance.md.
 BENCH_BEFORE = "fb57f3b"
@@ -39,6 +48,14 @@ BENCH_DEPS = ["openai", "deepl", "pyinstrument"]
 # The development tools are PEP 735 dependency groups of pyproject.toml (test, lint, docs),
 # not extras: the sessions read them here, so any pip in the session's venv installs them.
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+# The Pythons the package declares, read from its classifiers so the two cannot drift.
+PYTHONS = [
+    match.group(1)
+    for classifier in PYPROJECT["project"]["classifiers"]
+    if (match := re.fullmatch(r"Programming Language :: Python :: (3\.\d+)", classifier))
+]
+# The dependencies whose declared floors (`name>=X`) `nox -s lowest` installs exactly.
+FLOORED = ("httpx", "pydantic", "tenacity")
 
 
 def group(*names: str) -> tuple[str, ...]:
@@ -46,10 +63,60 @@ def group(*names: str) -> tuple[str, ...]:
     return nox.project.dependency_groups(PYPROJECT, *names)
 
 
+def floors() -> list[str]:
+    """``name==X`` for each dependency of FLOORED, from its ``>=X`` in pyproject.toml."""
+    pins = {}
+    for line in PYPROJECT["project"]["dependencies"]:
+        requirement = Requirement(line)
+        name = canonicalize_name(requirement.name)
+        for specifier in requirement.specifier:
+            if name in FLOORED and specifier.operator == ">=":
+                pins[name] = f"{name}=={specifier.version}"
+    missing = sorted(set(FLOORED) - set(pins))
+    if missing:
+        raise ValueError(f"pyproject.toml declares no >= floor for {missing}")
+    return [pins[name] for name in FLOORED]
+
+
+def oldest_python() -> str | None:
+    """The oldest declared Python that runs here (None, nox's own, if there is none).
+
+    Run, not just found on PATH: a pyenv shim is there for every version pyenv has, and
+    fails for those PYENV_VERSION does not name.
+    """
+    for version in PYTHONS:
+        path = shutil.which(f"python{version}")
+        if path and subprocess.run([path, "-c", ""], capture_output=True).returncode == 0:
+            return version
+    return None
+
+
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    """Run the test suite (arguments after -- go to pytest)."""
+    """Run the test suite (arguments after -- go to pytest).
+
+    One session per declared Python; one whose interpreter is not installed is skipped
+    with "python interpreter 3.X not found", not failed (error_on_missing_interpreters).
+    """
     session.install("-e", ".", *group("test"))
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python=oldest_python())
+def lowest(session: nox.Session) -> None:
+    """Run the test suite with the lowest declared httpx, pydantic and tenacity.
+
+    The pins are the ``>=`` floors of pyproject.toml's dependencies, so the floors
+    cannot drift from what is tested. Their own dependencies (httpcore, pydantic-core)
+    are those the floors require. It runs on the oldest declared Python found, since
+    old releases publish no wheels for the newest Pythons. Arguments after -- go to pytest.
+    """
+    pins = floors()
+    session.install("-e", ".", *group("test"), *pins)
+    names = [*FLOORED, "httpcore", "pydantic-core"]
+    show = f"import importlib.metadata as m; print(*[n + '==' + m.version(n) for n in {names!r}])"
+    session.run("python", "-c", show)
+    session.run("python", "-m", "pip", "check")
     session.run("pytest", *session.posargs)
 
 
@@ -64,10 +131,17 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict over the package."""
+    """mypy --strict over the package; the typing tests; the type completeness score.
+
+    tests/typing is checked by mypy --strict and by pyright (strict, [tool.pyright] of
+    pyproject.toml), and `pyright --verifytypes` must score the public API at least 98%.
+    """
     # The test group too: the pytest plugin (lingodoc.emulator.pytest_plugin) imports pytest.
     session.install("-e", ".", *group("lint", "test"))
     session.run("mypy", "--strict")
+    session.run("mypy", "--strict", "tests/typing")
+    session.run("pyright")
+    session.run("python", "scripts/type_completeness.py", "--min", "0.98")
 
 
 @nox.session
@@ -75,11 +149,14 @@ def bench(session: nox.Session) -> None:
     """Benchmarks against raw httpx and peer SDKs; writes docs/performance.md.
 
     Arguments after -- go to benchmarks/run.py, such as `--quick` for a smoke run or a
-    single benchmark's name (`inprocess`, `loopback`, `import`, `bulk`, `memory`, `peers`,
-    `profile`) to print its JSON.
+    single benchmark's name (`inprocess`, `loopback`, `import`, `bulk`, `memory`, `corpus`,
+    `peers`, `profile`) to print its JSON. Then benchmarks/test_bench_corpus.py checks the
+    corpus benchmark's counts on a tiny corpus (issue 14's done-criterion: the floor of
+    requests, and a resumed CLI run sending nothing twice); it asserts nothing about time.
     """
-    session.install(".", *BENCH_DEPS)
+    session.install(".", *BENCH_DEPS, *group("test"))
     session.run("python", "benchmarks/run.py", "--before", BENCH_BEFORE, *session.posargs)
+    session.run("pytest", "-p", "no:cacheprovider", "benchmarks/test_bench_corpus.py")
 
 
 @nox.session

@@ -3,13 +3,13 @@
 Usage::
 
     python benchmarks/run.py [all] [--quick] [--before REV] [--output PATH] [--json PATH]
-    python benchmarks/run.py inprocess|loopback|import|bulk|memory|peers|profile
+    python benchmarks/run.py inprocess|loopback|import|bulk|memory|corpus|peers|profile
 
 ``all`` (the default) runs every benchmark, each in a fresh interpreter, and writes the
 report; a single name runs that benchmark and prints its JSON. ``--before REV`` also measures
 the per-call and import benchmarks on the package as it was at git revision REV (its ``src/``
 put first on ``PYTHONPATH``), for the before/after table. ``--quick`` is a smoke run with few
-rounds and 10,000 texts: its figures are not worth publishing.
+rounds and 10,000 texts (20,000 for ``corpus``): its figures are not worth publishing.
 
 Every benchmark compares lingodoc with its baseline in the same process and the same run, in
 interleaved rounds, and reports medians. Servers listen on 127.0.0.1 only, every loop is
@@ -34,6 +34,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CHILD_TIMEOUT = 600  # seconds; no benchmark comes near it
+# Those that may take longer: corpus makes 12 timed runs and 4 traced ones of 1,000,000 texts.
+CHILD_TIMEOUTS = {"corpus": 1800}
 
 # name: (script, arguments, arguments with --quick)
 BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
@@ -50,6 +52,11 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
         ["throughput", "--texts", "10000", "--rounds", "1"],
     ),
     "memory": ("bench_bulk.py", ["memory"], ["memory", "--texts", "10000"]),
+    "corpus": (
+        "bench_corpus.py",
+        ["all"],
+        ["all", "--texts", "20000", "--lines", "20000", "--rounds", "1"],
+    ),
     "peers": ("bench_peers.py", [], ["--rounds", "3", "--calls", "200"]),
     "profile": ("bench_profile.py", [], ["--calls", "2000"]),
 }
@@ -70,7 +77,7 @@ def run(name: str, *, quick: bool, pythonpath: str | None = None) -> dict[str, A
         text=True,
         env=env,
         cwd=ROOT,
-        timeout=CHILD_TIMEOUT,
+        timeout=CHILD_TIMEOUTS.get(name, CHILD_TIMEOUT),
     )
     if result.returncode != 0:
         raise RuntimeError(f"{script} failed:\n{result.stderr}")
@@ -126,6 +133,161 @@ def throughput_row(
         f"| {ratio:.2f} x | >= {goal} x | {verdict(ratio >= goal)} |"
     )
     return row, ratio
+
+
+def mib(size: float) -> str:
+    return f"{size / 2**20:,.1f} MiB"
+
+
+def listed(values: list[int]) -> str:
+    """One figure, or every figure the rounds gave when they differ."""
+    return " / ".join(f"{value:,}" for value in values) if values else "-"
+
+
+def corpus_section(corpus: dict[str, Any]) -> list[str]:
+    """The section of ``bench_corpus.py`` (issue 14): dedup, the rate limit, resume."""
+    lines: list[str] = []
+    add = lines.append
+    volume, fault = corpus["volume"], corpus["fault"]
+    cases = volume["cases"]
+    add("## A corpus with duplicates, and resuming (issue 14)")
+    add("")
+    add(
+        f"`benchmarks/bench_corpus.py`: {volume['texts']:,} short catalogue lines (made by a "
+        f"seeded generator), {volume['duplicates']:,} of them repeats of earlier ones, so "
+        f"{volume['unique']:,} unique, translated against the emulator on the `{volume['plan']}` "
+        f"plan with {volume['seats']} seat ({volume['rate_limit']:,} requests an hour), served "
+        "on 127.0.0.1 by a process of its own that counts the batch requests and the texts "
+        f"that reach it. Batches of {volume['batch_size']}, {volume['concurrency']} at once."
+    )
+    add("")
+    add(
+        f"The floors. Requests: ceil(unique / batch size) = **{volume['min_requests']:,}** "
+        f"(without removing duplicates it would be {volume['without_dedup_requests']:,}); "
+        f"texts sent: the {volume['unique']:,} unique ones, each once. Memory: the inputs "
+        "and the outputs themselves (`sys.getsizeof` of the two lists and of their strings, "
+        "each string object counted once: the translations of repeated texts may be one "
+        "object), which the caller holds whatever the SDK does; the peak is tracemalloc's "
+        "during one call, in a process of its own per case, counted from before the inputs "
+        "were made. The baseline is a hand-written httpx loop doing what a careful user "
+        "would: duplicates removed with a dict, batches of 100 from 4 threads (or 4 tasks), "
+        "one `httpx.Client` made with the base URL and the key. Time ratio: baseline time "
+        "/ lingodoc time, round by round (above 1: lingodoc is faster); "
+        f"interleaved rounds: {cases['sync lingodoc']['rounds']}, with a fresh rate-limit "
+        "window for every run."
+    )
+    add("")
+    add(
+        "| case | requests (floor) | 429s | texts sent (floor) | sent twice | wall time "
+        "| time ratio | peak memory | inputs + outputs | peak / floor | result |"
+    )
+    add("|---|---|---|---|---|---|---|---|---|---|---|")
+    labels = {
+        "sync lingodoc": "`Client.translate_many()`",
+        "sync raw": "hand-written httpx, 4 threads",
+        "async lingodoc": "`AsyncClient.translate_many()`",
+        "async raw": "hand-written httpx, 4 tasks",
+    }
+    for name, label in labels.items():
+        case = cases[name]
+        kind = name.split()[0]
+        ratio = f"{paired(cases, f'{kind} raw', name):.2f} x" if name.endswith("lingodoc") else "1"
+        memory = case["memory"]
+        if "error" in memory:
+            peak = size = share = "failed"
+        else:
+            floor = memory["inputs_bytes"] + memory["outputs_bytes"]
+            peak, size, share = mib(memory["peak_bytes"]), mib(floor), f"{memory['ratio']:.2f} x"
+        ok = case["at_minimum"] and case["correct"] and case["rate_limited"] == [0]
+        ok = ok and case["texts_repeated"] == [0] and not case["errors"]
+        add(
+            f"| {label} | {listed(case['requests'])} ({volume['min_requests']:,}) "
+            f"| {listed(case['rate_limited'])} | {listed(case['texts_sent'])} "
+            f"({volume['unique']:,}) | {listed(case['texts_repeated'])} "
+            f"| {case['median']:.2f} s | {ratio} | {peak} "
+            f"| {size} | {share} | {verdict(ok)} |"
+        )
+    add("")
+    add(
+        "Where the rounds of a case gave different counts, each is shown (a / b). "
+        "Result: **pass** when every round sent exactly the floor of requests and of texts, "
+        "met no 429 and returned the emulator's translation of every text, in order. The "
+        "memory and time columns have no goal here; the baseline rows give their scale."
+    )
+    add("")
+    scenarios = fault["scenarios"]
+    reference = scenarios["reference"]
+    add(
+        f"Resuming: `lingodoc batch corpus.txt --to de -o out.txt --checkpoint ck` (a child "
+        f"process) on {fault['lines']:,} such lines ({fault['unique']:,} unique: a floor of "
+        f"{fault['min_requests']:,} requests), against an emulator served by the benchmark "
+        "that records every text each request carries. An uninterrupted run gives the "
+        "reference output. Then a run is stopped once the emulator has answered "
+        f"{fault['halfway_requests']:,} requests (half the floor), its checkpoint is read, "
+        "and the same command is run again with `--resume`. Finished work is what the "
+        "checkpoint holds: the resumed run must send none of it (the column *kept, sent "
+        "again*). Ctrl-C (SIGINT) lets the batches in flight finish and keeps them, so "
+        "every text answered must be kept and nothing sent twice. SIGKILL gives the process "
+        "no chance: what was answered but not yet written to the checkpoint is lost and "
+        "sent again by the resumed run; the batches in flight alone are "
+        f"{fault['concurrency']} x {fault['batch_size']} = {fault['in_flight_texts']} texts, "
+        "and answers that reached the process but still waited to be stored add to that."
+    )
+    add("")
+    add(
+        "| stop | stopped after | run 1: requests, texts, exit | kept in the checkpoint "
+        "| answered, not kept | run 2 (`--resume`): requests, texts, exit "
+        "| kept, sent again | texts sent (floor) | sent twice | output = reference | result |"
+    )
+    add("|---|---|---|---|---|---|---|---|---|---|---|")
+    ok = (
+        reference["exit"] == 0
+        and reference["matches_emulator"]
+        and reference["texts_received"] == fault["unique"]
+        and reference["requests"] == fault["min_requests"]
+    )
+    add(
+        f"| none (the reference) | - | {reference['requests']:,}, "
+        f"{reference['texts_received']:,}, {reference['exit']} | - | - | - | - "
+        f"| {reference['texts_received']:,} ({fault['unique']:,}) "
+        f"| {reference['texts_repeated']:,} "
+        f"| {'is' if reference['matches_emulator'] else '**is not**'} the emulator's "
+        f"translation | {verdict(ok)} |"
+    )
+    for name in ("SIGINT", "SIGKILL"):
+        scenario = scenarios[name]
+        first, second = scenario["run1"], scenario["run2"]
+        ok = (
+            scenario["checkpointed_sent_again"] == 0
+            and scenario["output_matches_reference"]
+            and scenario["distinct_translated"] == fault["unique"]
+            and first["exit"] == (130 if name == "SIGINT" else -9)
+            and second["exit"] == 0
+        )
+        if name == "SIGINT":  # nothing answered may be lost
+            ok = ok and scenario["answered_not_checkpointed"] == 0
+            ok = ok and scenario["texts_sent_twice"] == 0
+        stopped = first.get("signalled_after_requests")
+        add(
+            f"| {name} | {'-' if stopped is None else f'{stopped:,} requests'} "
+            f"| {first['requests']:,}, {first['texts_received']:,}, {first['exit']} "
+            f"| {scenario['checkpointed']:,} | {scenario['answered_not_checkpointed']:,} "
+            f"| {second['requests']:,}, {second['texts_received']:,}, {second['exit']} "
+            f"| {scenario['checkpointed_sent_again']:,} "
+            f"| {scenario['texts_sent']:,} ({fault['unique']:,}) "
+            f"| {scenario['texts_sent_twice']:,} "
+            f"| {'yes' if scenario['output_matches_reference'] else '**no**'} | {verdict(ok)} |"
+        )
+    add("")
+    add(
+        "Result: **pass** when the resumed run sent nothing the checkpoint held, exited 0 "
+        "and wrote the reference output, every text was translated, and the stopped run "
+        "exited as it should (130 for Ctrl-C; -9 is the kill); for SIGINT also when every "
+        "text answered was kept and none was sent twice. The texts sent twice after SIGKILL "
+        "are reported, not judged."
+    )
+    add("")
+    return lines
 
 
 def report(results: dict[str, Any], before: dict[str, Any] | None, args: argparse.Namespace) -> str:
@@ -237,6 +399,10 @@ def report(results: dict[str, Any], before: dict[str, Any] | None, args: argpars
         "inputs + outputs in the same measurement."
     )
     add("")
+
+    # Corpus ---------------------------------------------------------------------------
+    if "corpus" in results:
+        lines.extend(corpus_section(results["corpus"]))
 
     # Peers ----------------------------------------------------------------------------
     add("## Peers (target 5)")
@@ -379,6 +545,11 @@ def report(results: dict[str, Any], before: dict[str, Any] | None, args: argpars
         "`translate_many` does. Memory: tracemalloc's peak during one call, in a process of "
         "its own, from before the inputs were made, against `sys.getsizeof` of the input and "
         "output lists and their strings."
+    )
+    add(
+        "- Corpus (`bench_corpus.py`): see its section above; the emulator runs in a process "
+        "of its own for the volume rows, in the benchmark's process for the resume rows "
+        "(where the CLI is the child process)."
     )
     add("- Imports (`bench_import.py`): fresh interpreters, statements interleaved.")
     add("- Peers (`bench_peers.py`): see above.")

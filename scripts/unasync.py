@@ -113,6 +113,7 @@ NAMES = {
     "aclose": "close",
     "aiter_raw": "iter_raw",
     "async_sleep": "sleep",
+    "async_wait": "wait",
     "async_run_workers": "run_workers",
     "async_pace": "pace",
     "async_report": "report",

@@ -698,7 +698,9 @@ def test_ctrl_c_during_a_pacing_wait_ends_translate_many_at_once(api: respx.Mock
         signal.signal(signal.SIGINT, previous)
     assert clock.sleeps == [pytest.approx(50.0, abs=1e-3)] * 2
     assert clock.outcomes == ["woken", "woken"]
-    assert [t.name for t in threading.enumerate() if t.name.startswith("lingodoc-many")] == []
+    assert [
+        t.name for t in threading.enumerate() if t.name.startswith("lingodoc-many") and t.is_alive()
+    ] == []
 
 
 def test_fake_clock_wait_sleeps_unless_the_event_is_set() -> None:

@@ -10,6 +10,7 @@ no I/O lives in ``_base_client``.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from types import TracebackType
@@ -265,7 +266,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                     await _bulk.async_pace(bulk, step)
                     continue
                 try:
-                    result = await self._send(step.call)
+                    result = await self._send(step.call, stop=bulk.stopping)
                 except Exception as exc:
                     wait = bulk.failed(step, exc)
                     if wait is None:
@@ -452,7 +453,15 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         """
         return await self._send(self._raw_call(method, path, json, params))
 
-    async def _send(self, call: Call[T], *, deadline: float | None = None) -> T:
+    async def _send(
+        self,
+        call: Call[T],
+        *,
+        deadline: float | None = None,
+        stop: threading.Event | None = None,
+    ) -> T:
+        # stop: translate_many's, set when the run ends (an error elsewhere, Ctrl-C); a
+        # retry then is neither waited for nor made, and the last failure is raised.
         self._check_open()
         check_http_loggers()  # mask the key in http loggers made since the last call
         request = self._build_request(call)
@@ -473,7 +482,11 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             if waits:
                 if self.is_closed:  # no wait for a retry that would be refused
                     raise_scrubbed(self._closed_in_flight(call, failed))
-                await _clock.async_sleep(waits.pop())
+                if stop is None:
+                    await _clock.async_sleep(waits.pop())
+                elif stop.is_set() or await _clock.async_wait(stop, waits.pop()):
+                    assert failed is not None  # a wait comes only after a failed attempt
+                    raise_scrubbed(failed)
             # Closed meanwhile (this client, or the one it was copied from): no attempt, no
             # new connection. Raised outside `with attempt`, so never retried.
             if self._view_closed or not shared.enter():

@@ -36,6 +36,7 @@ import signal
 import sys
 import threading
 from array import array
+from collections import deque
 from collections.abc import Callable, Coroutine, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -58,9 +59,11 @@ _SAME_WINDOW = 1.0
 # RateLimit.reset_at is rounded to the microsecond: waking a hair before the
 # service's reset would meet the 429 the pacing is there to avoid.
 _ROUNDING = 2e-6
-# A batch refused with a 429 this many times in a row, each after waiting out the
-# reset the service named, ends the run: the service's reset times cannot be trusted.
+# A batch refused with a 429 this many times in a row, each sent after the reset the
+# service named, ends the run: the service's reset times cannot be trusted.
 MAX_REFUSALS = 3
+# The longest the coordinator thread blocks at a time, so that Ctrl-C is seen.
+_CTRL_C_SLICE = 0.2
 
 
 class BulkProgress(NamedTuple):
@@ -103,11 +106,20 @@ class Pause(NamedTuple):
     until: float
 
 
-class Exited:
-    """An event: a worker has ended."""
+class Token:
+    """An event with no data: a batch was answered, or a worker has ended."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
-EXITED = Exited()
+# The coordinator finds the answered batches in the Bulk, not in the event: taking an
+# item off a queue and storing it in a variable are two steps, and Ctrl-C between them
+# would lose it.
+ANSWERED = Token("answered")
+EXITED = Token("exited")
 
 
 def max_wait(value: object) -> float:
@@ -203,11 +215,13 @@ class Bulk:
         self._lock = threading.Lock()
         self._remaining: int | None = None
         self._reset_at = 0.0
+        self._not_before = 0.0  # after a 429: the time named by its Retry-After or reset
         self._rate_limit: RateLimit | None = None
         self._reported_pause: float | None = None
         self._translated = 0  # inputs with a translation: counted by start, then by record
-        # Set by the runner: a queue of events (a Batch answered, a Pause, EXITED).
+        # Set by the runner: a queue of events (ANSWERED, a Pause, EXITED).
         self.events: Any = None
+        self._unrecorded: deque[Batch] = deque()  # answered, not yet stored into done
         if rate_limit is not None:
             self._learn(rate_limit)
 
@@ -293,7 +307,8 @@ class Bulk:
             self._in_flight -= 1
             if result.rate_limit is not None:
                 self._learn(result.rate_limit)
-        self.events.put_nowait(batch)
+            self._unrecorded.append(batch)
+        self.events.put_nowait(ANSWERED)
 
     def failed(self, batch: Batch, error: BaseException) -> float | None:
         """Record a batch's error; return the seconds to wait before sending it again, or None.
@@ -334,7 +349,11 @@ class Bulk:
         if error.rate_limit is not None:
             self._learn(error.rate_limit)
             self._remaining = 0  # refused: whatever was reported before, none are left
-        return max(error.retry_after, 0.0) + _ROUNDING
+        wait = max(error.retry_after, 0.0) + _ROUNDING
+        # No batch goes out before then, this one or another: without rate-limit headers
+        # (a proxy's 429) the pacing would otherwise send the refused batch at once.
+        self._not_before = max(self._not_before, _clock.current().time() + wait)
+        return wait
 
     def _announce(self, wait: float) -> None:
         # The coordinator reports a pause once, however many workers wait for it.
@@ -354,9 +373,12 @@ class Bulk:
         # else: a late answer from the window before; it tells nothing now.
 
     def _pacing_wait(self) -> float:
+        now = _clock.current().time()
+        if self._not_before > now:
+            return self._not_before - now
         if self._remaining is None:
             return 0.0
-        wait = self._reset_at - _clock.current().time()
+        wait = self._reset_at - now
         if wait <= 0:
             self._remaining = None  # the window has reset: what we knew is stale
             return 0.0
@@ -382,25 +404,26 @@ class Bulk:
                 waiting,
             )
 
-    def record(self, event: object) -> BulkProgress | None:
-        """Take one event off ``events``: store an answered batch into ``done``.
+    def record_next(self) -> BulkProgress | None:
+        """Store the oldest answered batch into ``done``; return the progress, or None if none.
 
-        Returns:
-            The progress to report, or ``None`` for an event not worth one.
+        The batch leaves the list only once stored: if Ctrl-C comes in between, the
+        next call stores it again (the same translations at the same indices).
         """
-        if isinstance(event, Pause):
-            return self.progress(event)
-        if not isinstance(event, Batch):
-            return None
         with self._lock:
-            self._translated += sum(self._weight(uid) for uid in event.uids)
-            self._answered += 1
+            if not self._unrecorded:
+                return None
+            batch = self._unrecorded[0]
         if self._done_map is not None:
-            for uid in event.uids:
+            for uid in batch.uids:
                 translation = self._results[uid]
-                assert translation is not None  # stored before its event was put
+                assert translation is not None  # stored before the batch was listed
                 for index in self._inputs_of(uid):
                     self._done_map[index] = translation
+        with self._lock:
+            self._unrecorded.popleft()
+            self._translated += sum(self._weight(uid) for uid in batch.uids)
+            self._answered += 1
         return self.progress()
 
     def start(self) -> BulkProgress:
@@ -418,10 +441,8 @@ class Bulk:
 
     def drain(self) -> None:
         """Store the batches answered but not yet recorded into ``done`` (the run is over)."""
-        while not self.events.empty():
-            event = self.events.get_nowait()
-            if isinstance(event, Batch):
-                self.record(event)
+        while self.record_next() is not None:
+            pass
 
     def result(self) -> list[str]:
         """Return the translations in input order.
@@ -558,39 +579,45 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(bulk.workers, thread_name_prefix="lingodoc-many")
-    event: object = None
     try:
         with _ctrl_c_held():
             for _ in range(bulk.workers):
                 pool.submit(worker, bulk)
         running = bulk.workers
         while running and not bulk.stopped:  # a failed batch stops the rest
-            event = bulk.events.get()
+            try:
+                # In slices: a Ctrl-C that lands just before a blocking get() begins
+                # would be seen only when the next event comes (after a reset, maybe
+                # an hour away); Windows does not interrupt an endless get() at all.
+                event = bulk.events.get(timeout=_CTRL_C_SLICE)
+            except queue.Empty:
+                continue
             if event is EXITED:
                 running -= 1
-                continue
-            progress = bulk.record(event)
-            event = None
-            report(bulk, progress)
+            elif isinstance(event, Pause):
+                report(bulk, bulk.progress(event))
+            else:  # ANSWERED: one batch each, so reports come in the order things happened
+                report(bulk, bulk.record_next())
     finally:
-        bulk.stop()
-        pool.shutdown(wait=True)
-        if event is not None:  # Ctrl-C came while it was being recorded: record it whole
-            bulk.record(event)
+        with _ctrl_c_held():  # a second Ctrl-C must not leave a worker asleep till the reset
+            bulk.stop()
         bulk.drain()
+        try:
+            pool.shutdown(wait=True)  # the batches in flight finish
+        finally:
+            bulk.drain()  # and are kept, even if a second Ctrl-C ends the wait for them
 
 
 class TaskEvents:
     """``Bulk.events`` for tasks: the queue the workers put events on, the coordinator takes.
 
-    An event stays queued until it is taken, so a coordinator cancelled while it waits
-    loses none (``drain`` stores them all); the coordinator waits on an anyio event,
-    under asyncio and trio alike. Used from the tasks of one event loop only.
+    The events only wake the coordinator: an answered batch waits in the ``Bulk`` until
+    stored, so a coordinator cancelled while it waits loses none (``drain`` stores them
+    all). The coordinator waits on an anyio event, under asyncio and trio alike. Used
+    from the tasks of one event loop only.
     """
 
     def __init__(self) -> None:
-        from collections import deque
-
         import anyio
 
         self._anyio = anyio
@@ -603,14 +630,6 @@ class TaskEvents:
         self._events.append(event)
         if self._arrived is not None:
             self._arrived.set()
-
-    def get_nowait(self) -> object:
-        """Take the oldest event; ``IndexError`` if there is none."""
-        return self._events.popleft()
-
-    def empty(self) -> bool:
-        """Whether no event is queued."""
-        return not self._events
 
     async def get(self) -> object:
         """Take the oldest event, waiting for one if need be."""
@@ -661,19 +680,26 @@ async def async_run_workers(
         async with anyio.create_task_group() as group:
             for _ in range(bulk.workers):
                 group.start_soon(worker, bulk)
+            running = bulk.workers
             try:
-                running = bulk.workers
                 while running and not bulk.stopped:  # a failed batch stops the rest
                     event = await events.get()
                     if event is EXITED:
                         running -= 1
-                    else:
-                        await async_report(bulk, bulk.record(event))
+                    elif isinstance(event, Pause):
+                        await async_report(bulk, bulk.progress(event))
+                    else:  # ANSWERED: one batch each, so reports come in the order things happened
+                        await async_report(bulk, bulk.record_next())
             except Exception as exc:  # from on_progress: raised below, outside the group
                 failure = exc
             finally:
                 bulk.stop()
-                group.cancel_scope.cancel()  # the workers, at once
+                try:
+                    bulk.drain()
+                finally:
+                    group.cancel_scope.cancel()  # the workers, at once
+            # Leaving the group waits for the cancelled workers; a batch answered
+            # meanwhile is stored by the drain below, even if this task is cancelled again.
         # Cancelled from outside, the workers may all end before the coordinator's wait is
         # cancelled (asyncio does not cancel a wait that has its result): the loop above then
         # ends as if the work were done. The cancellation is raised here, never a result.

@@ -59,6 +59,16 @@ async def async_sleep(seconds: float) -> None:
     await _current.async_sleep(seconds)
 
 
+async def async_wait(event: threading.Event, seconds: float) -> bool:
+    """Sleep on the clock in force; True if ``event`` is set by then.
+
+    The async twin of `wait` (asyncio or trio): a task needs no early wake-up, since
+    whoever sets ``event`` cancels the task too (``translate_many``'s task group).
+    """
+    await _current.async_sleep(seconds)
+    return event.is_set()
+
+
 def install(clock: SystemClock) -> SystemClock:
     """Make ``clock`` the clock in force and return the one it replaces."""
     global _current

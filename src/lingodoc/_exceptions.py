@@ -97,7 +97,7 @@ class PartialTranslations:
         self._order = order
         self._results = results
         self._translations: dict[int, str] | None = None
-        self.total = len(order) if order is not None else len(results)
+        self.total: int = len(order) if order is not None else len(results)
 
     def _by_input(self) -> list[str | None]:
         if self._order is None:  # every text distinct: the results are in input order

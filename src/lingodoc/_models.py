@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import (
     AfterValidator,
@@ -116,7 +116,7 @@ class RateLimit(BaseModel):
             above 10^9, else as seconds from when the response arrived.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
     limit: int
     remaining: int
@@ -166,7 +166,7 @@ def parse_rate_limit(headers: Iterable[tuple[bytes, bytes]], now: float) -> Rate
 class _Result(BaseModel):
     """A result of the service, which carries the rate limit of its response."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
 
     _rate_limit: RateLimit | None = PrivateAttr(default=None)
 

@@ -9,6 +9,7 @@ no I/O lives in ``_base_client``.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from types import TracebackType
@@ -260,7 +261,7 @@ class Client(BaseClient[httpx.Client]):
                     _bulk.pace(bulk, step)
                     continue
                 try:
-                    result = self._send(step.call)
+                    result = self._send(step.call, stop=bulk.stopping)
                 except Exception as exc:
                     wait = bulk.failed(step, exc)
                     if wait is None:
@@ -448,7 +449,15 @@ class Client(BaseClient[httpx.Client]):
         """
         return self._send(self._raw_call(method, path, json, params))
 
-    def _send(self, call: Call[T], *, deadline: float | None = None) -> T:
+    def _send(
+        self,
+        call: Call[T],
+        *,
+        deadline: float | None = None,
+        stop: threading.Event | None = None,
+    ) -> T:
+        # stop: translate_many's, set when the run ends (an error elsewhere, Ctrl-C); a
+        # retry then is neither waited for nor made, and the last failure is raised.
         self._check_open()
         check_http_loggers()  # mask the key in http loggers made since the last call
         request = self._build_request(call)
@@ -469,7 +478,11 @@ class Client(BaseClient[httpx.Client]):
             if waits:
                 if self.is_closed:  # no wait for a retry that would be refused
                     raise_scrubbed(self._closed_in_flight(call, failed))
-                _clock.sleep(waits.pop())
+                if stop is None:
+                    _clock.sleep(waits.pop())
+                elif stop.is_set() or _clock.wait(stop, waits.pop()):
+                    assert failed is not None  # a wait comes only after a failed attempt
+                    raise_scrubbed(failed)
             # Closed meanwhile (this client, or the one it was copied from): no attempt, no
             # new connection. Raised outside `with attempt`, so never retried.
             if self._view_closed or not shared.enter():

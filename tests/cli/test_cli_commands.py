@@ -219,6 +219,16 @@ def test_every_command_has_help_naming_the_variables(
     assert "LINGODOC_BASE_URL" in text
 
 
+def test_the_help_of_wait_for_rate_limit_sets_no_limit_it_does_not_keep(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # It waits as long as the service says: an "up to an hour" would be a promise not kept.
+    assert main(["batch", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "wait for the reset, however far off the service says it is" in text
+    assert "hour" not in text
+
+
 def test_top_level_help_lists_commands_variables_and_exit_codes(cli: RunCLI) -> None:
     run = cli("--help")
     assert run.code == 0

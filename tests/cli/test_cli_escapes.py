@@ -9,15 +9,18 @@ title, a C1 CSI, a carriage return and a line break followed by a forged error l
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -122,10 +125,74 @@ def test_translate_prints_the_translation_with_escapes_and_its_own_line_breaks(
     assert out == SHOWN.replace(r"\n", "\n") + "\n"
 
 
-def test_batch_prints_one_line_per_line_with_escapes(base_url: str) -> None:
-    code, out, err = run(base_url, "batch", "-", "--to", "de", stdin="Hello\nworld\n")
-    assert (code, err) == (0, "")
+def on_a_terminal(base_url: str, *args: str, stdin: str = "") -> tuple[int, str, str]:
+    """Run `lingodoc ARGS` with its stdout on a terminal (a pty); check what it printed."""
+    import pty
+    import select
+    import tty
+
+    main_fd, terminal = pty.openpty()
+    tty.setraw(terminal)  # no "\n" -> "\r\n": the bytes as the command wrote them
+    with subprocess.Popen(
+        [sys.executable, "-m", "lingodoc", "--max-retries", "0", *args],
+        stdin=subprocess.PIPE,
+        stdout=terminal,
+        stderr=subprocess.PIPE,
+        env=child_env(LINGODOC_BASE_URL=base_url, LINGODOC_API_KEY=KEY),
+    ) as process:
+        os.close(terminal)
+        assert process.stdin is not None
+        assert process.stderr is not None
+        process.stdin.write(stdin.encode())
+        process.stdin.close()
+        printed = b""
+        while select.select([main_fd], [], [], 30)[0]:  # bounded: 30 s without output
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:  # EIO: the command has exited, closing the terminal
+                break
+            if not chunk:
+                break
+            printed += chunk
+        os.close(main_fd)
+        err = process.stderr.read()
+        code = process.wait(timeout=30)
+    for output in (printed, err):
+        assert not re.search(b"[\x1b\r\x07]", output), output
+        assert not CONTROL.search(output.decode("utf-8")), output
+    return code, printed.decode(), err.decode()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pty is POSIX")
+def test_batch_on_a_terminal_prints_one_line_per_line_with_escapes(base_url: str) -> None:
+    code, out, err = on_a_terminal(base_url, "batch", "-", "--to", "de", stdin="Hello\nworld\n")
+    assert code == 0
+    assert err.splitlines() == ["  0%  0/2 texts  0/1 request", "100%  2/2 texts  1/1 request"]
     assert out == f"{ONE_LINE}\n{ONE_LINE}\n"  # the server's line breaks become spaces
+
+
+def test_batch_to_a_pipe_or_a_file_writes_the_translations_exactly(
+    base_url: str, tmp_path: Path
+) -> None:
+    # Not a terminal: the output is data. A plain line's line breaks still become spaces.
+    env = child_env(LINGODOC_BASE_URL=base_url, LINGODOC_API_KEY=KEY)
+    command = [sys.executable, "-m", "lingodoc", "--max-retries", "0", "batch", "--to", "de"]
+    piped = subprocess.run(
+        [*command, "-", "-q"], input=b"Hello\n", capture_output=True, env=env, timeout=30
+    )
+    assert (piped.returncode, piped.stderr) == (0, b"")
+    assert piped.stdout.decode() == " ".join(HOSTILE.splitlines()) + "\n"
+    source, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    source.write_bytes(b'id,text\r\n1,"two\r\nlines"\r\n')
+    written = subprocess.run(
+        [*command, str(source), "-o", str(out), "-q"], capture_output=True, env=env, timeout=30
+    )
+    assert (written.returncode, written.stderr) == (0, b"")
+    with out.open(encoding="utf-8", newline="") as stream:
+        assert list(csv.reader(stream)) == [
+            ["id", "text", "text_de"],
+            ["1", "two\r\nlines", HOSTILE],
+        ]
 
 
 def test_documents_lists_ids_and_names_with_escapes(base_url: str) -> None:

@@ -10,7 +10,13 @@ scratch directory, with no ``LINGODOC_*`` variables but those the page exports, 
   starts it in the background, on any free port (``--port 0`` in place of the page's port,
   which may be taken), and what it prints on start must be what the page shows. It serves
   the rest of the page, as the first terminal does for the second in docs/cli.md, and is
-  stopped (SIGTERM) after the page, which must end it with exit code 0;
+  stopped (SIGTERM) after the page, which must end it with exit code 0. A later command
+  that starts the emulator restarts it, as Ctrl-C and that command in the first terminal
+  would: the running one is stopped (exit code 0) and the new one listens on the same port;
+* the line ``<!-- transcript: the emulator's clock moves on N s -->`` between two blocks
+  moves the running emulator's clock N seconds on (its rate-limit windows, its jobs), for
+  "an hour later" without the hour. The emulator runs with a clock of its own for this:
+  the real one, plus the seconds the page has moved it on;
 * ``export NAME=VALUE`` sets NAME to the value the page's emulator printed for it (the page
   shows a placeholder, below);
 * any other command runs in bash, must exit with 0 and print what the page shows.
@@ -22,7 +28,9 @@ placeholder: before comparing, this replaces, in the page and in what was printe
 * an API key, shown elided as ``ld_3f0c...`` and printed whole (``ld_`` and 32 hex digits),
   with ``<key>``;
 * a translation id (``tr_`` and 16 hex digits) with ``<translation id>``;
-* a timestamp (``2026-01-22T05:32:01+00:00``) with ``<time>``.
+* a timestamp (``2026-01-22T05:32:01+00:00``) with ``<time>``;
+* a time of day (``15:04:05``, when a rate-limit window resets) with ``<clock>``;
+* a duration after ``ETA`` or ``(in`` (``12s``, ``4m05s``, ``1h00m``) with ``<duration>``.
 
 Nothing else may differ. The commands whose output cannot be the same on every run are not
 run, and ``NOT_RUN`` says why; it must name only commands the pages show.
@@ -68,10 +76,43 @@ PLACEHOLDERS = [
     (re.compile(r"\bld_(?:[0-9a-f]{32}\b|[0-9a-f]{1,31}\.\.\.)"), "<key>"),
     (re.compile(r"\btr_[0-9a-f]{16}\b"), "<translation id>"),
     (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)"), "<time>"),
+    (re.compile(r"\b\d\d:\d\d:\d\d\b"), "<clock>"),
+    (re.compile(r"(?<!\w)(ETA|\(in) (?:\d+h\d\dm|\d+m\d\ds|\d+s)\b"), r"\1 <duration>"),
 ]
 EMULATOR = re.compile(r"^(lingodoc emulator|python -m lingodoc\.emulator)\b")
 PORT = re.compile(r"\s--port[ =]\d+")
 EXPORT = re.compile(r"^export (?P<name>\w+)=(?P<value>\S*)$")
+ADVANCE = re.compile(r"^<!-- transcript: the emulator's clock moves on (?P<seconds>\d+) s -->$")
+# The page's emulator runs through this, with a clock the page can move on (ADVANCE).
+EMULATOR_WITH_A_CLOCK = """\
+import asyncio, runpy, sys, time
+from pathlib import Path
+from lingodoc.emulator import _emulator
+
+offset = Path(sys.argv.pop(1))
+
+
+class Clock:
+    def time(self):
+        text = offset.read_text(encoding="utf-8") if offset.exists() else ""
+        return time.time() + float(text or 0)
+
+    def sleep(self, seconds):
+        time.sleep(seconds)
+
+    async def async_sleep(self, seconds):
+        await asyncio.sleep(seconds)
+
+
+class Emulator(_emulator.Emulator):
+    def __init__(self, **kwargs):
+        super().__init__(clock=Clock(), **kwargs)
+
+
+_emulator.Emulator = Emulator  # what `lingodoc emulator` and the emulator's main import
+sys.argv[0] = sys.argv[1]
+runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
+"""
 
 pytestmark = pytest.mark.skipif(
     os.name == "nt" or shutil.which("bash") is None, reason="the transcripts are bash sessions"
@@ -80,12 +121,16 @@ pytestmark = pytest.mark.skipif(
 
 @dataclass
 class Command:
-    """One command of a transcript and what the page shows it printing."""
+    """One command of a transcript and what the page shows it printing.
+
+    Or, with ``advance``, not a command: the page moves the emulator's clock on.
+    """
 
     page: Path
     line: int  # of the command, from 1
     text: str
     shown: list[str] = field(default_factory=list)
+    advance: float | None = None
 
     @property
     def name(self) -> str:
@@ -100,6 +145,10 @@ def read_transcripts(page: Path) -> list[Command]:
         if fence is None:
             opening = re.match(r"^(`{3,})console\s*$", line)
             fence = opening and opening.group(1)
+            advance = ADVANCE.match(line.strip())
+            if advance:
+                seconds = float(advance["seconds"])
+                commands.append(Command(page, number, line.strip(), advance=seconds))
         elif line.strip() == fence:
             fence = None
         elif line.startswith("$ "):
@@ -134,6 +183,17 @@ class Session:
     env: dict[str, str]
     emulator: subprocess.Popen[bytes] | None = None
     printed: dict[str, str] = field(default_factory=dict)  # NAME=VALUE lines it printed
+    port: int | None = None  # the emulator's, kept when it restarts
+    started: int = 0  # emulators started
+    advanced: float = 0.0  # seconds the page moved the emulator's clock on
+
+    @property
+    def offset(self) -> Path:
+        return self.cwd.parent / "emulator-clock"
+
+    @property
+    def launcher(self) -> Path:
+        return self.cwd.parent / "emulator_with_a_clock.py"
 
 
 @pytest.fixture
@@ -152,6 +212,7 @@ def session(tmp_path: Path) -> Iterator[Session]:
     work = tmp_path / "work"
     work.mkdir()
     running = Session(work, env)
+    running.launcher.write_text(EMULATOR_WITH_A_CLOCK, encoding="utf-8")
     try:
         yield running
     finally:
@@ -161,13 +222,19 @@ def session(tmp_path: Path) -> Iterator[Session]:
 
 
 def start_emulator(command: Command, session: Session) -> list[str]:
-    """Start the emulator in the background; return what it printed on start."""
-    assert session.emulator is None, f"{command.name}: a second emulator"
-    text = PORT.sub("", command.text) + " --port 0"
-    log = session.cwd.parent / "emulator.log"
+    """Start the emulator in the background (stopping one running); return what it printed."""
+    stop_emulator(session)
+    text = PORT.sub("", command.text) + f" --port {session.port or 0}"
+    # Run through the launcher, for a clock the page can move on: `lingodoc emulator ...`
+    # runs the module lingodoc, `python -m lingodoc.emulator ...` the module lingodoc.emulator.
+    module = "lingodoc" if text.startswith("lingodoc ") else "lingodoc.emulator"
+    arguments = text.split(" ", 1)[1] if module == "lingodoc" else text.split(" ", 3)[3]
+    launch = f'"{sys.executable}" "{session.launcher}" "{session.offset}" {module} {arguments}'
+    session.started += 1
+    log = session.cwd.parent / f"emulator-{session.started}.log"
     with log.open("wb") as out:
         session.emulator = subprocess.Popen(
-            ["bash", "-c", f"exec {text}"],
+            ["bash", "-c", f"exec {launch}"],
             cwd=session.cwd,
             env=session.env,
             stdout=out,
@@ -182,6 +249,9 @@ def start_emulator(command: Command, session: Session) -> list[str]:
         time.sleep(0.02)
         printed = log.read_text(encoding="utf-8")
     lines = printed.rstrip("\n").splitlines()
+    address = re.search(r"running at http://[^ ]+:(\d+)/v1", printed)
+    assert address, f"{command.name}: no address in {printed}"
+    session.port = int(address.group(1))
     for line in lines:
         export = EXPORT.match(line.strip())
         if export:
@@ -194,10 +264,22 @@ def stop_emulator(session: Session) -> None:
         return
     session.emulator.send_signal(signal.SIGTERM)
     assert session.emulator.wait(TIMEOUT) == 0, "the emulator did not stop cleanly"
+    session.emulator = None
+
+
+def advance(command: Command, session: Session) -> list[str]:
+    """Move the emulator's clock on, as the page says; it prints nothing."""
+    assert command.advance is not None
+    assert session.emulator is not None, f"{command.name}: no emulator to move the clock of"
+    session.advanced += command.advance
+    session.offset.write_text(str(session.advanced), encoding="utf-8")
+    return []
 
 
 def run(command: Command, session: Session) -> list[str]:
     """Run one command as the page's terminal does; return what it printed."""
+    if command.advance is not None:
+        return advance(command, session)
     if EMULATOR.match(command.text):
         return start_emulator(command, session)
     export = EXPORT.match(command.text)
@@ -239,11 +321,18 @@ def test_the_commands_print_what_the_page_shows(page: Path, session: Session) ->
     assert checked, f"{page.name}: no command was checked"
 
 
+def test_the_clock_of_the_page_is_read_between_blocks() -> None:
+    advances = [command for command in TRANSCRIPTS[ROOT / "docs" / "cli.md"] if command.advance]
+    assert [command.advance for command in advances] == [3600]
+
+
 def test_the_transcripts_are_read_and_the_exemptions_are_real() -> None:
     commands = {command.text: command for page in PAGES for command in TRANSCRIPTS[page]}
     assert set(NOT_RUN) <= set(commands), "NOT_RUN names a command no page shows"
     batch = commands["lingodoc batch greetings.txt --from en --to fr"]
-    assert batch.shown == ["Bonjour monde", "Merci tu", "", "Bon matin"]  # a blank line kept
+    # A blank line kept, after the progress on stderr.
+    assert batch.shown[-4:] == ["Bonjour monde", "Merci tu", "", "Bon matin"]
+    assert batch.shown[-5].startswith("100%  4/4 texts  1/1 request")
     assert commands["lingodoc emulator"].shown[-1].startswith("  export LINGODOC_API_KEY=")
     runnable = [text for text in commands if text not in NOT_RUN]
     assert len(runnable) >= 10
@@ -264,3 +353,11 @@ def test_placeholders_cover_only_what_varies() -> None:
     assert normalize(["Hallo Welt"]) != normalize(["Hallo Welt!"])
     assert normalize(["http://127.0.0.1:8787/v2"]) != normalize(["http://127.0.0.1:1/v1"])
     assert normalize(["ld_3f0c"]) != normalize(["ld_3f0c..."])  # a key is elided or whole
+    progress = [" 40%  200/500 texts  window: 1 left, resets 09:15:02  ETA 1h00m"]
+    assert normalize(progress) == normalize([progress[0].replace("09:15:02", "15:04:05")])
+    assert normalize([progress[0].replace("1h00m", "59m59s")]) == normalize(progress)
+    assert normalize(["resets at 09:15:02 (in 4m05s): then"]) == [
+        "resets at <clock> (in <duration>): then"
+    ]
+    assert normalize(["ETA 12s"]) != normalize(["ETA 12 s"])
+    assert normalize(["400 of 500 texts"]) != normalize(["300 of 500 texts"])

@@ -20,6 +20,7 @@ from lingodoc.cli._errors import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    Kept,
     explain,
 )
 from lingodoc.cli._parser import build_parser
@@ -95,9 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         argv: The arguments, without the program name; ``sys.argv[1:]`` by default.
 
     Returns:
-        The exit code: 0 success, 1 an error of the service or the network, 2 wrong
+        The exit code: 0 success, 1 an error of the service or the network (or of
+        writing a batch's checkpoint), 2 wrong
         usage or configuration, 3 the translation failed, 4 the wait timed out,
-        130 interrupted, 141 stdout closed early.
+        5 the rate limit stopped a batch, 130 interrupted, 141 stdout closed early.
     """
     parser = build_parser()
     try:
@@ -121,12 +123,17 @@ def main(argv: list[str] | None = None) -> int:
         job = getattr(args, "translation_id", None) if args.command != "status" else None
         resume = f"`lingodoc wait {visible(job)}`"
         goes_on = f"; the translation goes on: {resume} resumes" if job else ""
+        kept: Kept | None = getattr(args, "kept", None)
+        goes_on += f"; {kept.sentence()}" if kept is not None and kept.sentence() else ""
         print(f"lingodoc: interrupted{goes_on}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`lingodoc batch big.txt | head`): stop quietly, and keep
         # Python from complaining when it flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        kept = getattr(args, "kept", None)
+        if kept is not None and kept.checkpoint is not None:  # else it would be a surprise
+            print(f"lingodoc: stdout was closed early; {kept.sentence()}", file=sys.stderr)
         return EXIT_BROKEN_PIPE
     except Exception as exc:  # explained in one line; the traceback only with --verbose
         code, message = explain(exc, args, base_url)

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
+import hashlib
 import json
 import logging
+import os
+import shutil
 import sys
-from collections.abc import Callable, Iterator
+import tempfile
+from collections.abc import Callable
 from typing import IO, Any
 
 import lingodoc
-from lingodoc._constants import MAX_BATCH_ITEMS, MAX_TEXT_LENGTH
-from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, UsageError
-from lingodoc.cli._progress import Progress
+from lingodoc.cli._checkpoint import Checkpoint, Finished, Header
+from lingodoc.cli._corpus import DEFAULT_FIELD, format_of, read_corpus
+from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, CheckpointError, Kept, UsageError
+from lingodoc.cli._progress import BulkProgress, BulkState, Progress
 from lingodoc.cli._visible import visible
 
 Handler = Callable[[lingodoc.Client, argparse.Namespace], int]
@@ -55,59 +59,216 @@ def translate(client: lingodoc.Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-@contextlib.contextmanager
-def open_input(path: str) -> Iterator[IO[str]]:
+def read_input(path: str) -> tuple[bytes, str]:
+    """Return the bytes of the file (``-``: stdin) and the encoding to read them in."""
     if path == "-":
-        yield sys.stdin
-        return
+        # Bytes, for the checkpoint's hash; decoded in stdin's encoding, as before.
+        binary = getattr(sys.stdin, "buffer", None)
+        if binary is None:  # a text stream put in place of stdin (tests, embedding)
+            return sys.stdin.read().encode("utf-8"), "utf-8"
+        return binary.read(), sys.stdin.encoding or "utf-8"
     try:
-        stream = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the with below
+        with open(path, "rb") as stream:
+            return stream.read(), "utf-8"
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    with stream:
-        yield stream
 
 
-def translate_lines(
-    client: lingodoc.Client, args: argparse.Namespace, lines: list[str], first: int
-) -> list[str]:
-    # Blank lines are not sent: the translation of nothing is nothing, and a service may
-    # refuse empty texts. They come back unchanged, so line N out still matches line N in.
-    todo = [i for i, line in enumerate(lines) if line.strip()]
-    for i in todo:
-        if len(lines[i]) > MAX_TEXT_LENGTH:  # checked here to name the line, not texts[i]
-            raise lingodoc.TextTooLong(
-                f"line {first + i} has {len(lines[i]):,} characters; the limit is "
-                f"{MAX_TEXT_LENGTH:,}: split it",
-                code="TEXT_TOO_LONG",
+class Output:
+    """Where the result goes: stdout, or a file replaced whole once everything is written.
+
+    The file is written aside (a temporary file in the same directory, so it can be renamed
+    over the target) and renamed at the end: a reader never sees half an output, and an
+    interrupted run leaves the previous file as it was. The temporary file is made before
+    anything is sent, so an output that cannot be written is refused at once.
+    """
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._temporary: str | None = None
+        if path is None:
+            return
+        directory = os.path.dirname(os.path.abspath(path))
+        try:
+            fd, self._temporary = tempfile.mkstemp(
+                dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
             )
-    out = list(lines)
-    if todo:
-        texts = [lines[i] for i in todo]
-        result = client.translate_batch(
-            texts, source_language=args.source, target_language=args.target
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        os.close(fd)
+
+    def write(self, write: Callable[[IO[str]], None]) -> None:
+        """Write the output with ``write``, then put the file in place."""
+        if self.path is None or self._temporary is None:
+            write(sys.stdout)
+            sys.stdout.flush()
+            return
+        with open(self._temporary, "w", encoding="utf-8", newline="") as stream:
+            write(stream)
+            stream.flush()
+            os.fsync(stream.fileno())  # on disk before it replaces the old file
+        try:
+            mode = os.stat(self.path).st_mode & 0o7777  # a file replaced keeps its mode
+        except OSError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask  # a new file gets what open() would have given it
+        os.chmod(self._temporary, mode)
+        os.replace(self._temporary, self.path)
+        self._temporary = None
+
+    def discard(self) -> None:
+        """Remove the temporary file, if the output was not written."""
+        if self._temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._temporary)
+            self._temporary = None
+
+
+def checkpoint_path(args: argparse.Namespace, output: str | None, target: str) -> str | None:
+    """Return where `batch` keeps its checkpoint, or ``None`` when it keeps none (stdin)."""
+    if args.checkpoint:
+        return str(args.checkpoint)
+    if output is not None:
+        return f"{output}.checkpoint"
+    if args.file != "-":
+        return f"{args.file}.{target}.checkpoint"
+    return None
+
+
+def _check_options(args: argparse.Namespace, format: str) -> None:
+    if format == "lines":
+        given = [flag for flag, value in (("--field", args.field), ("--into", args.into)) if value]
+        if given:
+            raise UsageError(
+                f"{' and '.join(given)} name a JSON field or CSV column, and the input is "
+                "read as plain lines: give --format jsonl or csv (or a .jsonl or .csv file)"
+            )
+    elif args.json:
+        raise UsageError(
+            f"--json is for plain lines; {format} output is the input's format, "
+            "with the translations added"
         )
-        for i, translation in zip(todo, result.translations, strict=True):
-            out[i] = translation
-    return out
+
+
+def _open_checkpoint(
+    args: argparse.Namespace, path: str | None, header: Header
+) -> tuple[Checkpoint | None, dict[int, str]]:
+    """Resume the checkpoint at ``path``, or make sure none is there to be overwritten."""
+    if path is None:
+        if args.resume:
+            raise UsageError(
+                "--resume needs a checkpoint, and reading stdin there is none unless "
+                "--checkpoint PATH or --output OUT is given"
+            )
+        return None, {}
+    if args.resume:
+        try:
+            checkpoint, earlier = Checkpoint.resume(path, header)
+        except FileNotFoundError:
+            note(f"no checkpoint at {path}: starting afresh")
+            return None, {}
+        note(f"resuming: {len(earlier):,} of {header.total:,} texts were done before")
+        return checkpoint, earlier
+    if os.path.lexists(path):
+        raise UsageError(
+            f"a checkpoint of an earlier run exists at {path}: add --resume to continue "
+            "it, or delete it"
+        )
+    return None, {}
 
 
 def batch(client: lingodoc.Client, args: argparse.Namespace) -> int:
-    out, count = sys.stdout, 0
-    with open_input(args.file) as stream:
-        lines = (line.removesuffix("\n") for line in stream)
-        out.write("[" if args.json else "")
-        # Chunk by chunk, printed as it comes: a large file never sits in memory whole.
-        while chunk := list(itertools.islice(lines, MAX_BATCH_ITEMS)):
-            for translation in translate_lines(client, args, chunk, count + 1):
-                if args.json:
-                    out.write((",\n  " if count else "\n  ") + json.dumps(translation))
-                else:  # one line out per line in, whatever the service sends back
-                    out.write(visible(" ".join(translation.splitlines()), layout=True) + "\n")
-                count += 1
-            out.flush()
-    out.write(("\n]\n" if count else "]\n") if args.json else "")
+    """Translate a corpus file: read it whole, translate every text, write it back."""
+    format = args.format or ("lines" if args.file == "-" else format_of(args.file))
+    _check_options(args, format)
+    output = args.output if args.output not in (None, "-") else None
+    source, target = args.source.strip().lower(), args.target.strip().lower()
+    data, encoding = read_input(args.file)
+    digest = hashlib.sha256(data).hexdigest()
+    corpus = read_corpus(data.decode(encoding), format, args.field)
+    del data  # only the texts (and what writing back needs) are kept from here on
+    path = checkpoint_path(args, output, target)
+    # The field read, not the option: `--field text` and no --field are the same run.
+    field = None if format == "lines" else args.field or DEFAULT_FIELD
+    header = Header(digest, source, target, format, field, len(corpus.texts))
+    checkpoint, earlier = _open_checkpoint(args, path, header)
+    out = Output(output)
+    try:
+        translations = _translate(client, args, corpus.texts, header, path, checkpoint, earlier)
+        if path is not None:  # from here until the output is written, all is in the checkpoint
+            args.kept = Kept(len(corpus.texts), len(corpus.texts), path)
+        into = args.into or f"{field or DEFAULT_FIELD}_{target}"
+        # The translations are data, written exactly, unless a terminal shows them.
+        terminal = output is None and sys.stdout.isatty()
+        out.write(
+            lambda stream: corpus.write(
+                stream, translations, into=into, as_json=args.json, terminal=terminal
+            )
+        )
+    finally:
+        out.discard()
+    if path is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # the output holds it all now
+    args.kept = None
     return EXIT_OK
+
+
+def _translate(
+    client: lingodoc.Client,
+    args: argparse.Namespace,
+    texts: list[str],
+    header: Header,
+    path: str | None,
+    checkpoint: Checkpoint | None,
+    earlier: dict[int, str],
+) -> list[str]:
+    """Translate ``texts`` in one ``translate_many``, keeping each finished batch."""
+    if not texts:
+        return []
+    if path is not None and checkpoint is None:
+        checkpoint = Checkpoint.create(path, header)
+    finished = Finished(checkpoint, earlier)
+    # A bar on a terminal, unless requests are logged there (--verbose, LINGODOC_LOG).
+    logged = logging.getLogger("lingodoc").isEnabledFor(logging.INFO)
+    width = shutil.get_terminal_size().columns
+    progress = BulkProgress(sys.stderr, bar=sys.stderr.isatty() and not logged, width=width)
+
+    def on_progress(state: BulkState) -> None:
+        finished.flush()  # each batch is on disk before it is reported
+        if not args.quiet:
+            progress(state)
+
+    try:
+        return client.translate_many(
+            texts,
+            source_language=header.source,
+            target_language=header.target,
+            batch_size=args.batch_size,
+            max_concurrency=args.concurrency,
+            wait_for_rate_limit=args.wait_for_rate_limit,
+            on_progress=on_progress,
+            done=finished,
+        )
+    except BaseException:
+        # What finished after the last report (Ctrl-C lets the batches in flight finish);
+        # if the checkpoint cannot take it (the error may be that), it is not kept.
+        with contextlib.suppress(CheckpointError):
+            finished.flush()
+        kept_at, kept = None, len(finished)
+        if checkpoint is not None:
+            kept = finished.kept()
+            if kept:
+                kept_at = checkpoint.path
+            else:  # nothing in it: kept, it would only make the next run refuse to start
+                checkpoint.delete()
+        args.kept = Kept(kept, len(texts), kept_at)
+        raise
+    finally:
+        progress.close()
+        if checkpoint is not None:
+            checkpoint.close()
 
 
 def wait(client: lingodoc.Client, args: argparse.Namespace, job: Any = None) -> int:

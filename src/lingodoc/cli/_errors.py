@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
 
 import lingodoc
+from lingodoc import _clock
 from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
 
 EXIT_OK, EXIT_API_ERROR, EXIT_USAGE, EXIT_FAILED, EXIT_TIMEOUT = 0, 1, 2, 3, 4
+# `lingodoc batch` stopped by the rate limit: not an error to report, a reason to come back.
+EXIT_RATE_LIMITED = 5
 # 128 + the signal, as shells report a process that a signal stopped.
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141
 
@@ -17,12 +22,96 @@ class UsageError(Exception):
     """A mistake in the command line found after parsing (exit code 2)."""
 
 
+class CheckpointError(Exception):
+    """The checkpoint could not be written to during a run (exit code 1): a full disk."""
+
+
+@dataclass
+class Kept:
+    """What a `lingodoc batch` that stopped early had done, and where it is kept.
+
+    Attributes:
+        done: Texts with a translation (resumed ones included).
+        total: Texts in the file.
+        checkpoint: The checkpoint file that keeps them, or ``None`` if there is none.
+    """
+
+    done: int
+    total: int
+    checkpoint: str | None
+
+    def sentence(self) -> str:
+        """Say what is kept and how to go on; empty if nothing was done."""
+        if not self.done:
+            return ""
+        count = f"{self.done:,} of {self.total:,} texts"
+        if self.checkpoint is None:
+            return (
+                f"{count} were translated but are not kept: reading stdin, there is no "
+                "checkpoint unless --output or --checkpoint is given"
+            )
+        return (
+            f"{count} are done, kept in {self.checkpoint}: add --resume to the same command "
+            "to go on without sending them again"
+        )
+
+
+def _in(seconds: float) -> str:
+    seconds = max(0, math.ceil(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def rate_limit_stop(exc: lingodoc.RateLimited, kept: Kept) -> str:
+    """Say that the rate limit stopped a batch: what is done, when to go on, and how."""
+    now = _clock.current().time()
+    reset: float | None = None
+    if exc.rate_limit is not None:
+        reset = exc.rate_limit.reset_at.timestamp()
+    elif exc.retry_after is not None:
+        reset = now + exc.retry_after
+    if reset is None:
+        when = "the service did not say when its window resets: try again later"
+    else:
+        local = datetime.fromtimestamp(reset, timezone.utc).astimezone()
+        when = f"the window resets at {local:%H:%M:%S} (in {_in(reset - now)})"
+    if not kept.done:
+        return f"the rate limit stopped the batch before any text was done; {when}"
+    if kept.checkpoint is None:
+        return f"the rate limit stopped the batch: {kept.sentence()}; {when}"
+    return (
+        f"the rate limit stopped the batch: {kept.done:,} of {kept.total:,} texts are done, "
+        f"kept in {kept.checkpoint}; {when}: then add --resume to the same command "
+        "(or --wait-for-rate-limit to wait for the reset)"
+    )
+
+
 def explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[int, str]:
-    """Return the exit code and the message (the problem; what to do) for an error."""
+    """Return the exit code and the message (the problem; what to do) for an error.
+
+    After a `lingodoc batch` that stopped early (``args.kept``), the message also says
+    what is kept, and a stop by the rate limit has an exit code and a message of its own.
+    """
+    kept: Kept | None = getattr(args, "kept", None)
+    if kept is None:
+        return _explain(exc, args, base_url)
+    if isinstance(exc, lingodoc.RateLimited):
+        return EXIT_RATE_LIMITED, rate_limit_stop(exc, kept)
+    code, message = _explain(exc, args, base_url)
+    more = kept.sentence()
+    return code, f"{message}; {more}" if more else message
+
+
+def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[int, str]:
     if isinstance(exc, UnicodeDecodeError):
         return EXIT_USAGE, f"the input is not UTF-8 text ({exc.reason} at byte {exc.start})"
     if isinstance(exc, (lingodoc.ConfigurationError, UsageError)):
         return EXIT_USAGE, str(exc)
+    if isinstance(exc, CheckpointError):
+        return EXIT_API_ERROR, str(exc)
     if not isinstance(exc, lingodoc.LingodocError):
         return EXIT_API_ERROR, (
             f"unexpected {type(exc).__name__}: {exc}; this is a bug of lingodoc, "

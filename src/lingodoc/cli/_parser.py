@@ -8,8 +8,8 @@ import math
 from typing import Any
 
 import lingodoc
-from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
-from lingodoc.cli import _commands
+from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV, MAX_BATCH_ITEMS
+from lingodoc.cli import _commands, _corpus
 
 EPILOG = f"""\
 environment:
@@ -19,10 +19,12 @@ environment:
 
 exit codes:
   0    success
-  1    the service answered with an error, or could not be reached
+  1    the service answered with an error, or could not be reached;
+       or `batch` could not write its checkpoint (its finished texts are kept)
   2    wrong usage or configuration (nothing was sent)
   3    the document translation failed
   4    the wait timed out (the translation goes on: `lingodoc wait ID` resumes)
+  5    the rate limit stopped `batch` (its finished texts are kept: --resume)
   130  interrupted (Ctrl-C)
   141  stdout was closed before the output was written (`| head`)
 """
@@ -47,6 +49,12 @@ def _identifier(value: str) -> str:
 def _count(value: str) -> int:
     if not value.isdigit():
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0, not {value!r}")
+    return int(value)
+
+
+def _positive(value: str) -> int:
+    if not (value.isascii() and value.isdigit() and int(value) > 0):
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, not {value!r}")
     return int(value)
 
 
@@ -118,11 +126,75 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command(
         "batch",
-        "Translate a file: a text per line in, a translation per line out.",
+        "Translate a corpus file: plain lines, JSON Lines or CSV.",
         _commands.batch,
     )
-    sub.add_argument("file", metavar="FILE", help="a UTF-8 text file; - reads stdin")
+    sub.description = (
+        "Translate every text of a file and write it back with the translations:\n"
+        "a translation per line, each JSON object or CSV row with one more field.\n"
+        "Progress is kept in a checkpoint file: after Ctrl-C, an error or the rate limit,\n"
+        "the same command with --resume goes on without sending the finished texts again."
+    )
+    sub.add_argument("file", metavar="FILE", help="a UTF-8 file; - reads stdin")
     languages(sub)
+    sub.add_argument("-q", "--quiet", action="store_true", help="show no progress on stderr")
+    corpus = sub.add_argument_group("the file")
+    corpus.add_argument(
+        "--format",
+        choices=_corpus.FORMATS,
+        help="lines: a text per line; jsonl: a JSON object per line; csv: with a header "
+        "row (default: from the extension: .jsonl/.ndjson, .csv, else lines; lines for -)",
+    )
+    corpus.add_argument(
+        "--field",
+        metavar="NAME",
+        help=f"the JSON field or CSV column with the text (default: {_corpus.DEFAULT_FIELD})",
+    )
+    corpus.add_argument(
+        "--into",
+        metavar="NAME",
+        help="the field or column to add the translation as (default: FIELD_LANG, "
+        "such as text_de; an existing one is replaced)",
+    )
+    corpus.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="write the result to OUT, replaced whole at the end (default: stdout)",
+    )
+    resume = sub.add_argument_group("checkpoint and resume")
+    resume.add_argument(
+        "--checkpoint",
+        metavar="PATH",
+        help="where to keep the finished translations (default: OUT.checkpoint with "
+        "--output, else FILE.LANG.checkpoint; none for stdin)",
+    )
+    resume.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on from the checkpoint of an earlier run of the same command",
+    )
+    resume.add_argument(
+        "--wait-for-rate-limit",
+        action="store_true",
+        help="when the rate limit is spent, wait for the reset, however far off the service "
+        "says it is, rather than stop with exit code 5",
+    )
+    sending = sub.add_argument_group("sending")
+    sending.add_argument(
+        "--batch-size",
+        type=_positive,
+        default=MAX_BATCH_ITEMS,
+        metavar="N",
+        help=f"texts per request (default: {MAX_BATCH_ITEMS})",
+    )
+    sending.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=4,
+        metavar="N",
+        help="requests in flight at most (default: 4)",
+    )
 
     sub = command("document", "Translate a stored document.", _commands.document, wait=True)
     sub.add_argument("document_id", type=_identifier, metavar="DOC_ID")

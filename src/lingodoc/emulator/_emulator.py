@@ -105,7 +105,7 @@ class Emulator:
             raise ValueError(f"plan must be one of {sorted(PLAN_LIMITS)}, not {plan!r}")
         check_number("seats", seats, whole=True, minimum=1)
         per_seat = plan in ("team", "business")
-        self.rate_limit = (
+        self.rate_limit: int = (
             rate_limit if rate_limit is not None else PLAN_LIMITS[plan] * (seats if per_seat else 1)
         )
         self.reset_style = reset_style
@@ -115,7 +115,7 @@ class Emulator:
         # them, so a change made at any time takes effect at the next request.
         self._state = State(self, clock)
         self._router = Router(self._state)
-        self.api_key = self.create_key("emulator", "full_access", key=api_key)
+        self.api_key: str = self.create_key("emulator", "full_access", key=api_key)
         if seed_documents:
             self.add_document("doc_welcome", name="Welcome to lingodoc", language="en")
             self.add_document("doc_handbook", name="Employee handbook", language="en")

@@ -1,0 +1,288 @@
+"""The checkpoint of `lingodoc batch`: the finished translations, kept as they come.
+
+The file is JSON Lines, in ASCII (so a line cut short can never split a character):
+
+```text
+{"lingodoc_checkpoint": 1, "input_sha256": "...", "source": "en", "target": "de", ...}
+{"i": 0, "t": "Hallo Welt"}
+{"i": 3, "t": "Danke du"}
+```
+
+The first line says which run it belongs to; each further line is one finished translation
+(``i``: the text's index in the file, from 0), appended and flushed as its batch completes.
+A process killed while appending leaves at most a torn last line, which reading ignores
+(and resuming cuts off before it appends). An append that fails (a full disk) is undone,
+so the file holds whole lines only, and what it did not take stays queued. The file is
+created with its header whole (written aside, then renamed), so an existing checkpoint
+always says whose it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Iterator, MutableMapping
+from dataclasses import asdict, dataclass
+from typing import IO, Any
+
+from lingodoc.cli._errors import CheckpointError, UsageError
+
+VERSION = 1
+_MAGIC = "lingodoc_checkpoint"
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a checkpoint is of: a run's input and the options that shape its translations."""
+
+    input_sha256: str
+    source: str
+    target: str
+    format: str
+    field: str | None
+    total: int
+
+    def line(self) -> str:
+        """Return the header as the checkpoint's first line (without its line ending)."""
+        return json.dumps({_MAGIC: VERSION, **asdict(self)})
+
+    def mismatch(self, other: Header) -> str | None:
+        """Say how ``other`` (this run's) differs from this one (the checkpoint's), if it does."""
+        if other.input_sha256 != self.input_sha256 or other.total != self.total:
+            return "it is of another input (the file changed since, or it is another file)"
+        for name, option in (
+            ("source", "--from"),
+            ("target", "--to"),
+            ("format", "--format"),
+            ("field", "--field"),
+        ):
+            theirs, ours = getattr(self, name), getattr(other, name)
+            if theirs != ours:
+                return f"it was made with {option} {theirs}, not {ours}"
+        return None
+
+
+def _damaged(path: str, line: int, why: str) -> UsageError:
+    return UsageError(
+        f"the checkpoint {path} is damaged at line {line} ({why}): delete it to start afresh"
+    )
+
+
+def read(path: str, total: int) -> tuple[dict[str, Any], dict[int, str], int]:
+    """Read a checkpoint file.
+
+    Args:
+        path: The file.
+        total: The number of texts of this run, which every index must be below.
+
+    Returns:
+        The header's fields, the translations by index, and the length in bytes of what
+        was read whole (a torn last line, if any, starts there).
+
+    Raises:
+        UsageError: If it cannot be read, or is not a checkpoint, or is damaged before its
+            last line.
+        FileNotFoundError: If there is no such file.
+    """
+    with open(path, "rb") as stream:
+        data = stream.read()
+    whole = data.rfind(b"\n") + 1  # after the last line ending; a torn line follows it
+    lines = data[:whole].split(b"\n")[:-1]
+    if not lines:
+        raise _damaged(path, 1, "no header")
+    try:
+        header = json.loads(lines[0])
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or _MAGIC not in header:
+        raise UsageError(f"{path} is not a checkpoint of `lingodoc batch`: move it out of the way")
+    if header[_MAGIC] != VERSION:
+        raise UsageError(
+            f"the checkpoint {path} was written by another version of lingodoc "
+            f"(format {header[_MAGIC]!r}): delete it to start afresh"
+        )
+    done: dict[int, str] = {}
+    for number, line in enumerate(lines[1:], 2):
+        try:
+            entry = json.loads(line)
+            index, translation = entry["i"], entry["t"]
+        except (ValueError, TypeError, KeyError):
+            raise _damaged(path, number, "not a translation") from None
+        if not (type(index) is int and 0 <= index < total and isinstance(translation, str)):
+            raise _damaged(path, number, "not a translation of this input")
+        done[index] = translation
+    return header, done, whole
+
+
+class Checkpoint:
+    """An open checkpoint file, appended to as translations finish."""
+
+    def __init__(self, path: str, stream: IO[bytes]) -> None:
+        self.path = path
+        self._stream = stream  # unbuffered: a write that fails leaves nothing to retry at close
+        self._torn: OSError | None = None  # why a failed append could not be cut off
+
+    @classmethod
+    def create(cls, path: str, header: Header) -> Checkpoint:
+        """Create the file with its header (whole, or not at all) and open it to append.
+
+        Raises:
+            UsageError: If it cannot be written.
+        """
+        temporary = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(temporary, "w", encoding="ascii", newline="") as stream:
+                stream.write(header.line() + "\n")
+            os.replace(temporary, path)
+            return cls(path, open(path, "ab", buffering=0))
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise UsageError(f"cannot write the checkpoint {path}: {exc.strerror or exc}") from exc
+
+    @classmethod
+    def resume(cls, path: str, header: Header) -> tuple[Checkpoint, dict[int, str]]:
+        """Open an existing checkpoint of this run to go on with it.
+
+        Returns:
+            The checkpoint, and the translations it holds, by index.
+
+        Raises:
+            UsageError: If it is of another run, damaged or unreadable.
+            FileNotFoundError: If there is none.
+        """
+        found, done, whole = read(path, header.total)
+        theirs = Header(
+            input_sha256=found.get("input_sha256"),  # type: ignore[arg-type]  # compared only
+            source=found.get("source"),  # type: ignore[arg-type]
+            target=found.get("target"),  # type: ignore[arg-type]
+            format=found.get("format"),  # type: ignore[arg-type]
+            field=found.get("field"),
+            total=found.get("total"),  # type: ignore[arg-type]
+        )
+        why = theirs.mismatch(header)
+        if why:
+            raise UsageError(
+                f"the checkpoint {path} is not of this run: {why}; run the command it was "
+                "made for, or delete it to start afresh"
+            )
+        try:
+            with open(path, "r+b") as binary:
+                binary.truncate(whole)  # a torn last line, cut off before appending
+            stream = open(path, "ab", buffering=0)  # noqa: SIM115
+        except OSError as exc:
+            raise UsageError(f"cannot write the checkpoint {path}: {exc.strerror or exc}") from exc
+        return cls(path, stream), done
+
+    def append(self, items: list[tuple[int, str]]) -> None:
+        """Append finished translations, and hand them to the system at once.
+
+        Flushed, not synced: what is written survives the process being killed (SIGKILL
+        included), which is what a checkpoint is for; a crash of the machine may lose the
+        last lines, and syncing after every batch would cost more than resending them.
+
+        If the system refuses them (a full disk, a file size limit, an I/O error), what was
+        written of them is cut off again, so the file ends with a whole line as before.
+
+        Raises:
+            CheckpointError: If they could not be written; none of them is in the file then
+                (or, if cutting them off failed too, nothing more is appended after them).
+        """
+        if not items:
+            return
+        if self._torn is not None:
+            raise self._error(self._torn)
+        lines = "".join(f'{{"i": {i}, "t": {json.dumps(t)}}}\n' for i, t in items)
+        data = memoryview(lines.encode("ascii"))
+        fd = self._stream.fileno()
+        try:
+            size = os.fstat(fd).st_size
+        except OSError as exc:
+            raise self._error(exc) from exc
+        try:
+            while data:  # a write may take part of it only
+                data = data[os.write(fd, data) :]
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, size)  # a torn line would make the appends after it damage
+            except OSError:
+                self._torn = exc
+            raise self._error(exc) from exc
+
+    def _error(self, exc: OSError) -> CheckpointError:
+        return CheckpointError(f"cannot write the checkpoint {self.path}: {exc.strerror or exc}")
+
+    def close(self) -> None:
+        """Close the file (kept)."""
+        self._stream.close()
+
+    def delete(self) -> None:
+        """Close and remove the file: its run is over."""
+        self._stream.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+
+class Finished(MutableMapping[int, str]):
+    """The ``done`` mapping given to ``translate_many``: it also queues what is new for the file.
+
+    The SDK stores each translation as its batch completes (``done[i] = t``, from worker
+    threads, one batch at a time) and then reports progress; the command's progress callback
+    calls `flush`, so each batch is written in one append. Writing from ``__setitem__``
+    itself would cost a write per text.
+
+    Args:
+        checkpoint: Where to write, or ``None`` to keep them in memory only.
+        earlier: The translations of an earlier run (already in the file).
+    """
+
+    def __init__(self, checkpoint: Checkpoint | None, earlier: dict[int, str]) -> None:
+        self._checkpoint = checkpoint
+        self._done = dict(earlier)
+        self._new: list[tuple[int, str]] = []
+        self._lock = threading.Lock()
+
+    def __getitem__(self, index: int) -> str:
+        return self._done[index]
+
+    def __setitem__(self, index: int, translation: str) -> None:
+        with self._lock:
+            if self._done.get(index) == translation:
+                return  # stored again (a batch recorded twice): already queued or written
+            self._done[index] = translation
+            self._new.append((index, translation))
+
+    def __delitem__(self, index: int) -> None:
+        with self._lock:
+            del self._done[index]
+
+    def __iter__(self) -> Iterator[int]:
+        with self._lock:  # a copy: a worker thread may store a translation meanwhile
+            return iter(list(self._done))
+
+    def __len__(self) -> int:
+        return len(self._done)
+
+    def flush(self) -> None:
+        """Write the translations stored since the last flush to the checkpoint, if any.
+
+        Raises:
+            CheckpointError: If they could not be written: they stay queued, for the next.
+        """
+        with self._lock:
+            new, self._new = self._new, []
+        if self._checkpoint is None:
+            return
+        try:
+            self._checkpoint.append(new)
+        except CheckpointError:
+            with self._lock:  # first, before any stored meanwhile
+                self._new[:0] = new
+            raise
+
+    def kept(self) -> int:
+        """Return how many translations the checkpoint holds: all stored but those queued."""
+        with self._lock:
+            return len(self._done) - len({index for index, _ in self._new})

@@ -1,0 +1,649 @@
+"""`lingodoc batch` as the corpus tool, run as a real process against a served emulator.
+
+The emulator here records the texts of every batch request it receives (and can hold
+requests back, to stop the command in the middle of a run), so the tests count what was
+sent: a resumed run must send only the texts the earlier one did not finish.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from lingodoc.cli import main
+from lingodoc.emulator import Emulator, EmulatorServer, Reply, translate_text
+from lingodoc.testing import fake_clock
+from tests.cli.conftest import RunCLI, run_command
+
+WAIT = 20.0  # seconds at most for anything a test waits for
+
+
+class Recorder(Emulator):
+    """The emulator, recording each batch request's texts and able to hold requests back."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.lock = threading.Lock()
+        self.received: list[list[str]] = []  # the texts of each batch request, as it arrives
+        self.answered: list[tuple[list[str], int]] = []  # ... and the status it got
+        self.hold_after: int | None = None  # hold the batch requests after this many
+        self.release = threading.Event()
+        self.arrived = threading.Condition(self.lock)
+
+    def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        if not target.endswith("/translate/batch"):
+            return super().handle(method, target, headers, body)
+        texts = json.loads(body)["texts"]
+        with self.lock:
+            self.received.append(texts)
+            held = self.hold_after is not None and len(self.received) > self.hold_after
+            self.arrived.notify_all()
+        if held:
+            self.release.wait(WAIT)  # bounded: a test that fails never hangs the server
+        reply = super().handle(method, target, headers, body)
+        with self.lock:
+            self.answered.append((texts, reply.status))
+        return reply
+
+    def sent(self) -> list[str]:
+        """Every text received, in order (a text sent twice is there twice)."""
+        with self.lock:
+            return [text for texts in self.received for text in texts]
+
+    def translated(self) -> list[str]:
+        """Every text of a batch answered 200."""
+        with self.lock:
+            return [text for texts, status in self.answered if status == 200 for text in texts]
+
+    def wait_for(self, requests: int) -> None:
+        with self.arrived:
+            assert self.arrived.wait_for(lambda: len(self.received) >= requests, WAIT)
+
+    def forget(self) -> None:
+        with self.lock:
+            self.received.clear()
+            self.answered.clear()
+
+
+@pytest.fixture
+def emulator() -> Recorder:
+    return Recorder()
+
+
+def de(text: str) -> str:
+    return translate_text(text, "en", "de") if text.strip() else text
+
+
+def phrases(count: int) -> list[str]:
+    """Distinct texts the emulator translates word for word."""
+    return [f"Hello world {i}" for i in range(count)]
+
+
+def checkpoint_lines(path: Path) -> dict[int, str]:
+    """The translations in a checkpoint (its whole lines: it may be being written)."""
+    text = path.read_text(encoding="ascii")
+    lines = text[: text.rfind("\n") + 1].splitlines()
+    assert json.loads(lines[0])["lingodoc_checkpoint"] == 1
+    return {entry["i"]: entry["t"] for entry in map(json.loads, lines[1:])}
+
+
+# -- the formats -------------------------------------------------------------------------------
+
+
+def test_jsonl_round_trips_with_the_translation_added_and_everything_else_kept(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    records = [
+        {"id": 1, "text": "Hello world", "meta": {"n": [1, 2]}},
+        {"text": "Grüße, the cat", "id": 2},
+        {"id": 3, "text": ""},
+        {"id": 4, "text": "   "},
+        {"id": 5, "text": "Hello world"},
+    ]
+    source = tmp_path / "corpus.jsonl"
+    source.write_text(
+        "\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n", encoding="utf-8"
+    )
+    run = cli("batch", str(source), "--to", "de", "-o", str(tmp_path / "out.jsonl"))
+    assert run.code == 0, run.err
+    assert run.out == ""
+    out = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text("utf-8").splitlines()]
+    assert out == [{**r, "text_de": de(str(r["text"]))} for r in records]
+    assert [list(r) for r in out] == [[*r, "text_de"] for r in records]  # the key order
+    # Blank texts are not sent; a text found twice is sent once.
+    assert emulator.sent() == ["Hello world", "Grüße, the cat"]
+    assert not (tmp_path / "out.jsonl.checkpoint").exists()  # deleted once the output is in
+
+
+def test_jsonl_with_a_chosen_field_and_into_from_stdin(cli: RunCLI) -> None:
+    lines = '{"en": "Thank you", "k": "a"}\n\n{"en": "Good night", "k": "b"}\n'
+    run = cli(
+        "batch", "-", "--format", "jsonl", "--field", "en", "--into", "fr",
+        "--to", "fr", stdin=lines,
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    assert run.out.split("\n") == [
+        f'{{"en": "Thank you", "k": "a", "fr": "{translate_text("Thank you", "en", "fr")}"}}',
+        "",
+        f'{{"en": "Good night", "k": "b", "fr": "{translate_text("Good night", "en", "fr")}"}}',
+        "",
+    ]
+
+
+def test_csv_round_trips_with_a_column_added_and_every_cell_kept(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    rows = [
+        ["id", "text", "note"],
+        ["1", "Hello, world", 'say "hi"'],
+        ["2", "Good\nmorning", "two lines"],
+        ["3", "Grüße", ""],
+        ["4", "", "blank"],
+    ]
+    source = tmp_path / "strings.csv"
+    with source.open("w", encoding="utf-8", newline="") as stream:
+        csv.writer(stream).writerows(rows)
+    run = cli("batch", str(source), "--to", "es", "-o", str(tmp_path / "out.csv"))
+    assert run.code == 0, run.err
+    written = (tmp_path / "out.csv").read_bytes().decode("utf-8")
+    back = list(csv.reader(io.StringIO(written, newline="")))
+    assert back == [
+        [*rows[0], "text_es"],
+        *([*row, translate_text(row[1], "en", "es") if row[1] else ""] for row in rows[1:]),
+    ]
+    assert written.startswith("id,text,note,text_es\r\n")  # the line ending read, kept
+    assert emulator.sent() == ["Hello, world", "Good\nmorning", "Grüße"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "strings.csv"]
+
+
+def test_lines_to_an_output_file_replace_it_whole(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("Hello\n\nthe dog\n", encoding="utf-8")
+    target.write_text("old content\n", encoding="utf-8")
+    target.chmod(0o640)
+    run = cli("batch", str(source), "--to", "de", "--output", str(target))
+    assert (run.code, run.out) == (0, ""), run.err
+    assert target.read_text(encoding="utf-8") == f"{de('Hello')}\n\n{de('the dog')}\n"
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]  # no temp file
+
+
+def test_duplicates_cost_one_request(cli: RunCLI, emulator: Recorder) -> None:
+    lines = ["Hello", "Thank you", "Good night"] * 100  # 300 texts, 3 distinct
+    run = cli("batch", "-", "--to", "de", stdin="\n".join(lines) + "\n")
+    assert run.code == 0, run.err
+    assert run.out.splitlines() == [de(line) for line in lines]
+    assert len(emulator.received) == 1
+
+
+def test_progress_lines_on_stderr_when_it_is_not_a_terminal(cli: RunCLI) -> None:
+    lines = phrases(40)
+    run = cli("batch", "-", "--to", "de", "--batch-size", "10", "--concurrency", "1",
+              stdin="\n".join(lines))  # fmt: skip
+    assert run.code == 0, run.err
+    progress = run.err.splitlines()
+    assert progress[0] == "  0%  0/40 texts  0/4 requests"
+    assert re.fullmatch(
+        r"100%  40/40 texts  4/4 requests  window: 996 left, resets \d\d:\d\d:\d\d", progress[-1]
+    )
+    assert [line.split()[0] for line in progress] == ["0%", "25%", "50%", "75%", "100%"]
+    assert all(" ETA " in line for line in progress[1:-1])
+
+
+def test_quiet_shows_no_progress(cli: RunCLI) -> None:
+    run = cli("batch", "-", "--to", "de", "-q", stdin="Hello\n")
+    assert (run.code, run.out, run.err) == (0, "Hallo\n", "")
+
+
+# -- refused before any request ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "args", "message"),
+    [
+        ("c.jsonl", '{"text": "a"}\n{"txt": "b"}\n', (),
+         "line 2: no field 'text' (--field names the one with the text); nothing was sent"),
+        ("c.jsonl", '{"text": "a"}\n\n{"text": 5}\n', (),
+         "line 3: the field 'text' is a number, not a string; nothing was sent"),
+        ("c.jsonl", '{"text": "a"}\nnot json\n{"text": null}\n', (),
+         "line 2: not JSON (Expecting value at column 1) (and 1 more record refused); "
+         "nothing was sent"),
+        ("c.csv", "id,text\n1,ok\n2," + "x" * 10_001 + "\n", (),
+         "line 3: the cell 'text' has 10,001 characters; the limit is 10,000: split it; "
+         "nothing was sent"),
+        ("c.csv", "id,body\n1,a\n", (),
+         "line 1: the header row has no column 'text' (it has 'id', 'body'); --field names "
+         "the one with the text (CSV needs a header)"),
+        ("c.txt", "a\n", ("--field", "x"),
+         "--field name a JSON field or CSV column, and the input is read as plain lines: "
+         "give --format jsonl or csv (or a .jsonl or .csv file)"),
+        ("c.csv", "text\na\n", ("--json",),
+         "--json is for plain lines; csv output is the input's format, with the "
+         "translations added"),
+        ("c.txt", "a\n", ("--to", "deu"),
+         "--to must be a two-letter ISO 639-1 code such as 'en', not 'deu'"),
+    ],
+)  # fmt: skip
+def test_a_file_it_cannot_translate_is_refused_before_any_request(
+    cli: RunCLI,
+    emulator: Recorder,
+    tmp_path: Path,
+    name: str,
+    content: str,
+    args: tuple[str, ...],
+    message: str,
+) -> None:
+    (tmp_path / name).write_text(content, encoding="utf-8")
+    run = cli("batch", str(tmp_path / name), "--to", "de", *args)
+    assert (run.code, run.out) == (2, "")
+    assert run.error.startswith(f"lingodoc: error: {message}"), run.error
+    assert emulator.requests == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no checkpoint left behind
+
+
+# -- checkpoint and resume ---------------------------------------------------------------------
+
+
+def test_the_checkpoint_is_written_batch_by_batch(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(phrases(7)), encoding="utf-8")
+    checkpoint = tmp_path / "in.txt.de.checkpoint"
+    seen: list[int] = []
+    handle = emulator.handle
+
+    def looking(method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        # Request n is held until the n - 1 batches answered are in the checkpoint: one at
+        # a time, nothing else is answered meanwhile, so each must be written on its own
+        # (the next request may be sent before the last batch is written: that is allowed).
+        expected, pause = 2 * len(seen), threading.Event()
+        for _ in range(int(WAIT / 0.01)):
+            if checkpoint.exists() and len(checkpoint_lines(checkpoint)) >= expected:
+                break
+            pause.wait(0.01)
+        seen.append(len(checkpoint_lines(checkpoint)))
+        return handle(method, target, headers, body)
+
+    emulator.handle = looking  # type: ignore[method-assign]
+    run = cli("batch", str(source), "--to", "de", "--batch-size", "2", "--concurrency", "1")
+    assert run.code == 0, run.err
+    assert seen == [0, 2, 4, 6]  # each batch on disk as it came back
+    assert run.out.splitlines() == [de(text) for text in phrases(7)]
+    assert not checkpoint.exists()
+
+
+def test_a_rate_limit_stop_exits_5_and_resume_sends_only_what_is_left(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    texts = phrases(50)
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    emulator.rate_limit = 3  # 5 batches of 10 needed
+    command = ("batch", str(source), "--to", "de", "-o", str(out), "--batch-size", "10")
+    run = cli(*command)
+    assert (run.code, run.out) == (5, "")
+    checkpoint = tmp_path / "out.txt.checkpoint"
+    assert re.fullmatch(
+        r"lingodoc: error: the rate limit stopped the batch: 30 of 50 texts are done, kept in "
+        + re.escape(str(checkpoint))
+        + r"; the window resets at \d\d:\d\d:\d\d \(in (59m\d\ds|1h00m)\): then add --resume "
+        r"to the same command \(or --wait-for-rate-limit to wait for the reset\)",
+        run.error,
+    )
+    done = checkpoint_lines(checkpoint)
+    first = emulator.translated()
+    assert sorted(texts[i] for i in done) == sorted(first)
+    assert len(first) == 30
+    assert not out.exists()
+
+    emulator.advance(3600)  # the window resets
+    emulator.forget()
+    resumed = cli(*command, "--resume")
+    assert resumed.code == 0, resumed.err
+    assert resumed.err.startswith("lingodoc: resuming: 30 of 50 texts were done before\n")
+    assert sorted(emulator.sent()) == sorted(set(texts) - set(first))  # each unfinished once
+    assert out.read_text(encoding="utf-8").splitlines() == [de(text) for text in texts]
+    assert not checkpoint.exists()
+
+
+def test_an_earlier_checkpoint_without_resume_is_refused(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("Hello\n", encoding="utf-8")
+    checkpoint = tmp_path / "in.txt.de.checkpoint"
+    checkpoint.write_text("work of an earlier run\n", encoding="utf-8")
+    run = cli("batch", str(source), "--to", "de")
+    assert (run.code, run.out) == (2, "")
+    assert run.error == (
+        f"lingodoc: error: a checkpoint of an earlier run exists at {checkpoint}: "
+        "add --resume to continue it, or delete it"
+    )
+    assert emulator.requests == []
+    assert checkpoint.read_text(encoding="utf-8") == "work of an earlier run\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ("input", "it is of another input (the file changed since, or it is another file)"),
+        ("target", "it was made with --to de, not fr"),
+    ],
+)
+def test_resume_refuses_a_checkpoint_of_another_run(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path, change: str, why: str
+) -> None:
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("\n".join(phrases(30)), encoding="utf-8")
+    emulator.rate_limit = 1
+    run = cli("batch", str(source), "--to", "de", "-o", str(out), "--batch-size", "10",
+              "--concurrency", "1")  # fmt: skip
+    assert run.code == 5, run.err
+    emulator.advance(3600)
+    emulator.forget()
+    target = "de"
+    if change == "input":
+        source.write_text("\n".join(phrases(31)), encoding="utf-8")
+    else:
+        target = "fr"
+    run = cli("batch", str(source), "--to", target, "-o", str(out), "--resume")
+    assert (run.code, run.out) == (2, "")
+    checkpoint = tmp_path / "out.txt.checkpoint"
+    assert run.error == (
+        f"lingodoc: error: the checkpoint {checkpoint} is not of this run: {why}; run the "
+        "command it was made for, or delete it to start afresh"
+    )
+    assert emulator.received == []
+    assert len(checkpoint_lines(checkpoint)) == 10  # left as it was
+
+
+@pytest.mark.parametrize(
+    ("name", "first", "then"),
+    [
+        ("in.jsonl", ["--field", "text"], []),
+        ("in.jsonl", [], ["--field", "text"]),
+        ("in.csv", ["--field", "text"], []),
+    ],
+)
+def test_resume_takes_the_default_field_spelled_out_or_left_out_as_the_same(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path, name: str, first: list[str], then: list[str]
+) -> None:
+    source, out = tmp_path / name, tmp_path / f"out-{name}"
+    if name.endswith(".jsonl"):
+        source.write_text("".join(json.dumps({"text": t}) + "\n" for t in phrases(20)))
+    else:
+        source.write_text("text\n" + "\n".join(phrases(20)) + "\n")
+    emulator.rate_limit = 1
+    args = ("batch", str(source), "--to", "de", "-o", str(out), "--batch-size", "10")
+    run = cli(*args, *first, "--concurrency", "1")
+    assert run.code == 5, run.err
+    checkpoint = Path(f"{out}.checkpoint")
+    header = json.loads(checkpoint.read_text().splitlines()[0])
+    assert header["field"] == "text"  # the field used, whether given or not
+    emulator.advance(3600)
+    emulator.forget()
+    run = cli(*args, *then, "--resume", "-q")
+    assert run.code == 0, run.err
+    assert emulator.sent() == phrases(20)[10:]
+
+
+def test_resume_without_a_checkpoint_starts_afresh_with_a_note(cli: RunCLI, tmp_path: Path) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("Hello\n", encoding="utf-8")
+    run = cli("batch", str(source), "--to", "de", "--resume", "-q")
+    assert (run.code, run.out) == (0, "Hallo\n"), run.err
+    assert run.err == f"lingodoc: no checkpoint at {source}.de.checkpoint: starting afresh\n"
+
+
+def test_resume_reading_stdin_needs_a_checkpoint_path(cli: RunCLI, emulator: Recorder) -> None:
+    run = cli("batch", "-", "--to", "de", "--resume", stdin="Hello\n")
+    assert run.code == 2
+    assert "--resume needs a checkpoint" in run.error
+    assert emulator.requests == []
+
+
+def test_stdin_with_a_checkpoint_path_resumes_too(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    text = "\n".join(phrases(20)) + "\n"
+    checkpoint = tmp_path / "run.checkpoint"
+    emulator.rate_limit = 1
+    args = ("batch", "-", "--to", "de", "--checkpoint", str(checkpoint), "--batch-size", "10")
+    run = cli(*args, "--concurrency", "1", stdin=text)
+    assert run.code == 5, run.err
+    emulator.advance(3600)
+    emulator.forget()
+    run = cli(*args, "--resume", stdin=text)
+    assert run.code == 0, run.err
+    assert run.out.splitlines() == [de(t) for t in phrases(20)]
+    assert emulator.sent() == phrases(20)[10:]
+
+
+def test_a_rate_limit_stop_reading_stdin_without_a_checkpoint_says_nothing_is_kept(
+    cli: RunCLI, emulator: Recorder
+) -> None:
+    emulator.rate_limit = 1
+    run = cli("batch", "-", "--to", "de", "--batch-size", "10", "--concurrency", "1",
+              stdin="\n".join(phrases(20)))  # fmt: skip
+    assert run.code == 5
+    assert "10 of 20 texts were translated but are not kept" in run.error
+
+
+def _file_size_limit(size: int) -> None:
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past it fails (EFBIG) instead
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="file size limits are POSIX")
+def test_a_checkpoint_it_cannot_write_to_stops_the_run_saying_what_is_kept(
+    emulator: Recorder, env: dict[str, str], tmp_path: Path
+) -> None:
+    # A full disk, as a file size limit: the header and two batches fit, the third does not.
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("\n".join(phrases(50)), encoding="utf-8")
+    args = [sys.executable, "-m", "lingodoc", "batch", str(source), "--to", "de", "-o", str(out),
+            "--batch-size", "10", "--concurrency", "1", "-q"]  # fmt: skip
+    result = subprocess.run(
+        args, capture_output=True, text=True, env=env, timeout=WAIT, check=False,
+        preexec_fn=lambda: _file_size_limit(1000),
+    )  # fmt: skip
+    checkpoint = tmp_path / "out.txt.checkpoint"
+    kept = checkpoint_lines(checkpoint)
+    assert len(kept) == 20
+    assert checkpoint.read_text().endswith("\n")  # the batch it could not take: cut off
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"lingodoc: error: cannot write the checkpoint {checkpoint}: File too large; "
+        f"20 of 50 texts are done, kept in {checkpoint}: add --resume to the same command "
+        "to go on without sending them again"
+    )
+    assert not out.exists()
+    emulator.forget()
+    run = run_command([*args, "--resume"], env=env)
+    assert run.code == 0, run.err
+    assert out.read_text(encoding="utf-8").splitlines() == [de(t) for t in phrases(50)]
+    assert emulator.sent() == phrases(50)[20:]
+
+
+def test_another_error_exits_1_and_says_the_checkpoint_keeps_the_finished_texts(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(phrases(30)), encoding="utf-8")
+    (tmp_path / "out.txt").write_text("the previous output\n", encoding="utf-8")
+    handle = emulator.handle
+
+    def failing_third(method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        if len(emulator.received) == 2:  # the third batch request
+            emulator.inject("server_error", times=3)
+        return handle(method, target, headers, body)
+
+    emulator.handle = failing_third  # type: ignore[method-assign]
+    run = cli("batch", str(source), "--to", "de", "-o", str(tmp_path / "out.txt"),
+              "--batch-size", "10", "--concurrency", "1", "--max-retries", "0")  # fmt: skip
+    assert (run.code, run.out) == (1, "")
+    checkpoint = tmp_path / "out.txt.checkpoint"
+    assert run.error.endswith(
+        f"; 20 of 30 texts are done, kept in {checkpoint}: add --resume to the same command "
+        "to go on without sending them again"
+    )
+    assert len(checkpoint_lines(checkpoint)) == 20
+    # The output is untouched, and no temporary file is left.
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "the previous output\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt", checkpoint.name]
+
+
+def test_waiting_for_the_rate_limit_goes_on_after_the_reset(
+    server: EmulatorServer, emulator: Recorder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # In process, on the fake clock: the wait for the hourly reset takes no time, and the
+    # served emulator's window follows the same clock.
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(phrases(30)), encoding="utf-8")
+    emulator.rate_limit = 2
+    with fake_clock() as clock:
+        code = main([
+            "batch", str(source), "--to", "de", "--batch-size", "10", "--concurrency", "1",
+            "--wait-for-rate-limit", "--api-key", server.api_key, "--base-url", server.base_url,
+        ])  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert printed.out.splitlines() == [de(text) for text in phrases(30)]
+    assert any(3500 < sleep <= 3601 for sleep in clock.sleeps), clock.sleeps
+    waits = [line for line in printed.err.splitlines() if "waiting for the reset at" in line]
+    assert len(waits) == 1, printed.err
+    assert waits[0].startswith(" 66%  20/30 texts  2/3 requests  window: 0 left, resets ")
+    assert emulator.sent() == phrases(30)  # nothing sent twice, not even the one refused
+
+
+# -- stopped in the middle ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def started(env: dict[str, str]) -> Iterator[list[subprocess.Popen[str]]]:
+    """The commands a test starts, killed at the end if they are still running."""
+    processes: list[subprocess.Popen[str]] = []
+    yield processes
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait(WAIT)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def start(
+    started: list[subprocess.Popen[str]], env: dict[str, str], *args: str
+) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lingodoc", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=env,
+    )
+    started.append(process)
+    return process
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_ctrl_c_keeps_the_finished_texts_and_resume_sends_none_twice(
+    cli: RunCLI,
+    emulator: Recorder,
+    env: dict[str, str],
+    tmp_path: Path,
+    started: list[subprocess.Popen[str]],
+) -> None:
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        pytest.skip("SIGINT is ignored in this process, and so would be in the command")
+    texts = phrases(100)
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("\n".join(texts), encoding="utf-8")
+    emulator.hold_after = 3  # the 4th batch request on is held back until released
+    args = ("batch", str(source), "--to", "de", "-o", str(out), "--batch-size", "10", "-q")
+    process = start(started, env, *args, "--concurrency", "2")
+    emulator.wait_for(5)  # 3 answered, 2 in flight and held
+    process.send_signal(signal.SIGINT)
+    # Let the command take the signal while both requests are still held, then let them
+    # finish, as a slow answer would after Ctrl-C.
+    assert process.poll() is None
+    threading.Event().wait(0.5)  # (a bounded pause: nothing to wait on in the command)
+    emulator.release.set()
+    _, err = process.communicate(timeout=WAIT)
+    assert process.returncode == 130, err
+    checkpoint = tmp_path / "out.txt.checkpoint"
+    first = emulator.sent()
+    done = checkpoint_lines(checkpoint)
+    assert sorted(texts[i] for i in done) == sorted(first)  # the ones in flight kept too
+    assert len(first) == 50
+    assert err == (
+        f"lingodoc: interrupted; 50 of 100 texts are done, kept in {checkpoint}: add "
+        "--resume to the same command to go on without sending them again\n"
+    )
+
+    emulator.forget()
+    resumed = cli(*args, "--resume")
+    assert resumed.code == 0, resumed.err
+    again = emulator.sent()
+    assert not set(again) & set(first)  # no text sent twice
+    assert sorted(again + first) == sorted(texts)
+    assert out.read_text(encoding="utf-8").splitlines() == [de(text) for text in texts]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_a_killed_run_loses_at_most_the_batches_in_flight(
+    cli: RunCLI,
+    emulator: Recorder,
+    env: dict[str, str],
+    tmp_path: Path,
+    started: list[subprocess.Popen[str]],
+) -> None:
+    texts = phrases(100)
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    emulator.hold_after = 4
+    args = ("batch", str(source), "--to", "de", "--batch-size", "10", "-q")
+    process = start(started, env, *args, "--concurrency", "3")
+    emulator.wait_for(7)  # 4 answered, 3 in flight and held
+    checkpoint = tmp_path / "in.jsonl.de.checkpoint"
+    pause = threading.Event()  # never set: its wait is a bounded pause
+    for _ in range(int(WAIT / 0.02)):  # until the 4 answered batches are on disk
+        if checkpoint.exists() and len(checkpoint_lines(checkpoint)) >= 40:
+            break
+        pause.wait(0.02)
+    process.kill()  # SIGKILL: no clean-up of any kind
+    process.wait(WAIT)
+    emulator.release.set()
+    first = emulator.translated()
+    done = checkpoint_lines(checkpoint)
+    assert len(done) == 40
+    assert {texts[i]: t for i, t in done.items()} == {text: de(text) for text in first}
+
+    emulator.forget()
+    emulator.hold_after = None
+    resumed = cli(*args, "--resume")
+    assert resumed.code == 0, resumed.err
+    assert sorted(emulator.sent()) == sorted(set(texts) - set(first))  # only the 60 left
+    assert [json.loads(line)["text_de"] for line in resumed.out.splitlines()] == [
+        de(text) for text in texts
+    ]
+    assert not checkpoint.exists()

@@ -1,0 +1,224 @@
+"""The public API as a user's type checker sees it: checked, never run.
+
+`mypy --strict tests/typing` and `pyright` (strict, configured in pyproject.toml) check this
+file in CI (.ci/run). Every call is written as users write it, and `assert_type` pins what the
+checkers infer, so a lost or loosened annotation fails CI. The lines marked with
+`# type: ignore[...]` and `# pyright: ignore[...]` are misuses that must stay errors: mypy's
+warn_unused_ignores and pyright's reportUnnecessaryTypeIgnoreComment fail if they pass.
+
+pytest does not collect it (its name does not start with ``test_``), and nothing imports it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import httpx
+from typing_extensions import assert_type
+
+import lingodoc
+from lingodoc.emulator import Emulator, EmulatorServer, EmulatorTransport, RequestRecord
+from lingodoc.testing import FakeClock, fake_clock
+
+
+def on_status(status: lingodoc.TranslationStatus) -> None:
+    assert_type(status.progress, int)
+
+
+def on_bulk(progress: lingodoc.BulkProgress) -> None:
+    assert_type(progress.done, int)
+    assert_type(progress.total, int)
+    assert_type(progress.requests, int)
+    assert_type(progress.requests_left, int)
+    assert_type(progress.rate_limit, lingodoc.RateLimit | None)
+    assert_type(progress.waiting_until, datetime | None)
+
+
+def sync_client() -> None:
+    with lingodoc.Client() as client:
+        assert_type(client, lingodoc.Client)
+        assert_type(client.base_url, str)
+        assert_type(client.timeout, httpx.Timeout)
+        assert_type(client.max_retries, int)
+        assert_type(client.is_closed, bool)
+
+        text = client.translate("Hello", source_language="en", target_language="de", style=None)
+        assert_type(text, lingodoc.TextTranslation)
+        assert_type(text.translated_text, str)
+        assert_type(text.source_language, str)
+        assert_type(text.target_language, str)
+        assert_type(text.rate_limit, lingodoc.RateLimit | None)
+
+        batch = client.translate_batch(["a", "b"], source_language="en", target_language="fr")
+        assert_type(batch, lingodoc.BatchTranslation)
+        assert_type(batch.translations, list[str])
+
+        done: dict[int, str] = {}
+        many = client.translate_many(
+            ["a", "b", "a"],
+            source_language="en",
+            target_language="fr",
+            batch_size=50,
+            max_concurrency=4,
+            wait_for_rate_limit=3600.0,
+            on_progress=on_bulk,
+            done=done,
+        )
+        assert_type(many, list[str])
+        client.translate_many(
+            ["a"], source_language="en", target_language="fr", wait_for_rate_limit=True
+        )
+
+        job = client.translate_document("doc_1", target_language="es", use_translation_memory=True)
+        assert_type(job, lingodoc.TranslationJob)
+        assert_type(job.translation_id, str)
+        assert_type(job.document_id, str)
+        assert_type(job.status, lingodoc.TranslationState | str)
+        assert_type(job.estimated_completion, datetime | None)
+
+        status = client.get_translation(job.translation_id)
+        assert_type(status, lingodoc.TranslationStatus)
+        finished = client.wait_for_translation(
+            job, poll_interval=1, timeout=60, on_progress=on_status
+        )
+        assert_type(finished, lingodoc.TranslationStatus)
+        assert_type(finished.status, lingodoc.TranslationState | str)
+        assert_type(finished.completed_at, datetime | None)
+        assert_type(finished.document_id, str | None)
+        if isinstance(finished.status, lingodoc.TranslationState):  # else a state new to the SDK
+            assert_type(finished.status, lingodoc.TranslationState)
+        client.wait_for_translation(job.translation_id, on_progress=lambda s: print(s.progress))
+
+        documents = client.list_documents()
+        assert_type(documents, list[lingodoc.Document])
+        assert_type(documents[0].document_id, str)
+        assert_type(documents[0].model_extra, dict[str, Any] | None)
+
+        assert_type(client.request("GET", "/documents", params={"limit": 5}), Any)
+        assert_type(client.with_options(timeout=5, max_retries=0), lingodoc.Client)
+
+        limit = client.rate_limit
+        assert_type(limit, lingodoc.RateLimit | None)
+        if limit is not None:
+            assert_type(limit.remaining, int)
+            assert_type(limit.reset_at, datetime)
+
+        # Misuses that must stay type errors.
+        client.translate(["Hello"], source_language="en", target_language="de")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+        client.translate("Hello", "en", "de")  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+        client.translate_many(
+            ["a"],
+            source_language="en",
+            target_language="fr",
+            on_progress=on_status,  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+        )
+    client.close()
+
+
+async def async_client() -> None:
+    async with lingodoc.AsyncClient(
+        "ld_key", base_url="https://api.example.test/v1", timeout=httpx.Timeout(10), max_retries=2
+    ) as client:
+        assert_type(client, lingodoc.AsyncClient)
+        text = await client.translate("Hello", source_language="en", target_language="de")
+        assert_type(text, lingodoc.TextTranslation)
+        batch = await client.translate_batch(["a"], source_language="en", target_language="fr")
+        assert_type(batch, lingodoc.BatchTranslation)
+        many = await client.translate_many(
+            ["a"], source_language="en", target_language="fr", on_progress=print, done={0: "x"}
+        )
+        assert_type(many, list[str])
+        job = await client.translate_document("doc_1", target_language="es")
+        assert_type(job, lingodoc.TranslationJob)
+        assert_type(await client.get_translation("tr_1"), lingodoc.TranslationStatus)
+        assert_type(
+            await client.wait_for_translation(job, timeout=None), lingodoc.TranslationStatus
+        )
+        assert_type(await client.list_documents(), list[lingodoc.Document])
+        assert_type(await client.request("POST", "/glossaries", json={"a": 1}), Any)
+        assert_type(client.with_options(max_retries=1), lingodoc.AsyncClient)
+        assert_type(client.rate_limit, lingodoc.RateLimit | None)
+        # Not awaited: the coroutine is not the result.
+        pending = client.translate("Hello", source_language="en", target_language="de")
+        _forgot: lingodoc.TextTranslation = pending  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
+        await pending
+    await client.aclose()
+
+
+def errors(client: lingodoc.Client) -> None:
+    try:
+        client.translate_many(["a"], source_language="en", target_language="fr")
+    except lingodoc.RateLimited as error:
+        assert_type(error.retry_after, float | None)
+        assert_type(error.status_code, int | None)
+        assert_type(error.code, str | None)
+        assert_type(error.message, str)
+        assert_type(error.request_id, str | None)
+        assert_type(error.rate_limit, lingodoc.RateLimit | None)
+    except lingodoc.UnexpectedResponse as error:
+        assert_type(error.body, str)
+    except lingodoc.APIError as error:
+        assert_type(error, lingodoc.APIError)
+    except lingodoc.TranslationFailed as error:
+        assert_type(error.status, lingodoc.TranslationStatus)
+    except lingodoc.WaitTimeout as error:
+        assert_type(error.status, lingodoc.TranslationStatus | None)
+        assert_type(error.timeout, float)
+    except lingodoc.LingodocError as error:
+        partial = error.partial
+        assert_type(partial, lingodoc.PartialTranslations | None)
+        if partial is not None:
+            assert_type(partial.total, int)
+            assert_type(partial.translations, dict[int, str])
+            assert_type(partial.remaining, list[int])
+            client.translate_many(
+                ["a"], source_language="en", target_language="fr", done=partial.translations
+            )
+    assert issubclass(lingodoc.APITimeoutError, lingodoc.APIConnectionError)
+    assert issubclass(lingodoc.InvalidLanguage, lingodoc.BadRequest)
+    assert issubclass(lingodoc.TextTooLong, lingodoc.BadRequest)
+    assert issubclass(lingodoc.ConfigurationError, lingodoc.LingodocError)
+    assert_type(lingodoc.__version__, str)
+
+
+def testing() -> None:
+    with fake_clock() as clock:
+        assert_type(clock, FakeClock)
+        clock.advance(30)
+        assert_type(clock.sleeps, list[float])
+        assert_type(clock.monotonic(), float)
+        assert_type(clock.time(), float)
+    with fake_clock(FakeClock(start=0)) as pinned:
+        assert_type(pinned, FakeClock)
+
+
+def emulator() -> None:
+    em = Emulator(plan="team", seats=3, reset_style="unix", clock=FakeClock())
+    assert_type(em.api_key, str)
+    assert_type(em.rate_limit, int)
+    assert_type(em.base_url, str)
+    em.rate_limit = 10
+    key = em.create_key("ci", "read_only", expires_at=3600.0)
+    assert_type(key, str)
+    em.revoke_key(key)
+    em.add_document("doc_1", name="Manual", language="en")
+    em.inject("server_error", times=2, status=503, path="/translate")
+    em.fail_next_job()
+    em.advance(5)
+    assert_type(em.requests, list[RequestRecord])
+    assert_type(em.requests[0].status, int | None)
+    assert_type(em.client(), lingodoc.Client)
+    assert_type(em.async_client(max_retries=0), lingodoc.AsyncClient)
+    transport = em.transport()
+    assert_type(transport, EmulatorTransport)
+    httpx.Client(transport=transport)
+    httpx.AsyncClient(transport=transport)
+    with em.serve(port=0) as server:
+        assert_type(server, EmulatorServer)
+        assert_type(server.base_url, str)
+        assert_type(server.port, int)
+        lingodoc.Client(server.api_key, base_url=server.base_url)
+
+    em.inject("meteor")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    em.create_key("ci", "admin")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
