@@ -440,6 +440,40 @@ def test_ctrl_c_during_a_retry_wait_makes_no_further_attempt(api: respx.MockRout
     assert attempts == ["a"]
 
 
+async def test_an_error_elsewhere_ends_an_async_retry_wait_with_no_further_attempt(
+    api: respx.MockRouter,
+) -> None:
+    # The async twin of the test above, on asyncio and trio: a batch waits its back-off
+    # after a 503 when another batch's 400 ends the run. The wait ends at once (the task
+    # group cancels it) and the batch is not sent again.
+    attempts: list[str] = []
+    sleeping = anyio.Event()
+
+    class Clock(FakeClock):
+        async def async_sleep(self, seconds: float) -> None:
+            sleeping.set()
+            await anyio.sleep(WAIT)  # really blocks, until the run stops
+
+    async def effect(request: httpx.Request) -> httpx.Response:
+        text = json.loads(request.content)["texts"][0]
+        attempts.append(text)
+        if text == "a":
+            return httpx.Response(503, json=failure("UNAVAILABLE"))
+        with anyio.fail_after(WAIT):
+            await sleeping.wait()
+        return httpx.Response(400, json=failure("INVALID_REQUEST"))
+
+    api.post("/translate/batch").mock(side_effect=effect)
+    from lingodoc.testing import fake_clock
+
+    with fake_clock(Clock()), anyio.fail_after(WAIT):
+        async with lingodoc.AsyncClient(API_KEY, base_url=BASE_URL) as client:
+            with pytest.raises(lingodoc.APIError) as info:
+                await client.translate_many(["a", "b"], batch_size=1, **LANGS)
+    assert info.value.status_code == 400
+    assert sorted(attempts) == ["a", "b"]
+
+
 def test_a_second_ctrl_c_still_keeps_what_was_answered_before_it() -> None:
     # The first Ctrl-C waits for the two batches in flight; one is answered during that
     # wait, then a second Ctrl-C ends it. The answered batch is kept (it was lost).
