@@ -92,18 +92,24 @@ class BulkProgress(NamedTuple):
 class Batch:
     """One batch, ready to send: the distinct texts ``uids`` (indices into the plan's texts)."""
 
-    __slots__ = ("call", "refusals", "uids")
+    __slots__ = ("call", "rate_limit", "refusals", "uids")
 
     def __init__(self, uids: list[int], call: Call[BatchTranslation]) -> None:
         self.uids = uids
         self.call = call
         self.refusals = 0  # 429s in a row, each after waiting for the reset
+        self.rate_limit: RateLimit | None = None  # as its answer reported it
 
 
 class Pause(NamedTuple):
-    """An event: a worker pauses until ``until`` (Unix time) for the window to reset."""
+    """An event: a worker pauses until ``until`` (Unix time) for the window to reset.
+
+    ``rate_limit`` is the window as known then: the coordinator may take the event
+    after later answers, and its report must show the window that caused the pause.
+    """
 
     until: float
+    rate_limit: RateLimit | None
 
 
 class Token:
@@ -217,6 +223,9 @@ class Bulk:
         self._reset_at = 0.0
         self._not_before = 0.0  # after a 429: the time named by its Retry-After or reset
         self._rate_limit: RateLimit | None = None
+        # The window as of the last batch recorded: what a report shows, so that it agrees
+        # with its own counts (the workers may have heard of a newer one since).
+        self._reported_rate_limit: RateLimit | None = None
         self._reported_pause: float | None = None
         self._translated = 0  # inputs with a translation: counted by start, then by record
         # Set by the runner: a queue of events (ANSWERED, a Pause, EXITED).
@@ -224,6 +233,7 @@ class Bulk:
         self._unrecorded: deque[Batch] = deque()  # answered, not yet stored into done
         if rate_limit is not None:
             self._learn(rate_limit)
+            self._reported_rate_limit = rate_limit
 
     # -- planning -------------------------------------------------------------------------
 
@@ -307,6 +317,7 @@ class Bulk:
             self._in_flight -= 1
             if result.rate_limit is not None:
                 self._learn(result.rate_limit)
+            batch.rate_limit = result.rate_limit
             self._unrecorded.append(batch)
         self.events.put_nowait(ANSWERED)
 
@@ -360,7 +371,7 @@ class Bulk:
         until = _clock.current().time() + wait
         if self._reported_pause is None or until > self._reported_pause + _SAME_WINDOW:
             self._reported_pause = until
-            self.events.put_nowait(Pause(until))
+            self.events.put_nowait(Pause(until, self._rate_limit))
 
     def _learn(self, rate_limit: RateLimit) -> None:
         self._rate_limit = rate_limit
@@ -392,15 +403,16 @@ class Bulk:
         """Return the progress now; with ``pause``, as the call starts that pause."""
         with self._lock:
             translated = self._translated
-            waiting = None
+            waiting, rate_limit = None, self._reported_rate_limit
             if pause is not None:
                 waiting = datetime.fromtimestamp(pause.until, timezone.utc)
+                rate_limit = pause.rate_limit or rate_limit
             return BulkProgress(
                 translated,
                 self.total,
                 self._answered,
                 self._batches - self._answered,
-                self._rate_limit,
+                rate_limit,
                 waiting,
             )
 
@@ -424,6 +436,8 @@ class Bulk:
             self._unrecorded.popleft()
             self._translated += sum(self._weight(uid) for uid in batch.uids)
             self._answered += 1
+            if batch.rate_limit is not None:
+                self._reported_rate_limit = batch.rate_limit
         return self.progress()
 
     def start(self) -> BulkProgress:
