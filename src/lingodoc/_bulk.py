@@ -611,6 +611,9 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
                 report(bulk, bulk.progress(event))
             else:  # ANSWERED: one batch each, so reports come in the order things happened
                 report(bulk, bulk.record_next())
+        # Stopped by an error: the batches answered before it are reported too.
+        while (progress := bulk.record_next()) is not None:
+            report(bulk, progress)
     finally:
         with _ctrl_c_held():  # a second Ctrl-C must not leave a worker asleep till the reset
             bulk.stop()
@@ -646,6 +649,9 @@ async def async_run_workers(worker: Callable[[Bulk], Awaitable[None]], bulk: Bul
                 await async_report(bulk, bulk.progress(event))
             else:  # ANSWERED: one batch each, so reports come in the order things happened
                 await async_report(bulk, bulk.record_next())
+        # Stopped by an error: the batches answered before it are reported too.
+        while (progress := bulk.record_next()) is not None:
+            await async_report(bulk, progress)
     finally:
         bulk.stop()
         bulk.drain()
