@@ -612,6 +612,9 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
                 report(bulk, bulk.progress(event))
             else:  # ANSWERED: one batch each, so reports come in the order things happened
                 report(bulk, bulk.record_next())
+        # Stopped by an error: the batches answered before it are reported too.
+        while (progress := bulk.record_next()) is not None:
+            report(bulk, progress)
     finally:
         with _ctrl_c_held():  # a second Ctrl-C must not leave a worker asleep till the reset
             bulk.stop()
@@ -704,6 +707,9 @@ async def async_run_workers(
                         await async_report(bulk, bulk.progress(event))
                     else:  # ANSWERED: one batch each, so reports come in the order things happened
                         await async_report(bulk, bulk.record_next())
+                # Stopped by an error: the batches answered before it are reported too.
+                while (progress := bulk.record_next()) is not None:
+                    await async_report(bulk, progress)
             except Exception as exc:  # from on_progress: raised below, outside the group
                 failure = exc
             finally:
