@@ -475,14 +475,36 @@ def test_command_line_refuses_bad_options_as_a_usage_error(args: list[str], mess
     assert "Traceback" not in result.stderr
 
 
-def test_command_line_reports_a_port_in_use(capsys: pytest.CaptureFixture[str]) -> None:
+def test_command_line_reports_a_port_in_use_in_one_line_suggesting_port_0(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
         code = main(["--port", str(port), "--quiet"])
     assert code == 1
-    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"python -m lingodoc.emulator: error: port {port} on 127.0.0.1 is in use; "
+        "pass --port 0 to listen on any free port\n"
+    )
+
+
+def test_command_line_errors_carry_the_command_the_user_typed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `lingodoc emulator` runs this main() with its own name, which its errors then carry.
+    with pytest.raises(SystemExit) as exited:
+        main(["--port", "99999"], prog="lingodoc emulator")
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: lingodoc emulator ")
+    assert err.splitlines()[-1] == (
+        "lingodoc emulator: error: argument --port: must be a number from 0 to 65535, "
+        "not '99999'"
+    )
 
 
 def test_importing_lingodoc_does_not_import_the_emulator() -> None:

@@ -229,5 +229,6 @@ def build_parser() -> argparse.ArgumentParser:
         **raw,
     )
     sub.add_argument("--host", default="127.0.0.1", help="the address (default: 127.0.0.1)")
-    sub.add_argument("--port", type=int, default=8787, help="0 for any free one (default: 8787)")
+    # Checked by the emulator's own parser, which the port is passed on to.
+    sub.add_argument("--port", default="8787", help="0 for any free one (default: 8787)")
     return parser
