@@ -174,7 +174,7 @@ def test_wait_prints_the_completed_status(cli: RunCLI, server: EmulatorServer) -
 
 def test_wait_json(cli: RunCLI, server: EmulatorServer) -> None:
     translation_id = start_job(server)
-    run = cli("--json", "wait", translation_id, "--interval", "0.05", "--timeout", "10")
+    run = cli("--json", "wait", translation_id, "--interval", "0.05", "--wait-timeout", "10")
     assert run.code == 0, run.err
     assert json.loads(run.out)["status"] == "completed"
 

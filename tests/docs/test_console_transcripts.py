@@ -66,7 +66,7 @@ NOT_RUN = {
     "id=$(lingodoc --json document doc_welcome --to fr | jq -r .translation_id)": (
         "it only sets $id, for the next command"
     ),
-    'lingodoc wait "$id" --timeout 600': (
+    'lingodoc wait "$id" --wait-timeout 600': (
         "it waits for a job in real time (6 s) and shows its progress, which the page leaves out"
     ),
 }
