@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -173,7 +174,7 @@ def test_wait_prints_the_completed_status(cli: RunCLI, server: EmulatorServer) -
 
 def test_wait_json(cli: RunCLI, server: EmulatorServer) -> None:
     translation_id = start_job(server)
-    run = cli("--json", "wait", translation_id, "--interval", "0.05", "--timeout", "10")
+    run = cli("--json", "wait", translation_id, "--interval", "0.05", "--wait-timeout", "10")
     assert run.code == 0, run.err
     assert json.loads(run.out)["status"] == "completed"
 
@@ -204,6 +205,42 @@ def test_emulator_command_serves_until_stopped() -> None:
             process.wait(timeout=10)
     if os.name == "posix":
         assert process.returncode == 0
+
+
+def test_emulator_command_on_a_port_in_use_says_so_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code = main(["emulator", "--port", str(port), "--quiet"])
+    assert code == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (  # the command typed, not `python -m lingodoc.emulator`
+        f"lingodoc emulator: error: port {port} on 127.0.0.1 is in use; "
+        "pass --port 0 to listen on any free port\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--port", "http"], "argument --port: must be a number from 0 to 65535, not 'http'"),
+        (["--port", "99999"], "argument --port: must be a number from 0 to 65535, not '99999'"),
+        (["--plan", "gold"], "argument --plan: invalid choice: 'gold'"),
+        (["--host", "0.0.0.0"], "'0.0.0.0' is not a loopback address"),
+    ],
+)
+def test_emulator_command_usage_errors_carry_its_name(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["emulator", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: lingodoc emulator ")
+    assert err.splitlines()[-1].startswith(f"lingodoc emulator: error: {message}")
+    assert "python -m" not in err
 
 
 @pytest.mark.parametrize(

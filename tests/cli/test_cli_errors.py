@@ -12,6 +12,7 @@ import pytest
 
 import lingodoc
 from lingodoc.cli import main
+from lingodoc.cli._parser import build_parser, settle_timeouts
 from lingodoc.emulator import Emulator, EmulatorServer
 from tests.cli.conftest import RunCLI, child_env, start_job
 
@@ -216,19 +217,107 @@ def test_a_wait_that_times_out_exits_4_and_says_how_to_resume(
 ) -> None:
     emulator.job_duration = 60
     translation_id = start_job(server)
-    run = cli("wait", translation_id, "--timeout", "0.2", "--interval", "0.05")
+    run = cli("wait", translation_id, "--wait-timeout", "0.2", "--interval", "0.05")
     assert (run.code, run.out) == (4, "")
     assert run.error == (
         f"lingodoc: error: translation {translation_id} did not finish within 0.2 s "
         f"(last state processing, 0%); it goes on: `lingodoc wait {translation_id}` resumes"
     )
+    assert "warning" not in run.err
 
 
 def test_document_wait_timeout(cli: RunCLI, emulator: Emulator) -> None:
     emulator.job_duration = 60
-    run = cli("--json", "document", "doc_welcome", "--to", "de", "--wait", "--timeout", "0.1")
+    command = ("--json", "document", "doc_welcome", "--to", "de", "--wait")
+    run = cli(*command, "--wait-timeout", "0.1")
     assert (run.code, run.out) == (4, "")
     assert "did not finish within 0.1 s" in run.error
+    assert "warning" not in run.err
+
+
+DEPRECATED_WAIT_TIMEOUT = (
+    "lingodoc: warning: --timeout after `{command}` as the wait's limit is deprecated: use "
+    "--wait-timeout {seconds} (in a later release, --timeout after the command will be the "
+    "per-request timeout, as it is before the command)"
+)
+
+
+@pytest.mark.parametrize("command", ["wait", "document"])
+def test_timeout_after_a_wait_is_still_its_limit_with_a_deprecation_warning(
+    cli: RunCLI, emulator: Emulator, server: EmulatorServer, command: str
+) -> None:
+    # What `wait --timeout S` meant before --wait-timeout: a script using it keeps working.
+    emulator.job_duration = 60
+    args = ["wait", start_job(server)] if command == "wait" else ["document", "doc_welcome"]
+    args += ["--to", "de", "--wait"] if command == "document" else []
+    run = cli(*args, "--timeout", "0.2", "--interval", "0.05")
+    assert (run.code, run.out) == (4, "")
+    assert "did not finish within 0.2 s" in run.error
+    assert run.err.splitlines()[0] == DEPRECATED_WAIT_TIMEOUT.format(command=command, seconds=0.2)
+
+
+def settled(*argv: str) -> tuple[object, object, str]:
+    """Parse as `lingodoc ARGV` does: the per-request timeout, the wait's, and any warning."""
+    args, _ = build_parser().parse_known_args(argv)
+    warning = settle_timeouts(args)
+    assert not hasattr(args, "timeout_after_a_wait")
+    return args.timeout, getattr(args, "wait_timeout", None), warning or ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "timeout", "wait_timeout"),
+    [
+        (["wait", "tr_1"], None, None),
+        (["--timeout", "7", "wait", "tr_1"], 7.0, None),
+        (["wait", "tr_1", "--wait-timeout", "600"], None, 600.0),
+        (["--timeout", "7", "wait", "tr_1", "--wait-timeout", "600"], 7.0, 600.0),
+        # With --wait-timeout given, --timeout after the command is the per-request one.
+        (["wait", "tr_1", "--wait-timeout", "600", "--timeout", "7"], 7.0, 600.0),
+        (["wait", "tr_1", "--timeout", "7", "--wait-timeout", "600"], 7.0, 600.0),
+        (["document", "d", "--to", "de", "--wait", "--wait-timeout", "60", "--timeout", "7"],
+         7.0, 60.0),
+        # `document` without --wait does not wait: --timeout there was ignored, and is now
+        # the per-request timeout.
+        (["document", "d", "--to", "de", "--timeout", "7"], 7.0, None),
+        (["--timeout", "3", "translate", "Hi", "--to", "de", "--timeout", "7"], 7.0, None),
+        (["documents", "--timeout", "7"], 7.0, None),
+    ],
+)  # fmt: skip
+def test_timeout_is_the_per_request_timeout_and_wait_timeout_the_waits(
+    argv: list[str],
+    timeout: float | None,
+    wait_timeout: float | None,
+) -> None:
+    assert settled(*argv) == (timeout, wait_timeout, "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "timeout", "wait_timeout", "warning"),
+    [
+        (["wait", "tr_1", "--timeout", "600"], None, 600.0, ("wait", "600")),
+        (["--timeout", "7", "wait", "tr_1", "--timeout", "600"], 7.0, 600.0, ("wait", "600")),
+        (["document", "d", "--to", "de", "--wait", "--timeout", "1.5"], None, 1.5,
+         ("document", "1.5")),
+    ],
+)  # fmt: skip
+def test_timeout_after_a_wait_without_wait_timeout_is_deprecated(
+    argv: list[str],
+    timeout: float | None,
+    wait_timeout: float,
+    warning: tuple[str, str],
+) -> None:
+    command, seconds = warning
+    said = DEPRECATED_WAIT_TIMEOUT.format(command=command, seconds=seconds)
+    assert settled(*argv) == (
+        timeout, wait_timeout, said.removeprefix("lingodoc: warning: ")
+    )  # fmt: skip
+
+
+def test_wait_help_names_both_timeouts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["wait", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--wait-timeout S stop waiting after S seconds in all: exit code 4" in text
+    assert "--timeout S seconds per request (default: 30); deprecated meaning" in text
 
 
 def test_a_reader_that_goes_away_stops_the_output_quietly(env: dict[str, str]) -> None:

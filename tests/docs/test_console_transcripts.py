@@ -33,7 +33,11 @@ placeholder: before comparing, this replaces, in the page and in what was printe
 * a duration after ``ETA`` or ``(in`` (``12s``, ``4m05s``, ``1h00m``) with ``<duration>``.
 
 Nothing else may differ. The commands whose output cannot be the same on every run are not
-run, and ``NOT_RUN`` says why; it must name only commands the pages show.
+run, and ``NOT_RUN`` says why; it must name only commands the pages show (a trailing
+``# comment`` left out).
+
+The README's command-line section is run the same way, after the emulator its prose tells
+the reader to start in another terminal: top to bottom, in an empty directory.
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ NOT_RUN = {
     "id=$(lingodoc --json document doc_welcome --to fr | jq -r .translation_id)": (
         "it only sets $id, for the next command"
     ),
-    'lingodoc wait "$id" --timeout 600': (
+    'lingodoc wait "$id" --wait-timeout 600': (
         "it waits for a job in real time (6 s) and shows its progress, which the page leaves out"
     ),
 }
@@ -113,6 +117,26 @@ _emulator.Emulator = Emulator  # what `lingodoc emulator` and the emulator's mai
 sys.argv[0] = sys.argv[1]
 runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
 """
+
+# The README's command-line section, run as its prose says: after `lingodoc emulator` in one
+# terminal and the two variables it prints exported in another.
+README = ROOT / "README.md"
+README_SECTION = "### The command line"
+COMMENT = re.compile(r"\s+#\s.*$")
+
+
+def shown_as(command: Command) -> str:
+    """The command as NOT_RUN names it: without a trailing ``# comment``."""
+    return COMMENT.sub("", command.text)
+
+
+def readme_commands() -> list[Command]:
+    """The commands of the README's command-line section, in order."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    start = lines.index(README_SECTION) + 1
+    end = next((n for n in range(start, len(lines)) if lines[n].startswith("#")), len(lines))
+    return [command for command in read_transcripts(README) if start < command.line <= end]
+
 
 pytestmark = pytest.mark.skipif(
     os.name == "nt" or shutil.which("bash") is None, reason="the transcripts are bash sessions"
@@ -310,7 +334,7 @@ def run(command: Command, session: Session) -> list[str]:
 def test_the_commands_print_what_the_page_shows(page: Path, session: Session) -> None:
     checked = 0
     for command in TRANSCRIPTS[page]:
-        if command.text in NOT_RUN:
+        if shown_as(command) in NOT_RUN:
             continue
         printed = run(command, session)
         assert normalize(printed) == normalize(command.shown), (
@@ -321,13 +345,36 @@ def test_the_commands_print_what_the_page_shows(page: Path, session: Session) ->
     assert checked, f"{page.name}: no command was checked"
 
 
+def test_the_readme_command_line_section_runs_top_to_bottom(session: Session) -> None:
+    # As its prose says: `lingodoc emulator` in one terminal, its two variables exported in
+    # the other, then its commands in order, in an empty directory: a file a command reads
+    # must be made by an earlier one.
+    start_emulator(Command(README, 0, "lingodoc emulator"), session)
+    session.env.update(session.printed)
+    commands = readme_commands()
+    checked = 0
+    for command in commands:
+        if shown_as(command) in NOT_RUN:
+            continue
+        printed = run(command, session)
+        assert normalize(printed) == normalize(command.shown), (
+            f"{command.name}: `{command.text}` printed something else than the README shows"
+        )
+        checked += 1
+    stop_emulator(session)
+    texts = [command.text for command in commands]
+    assert any(text.startswith("printf ") and "> greetings.txt" in text for text in texts)
+    assert checked >= 6, texts
+
+
 def test_the_clock_of_the_page_is_read_between_blocks() -> None:
     advances = [command for command in TRANSCRIPTS[ROOT / "docs" / "cli.md"] if command.advance]
     assert [command.advance for command in advances] == [3600]
 
 
 def test_the_transcripts_are_read_and_the_exemptions_are_real() -> None:
-    commands = {command.text: command for page in PAGES for command in TRANSCRIPTS[page]}
+    every = [command for page in PAGES for command in TRANSCRIPTS[page]] + readme_commands()
+    commands = {shown_as(command): command for command in every}
     assert set(NOT_RUN) <= set(commands), "NOT_RUN names a command no page shows"
     batch = commands["lingodoc batch greetings.txt --from en --to fr"]
     # A blank line kept, after the progress on stderr.

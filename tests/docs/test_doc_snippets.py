@@ -18,7 +18,11 @@ Conventions for the Markdown, so that no page goes stale:
   document translation started fails (at 50 %). It shows a failure path, which a reader's
   service does not produce on demand, without fault injection in the example itself.
 * ``<!-- run: pytest -->`` before a block makes it a test module: the page's such blocks
-  are run by pytest in a subprocess, as a user would run them, and must all pass.
+  are run by pytest in a subprocess, as a user would run them, and must all pass. They
+  run with pytest-asyncio in auto mode.
+* ``<!-- run: pytest with anyio -->``: the same, in a run of their own, for async tests
+  written for anyio's pytest plugin: without pytest-asyncio (``-p no:asyncio``), whose
+  auto mode would take them and run them all on asyncio.
 
 Every Python block runs, but two kinds, which only compile:
 
@@ -61,7 +65,19 @@ PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<lang>[\w+-]*)")
 # pymdownx.snippets, with base_path the repository root (mkdocs.yml).
 SNIPPET = re.compile(r'^\s*--8<--\s+"(?P<path>[^"]+)"\s*$')
-MARKER = re.compile(r"^\s*<!--\s*(?P<what>run|run: pytest|run: fail_next_job|output)\s*-->\s*$")
+MARKER = re.compile(
+    r"^\s*<!--\s*(?P<what>run|run: pytest|run: pytest with anyio|run: fail_next_job|output)"
+    r"\s*-->\s*$"
+)
+# The markers that make a block a test module, and the run of pytest that runs them.
+PYTEST_RUNS: dict[str, tuple[str, list[str]]] = {
+    "run: pytest": (
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+        "filterwarnings = error\n",
+        [],
+    ),
+    "run: pytest with anyio": ("[pytest]\nfilterwarnings = error\n", ["-p", "no:asyncio"]),
+}
 # The markers that run a block in the page's namespace, and what each does first.
 SETUPS: dict[str, Callable[[Emulator], object]] = {
     "run": lambda emulator: None,
@@ -80,7 +96,7 @@ class Block:
     line: int  # of the opening fence, from 1
     lang: str
     code: str
-    marker: str | None  # "run", "run: pytest", "run: fail_next_job", "output" or None
+    marker: str | None  # "run", one of PYTEST_RUNS, "run: fail_next_job", "output" or None
     include: str | None = None  # the file it shows, if it is a single `--8<--` line
     output: str | None = None  # for a runnable block: what it must print
 
@@ -307,26 +323,21 @@ def test_runnable_blocks_run_and_print_what_the_page_shows(
         loop.close()
 
 
-PYTEST_INI = """\
-[pytest]
-asyncio_mode = auto
-asyncio_default_fixture_loop_scope = function
-filterwarnings = error
-"""
-
-
-@pytest.mark.parametrize("page", pages_with("run: pytest"), ids=lambda page: page.name)
-def test_pytest_blocks_pass(page: Path, tmp_path: Path) -> None:
-    modules = [
-        block for block in PYTHON_BLOCKS if block.page == page and block.marker == "run: pytest"
-    ]
+@pytest.mark.parametrize(
+    ("page", "marker"),
+    [(page, marker) for marker in PYTEST_RUNS for page in pages_with(marker)],
+    ids=lambda value: value.name if isinstance(value, Path) else value.removeprefix("run: "),
+)
+def test_pytest_blocks_pass(page: Path, marker: str, tmp_path: Path) -> None:
+    modules = [block for block in PYTHON_BLOCKS if block.page == page and block.marker == marker]
     for block in modules:
         name = f"test_{page.stem}_{block.line}.py".replace("-", "_")
         (tmp_path / name).write_text(block.code, encoding="utf-8")
-    (tmp_path / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
+    ini, options = PYTEST_RUNS[marker]
+    (tmp_path / "pytest.ini").write_text(ini, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LINGODOC_", "PYTEST_"))}
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, str(tmp_path)],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -351,6 +362,7 @@ def test_the_pages_that_teach_the_api_run_their_examples() -> None:
     assert {"testing.md", "emulator.md", "README.md"} <= {
         page.name for page in pages_with("run: pytest")
     }
+    assert "testing.md" in {page.name for page in pages_with("run: pytest with anyio")}
 
 
 def is_signature(block: Block) -> bool:
@@ -382,7 +394,7 @@ def test_markers_are_spelled_right_and_sit_on_python_blocks() -> None:
             if line.strip().startswith("<!--") and re.search(r"\b(run|output)\b", line):
                 assert MARKER.match(line), f"{page.name}:{number}: unknown marker {line!r}"
     for block in ALL_BLOCKS:
-        if block.runs or block.marker == "run: pytest":
+        if block.runs or block.marker in PYTEST_RUNS:
             assert block.lang == "python", f"{block.name}: only python blocks run"
 
 

@@ -475,14 +475,35 @@ def test_command_line_refuses_bad_options_as_a_usage_error(args: list[str], mess
     assert "Traceback" not in result.stderr
 
 
-def test_command_line_reports_a_port_in_use(capsys: pytest.CaptureFixture[str]) -> None:
+def test_command_line_reports_a_port_in_use_in_one_line_suggesting_port_0(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
         code = main(["--port", str(port), "--quiet"])
     assert code == 1
-    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"python -m lingodoc.emulator: error: port {port} on 127.0.0.1 is in use; "
+        "pass --port 0 to listen on any free port\n"
+    )
+
+
+def test_command_line_errors_carry_the_command_the_user_typed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `lingodoc emulator` runs this main() with its own name, which its errors then carry.
+    with pytest.raises(SystemExit) as exited:
+        main(["--port", "99999"], prog="lingodoc emulator")
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: lingodoc emulator ")
+    assert err.splitlines()[-1] == (
+        "lingodoc emulator: error: argument --port: must be a number from 0 to 65535, not '99999'"
+    )
 
 
 def test_importing_lingodoc_does_not_import_the_emulator() -> None:
@@ -574,7 +595,12 @@ ANYIO_TESTS = """
     def anyio_backend(request):
         return request.param
 
-    async def test_async_client(lingodoc_emulator, lingodoc_async_client, lingodoc_clock):
+    async def test_async_client(
+        lingodoc_emulator, lingodoc_async_client, lingodoc_clock, anyio_backend
+    ):
+        import sniffio
+
+        assert sniffio.current_async_library() == anyio_backend  # really on trio, too
         lingodoc_emulator.inject("server_error", status=503)
         result = await lingodoc_async_client.translate(
             "Hello", source_language="en", target_language="fr"
@@ -591,11 +617,23 @@ ANYIO_TESTS = """
 """
 
 
-def test_pytest_fixtures_under_anyio_on_asyncio_and_trio(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+@pytest.mark.parametrize(
+    "asyncio_plugin",
+    [["-p", "no:asyncio"], ["-o", "asyncio_mode=strict"]],
+    ids=["without-pytest-asyncio", "beside-pytest-asyncio-in-strict-mode"],
+)
+def test_pytest_fixtures_under_anyio_on_asyncio_and_trio(
+    pytester: pytest.Pytester, asyncio_plugin: list[str]
+) -> None:
+    # As docs/testing.md says: anyio's plugin alone, or beside pytest-asyncio in strict mode
+    # (in auto mode, pytest-asyncio would run the trio test on asyncio).
+    pytester.makeini(
+        "[pytest]\nfilterwarnings = error\n"
+        + ("asyncio_default_fixture_loop_scope = function\n" if "-o" in asyncio_plugin else "")
+    )
     pytester.makeconftest(textwrap.dedent(PLUGIN_CONFTEST))
     pytester.makepyfile(textwrap.dedent(ANYIO_TESTS))
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:asyncio", "-v")
+    result = pytester.runpytest("-p", "no:cacheprovider", *asyncio_plugin, "-v")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_async_client?trio? PASSED*"])
 

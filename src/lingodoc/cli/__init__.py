@@ -23,7 +23,7 @@ from lingodoc.cli._errors import (
     Kept,
     explain,
 )
-from lingodoc.cli._parser import build_parser
+from lingodoc.cli._parser import build_parser, settle_timeouts
 from lingodoc.cli._visible import visible
 
 __all__ = ["main"]
@@ -109,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help, --version, or a usage error, already printed
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    deprecated = settle_timeouts(args)
+    if deprecated is not None:
+        print(f"lingodoc: warning: {deprecated}", file=sys.stderr)
     if args.command == "emulator":
         return run_emulator(args, extra)
 

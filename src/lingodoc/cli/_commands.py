@@ -329,6 +329,7 @@ def run_emulator(args: argparse.Namespace, extra: list[str]) -> int:
     from lingodoc.emulator.__main__ import main as emulator_main
 
     try:
-        return emulator_main(["--host", args.host, "--port", str(args.port), *extra])
+        argv = ["--host", args.host, "--port", args.port, *extra]
+        return emulator_main(argv, prog="lingodoc emulator")
     except SystemExit as exc:  # its own parser refused an option, and said why
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE

@@ -58,14 +58,29 @@ def _positive(value: str) -> int:
     return int(value)
 
 
-def _add_global_options(parser: argparse.ArgumentParser, *, after: bool, timeout: bool) -> None:
+# Where `--timeout` after `wait` or `document` lands: until it is only the per-request
+# timeout there too, settle_timeouts() decides what it means.
+_TIMEOUT_AFTER_A_WAIT = "timeout_after_a_wait"
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, after: bool, waits: bool) -> None:
     group = parser.add_argument_group("global options (before or after the command)")
     # After the command the defaults are SUPPRESS: otherwise argparse would let the
     # command's defaults overwrite what was given before the command.
     add = functools.partial(group.add_argument, default=argparse.SUPPRESS if after else None)
     add("--api-key", metavar="KEY", help=f"the API key (default: ${API_KEY_ENV})")
     add("--base-url", metavar="URL", help=f"the address up to /v1 (default: ${BASE_URL_ENV})")
-    if timeout:
+    if waits:
+        add(
+            "--timeout",
+            dest=_TIMEOUT_AFTER_A_WAIT,
+            type=_seconds,
+            metavar="S",
+            help="seconds per request (default: 30); deprecated meaning: after `wait` or "
+            "`document --wait` without --wait-timeout, it is still the wait's limit, with a "
+            "warning",
+        )
+    else:
         add("--timeout", type=_seconds, metavar="S", help="seconds per request (default: 30)")
     add("--max-retries", type=_count, metavar="N", help="retries of a failure (default: 2)")
     add("--json", action="store_true", help="print the result as JSON on stdout")
@@ -84,22 +99,20 @@ def build_parser() -> argparse.ArgumentParser:
         **raw,
     )
     parser.add_argument("--version", action="version", version=f"lingodoc {lingodoc.__version__}")
-    _add_global_options(parser, after=False, timeout=True)
+    _add_global_options(parser, after=False, waits=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     commands.required = True
 
     def command(name: str, summary: str, handler: _commands.Handler, *, wait: bool = False) -> Any:
         sub = commands.add_parser(name, help=summary, description=summary, epilog=EPILOG, **raw)
         sub.set_defaults(handler=handler)
-        if wait:  # here --timeout is the wait's; the per-request one goes before the command
-            limit = "stop waiting after S seconds, exit code 4 (default: never); the "
-            limit += "per-request timeout goes before the command: lingodoc --timeout S wait"
-            sub.add_argument(
-                "--timeout", dest="wait_timeout", type=_seconds, metavar="S", help=limit
-            )
+        if wait:
+            limit = "stop waiting after S seconds in all: exit code 4, and the translation "
+            limit += "goes on (default: never)"
+            sub.add_argument("--wait-timeout", type=_seconds, metavar="S", help=limit)
             every = "seconds between polls (default: 5)"
             sub.add_argument("--interval", type=_seconds, default=5.0, metavar="S", help=every)
-        _add_global_options(sub, after=True, timeout=not wait)
+        _add_global_options(sub, after=True, waits=wait)
         return sub
 
     def languages(sub: argparse.ArgumentParser, *, source: bool = True) -> None:
@@ -229,5 +242,35 @@ def build_parser() -> argparse.ArgumentParser:
         **raw,
     )
     sub.add_argument("--host", default="127.0.0.1", help="the address (default: 127.0.0.1)")
-    sub.add_argument("--port", type=int, default=8787, help="0 for any free one (default: 8787)")
+    # Checked by the emulator's own parser, which the port is passed on to.
+    sub.add_argument("--port", default="8787", help="0 for any free one (default: 8787)")
     return parser
+
+
+def settle_timeouts(args: argparse.Namespace) -> str | None:
+    """Decide what ``--timeout`` after ``wait`` or ``document`` means; return a warning, if any.
+
+    It is the per-request timeout, as everywhere, except where it used to be the wait's
+    limit: after a command that waits, with no ``--wait-timeout`` given. There it still is,
+    for one more release, and the warning returned says what to write instead.
+
+    Args:
+        args: The parsed arguments, changed in place.
+
+    Returns:
+        The deprecation warning to show, or None.
+    """
+    after: float | None = vars(args).pop(_TIMEOUT_AFTER_A_WAIT, None)
+    if after is None:
+        return None
+    waits = args.command == "wait" or (args.command == "document" and args.wait)
+    if not waits or args.wait_timeout is not None:
+        args.timeout = after
+        return None
+    args.wait_timeout = after
+    seconds = int(after) if after.is_integer() else after
+    return (
+        f"--timeout after `{args.command}` as the wait's limit is deprecated: use "
+        f"--wait-timeout {seconds} (in a later release, --timeout after the command will be "
+        "the per-request timeout, as it is before the command)"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
@@ -19,17 +20,25 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def main(argv: list[str] | None = None) -> int:
+# The errors of bind() that mean another program listens there (WSAEADDRINUSE on Windows).
+_IN_USE = {errno.EADDRINUSE, getattr(errno, "WSAEADDRINUSE", errno.EADDRINUSE)}
+
+
+def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emulator") -> int:
     """Serve the emulator until Ctrl-C (or SIGTERM).
 
     Args:
         argv: The arguments, without the program name; ``sys.argv[1:]`` by default.
+        prog: The command as the user typed it, which starts its usage and error lines:
+            ``lingodoc emulator`` runs this with ``prog="lingodoc emulator"``.
 
     Returns:
-        The exit code: 0 after a clean stop, 1 if the server could not start.
+        The exit code: 0 after a clean stop, 1 if the server could not start (such as on
+        a port already in use: one line on stderr says so, without a traceback), 2 for
+        wrong options.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m lingodoc.emulator",
+        prog=prog,
         description="Run a local stand-in for the lingodoc service.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
@@ -93,12 +102,19 @@ def main(argv: list[str] | None = None) -> int:
             raise
         if isinstance(exc, ValueError):  # a host it refuses
             parser.error(str(exc))
-        print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {_cannot_listen(args.host, args.port, exc)}", file=sys.stderr)
         return 1
     finally:
         for stop, handler in previous.items():
             signal.signal(stop, handler)
     return 0
+
+
+def _cannot_listen(host: str, port: int, error: OSError) -> str:
+    """Say in one line why the server could not listen on ``host:port``, and what to do."""
+    if error.errno in _IN_USE:
+        return f"port {port} on {host} is in use; pass --port 0 to listen on any free port"
+    return f"cannot listen on {host}:{port}: {error.strerror or error}"
 
 
 if __name__ == "__main__":
