@@ -37,6 +37,7 @@ from lingodoc._call import (
     status_parser,
 )
 from lingodoc._constants import (
+    ALLOW_HTTP_HOST_ENV,
     API_KEY_ENV,
     BASE_URL_ENV,
     DEFAULT_MAX_RETRIES,
@@ -453,12 +454,47 @@ def _shown_url(raw: str) -> str:
     return _validation.cut(f"{raw[:start]}{user}:****{raw[at:]}")
 
 
-def _check_base_url(base_url: object) -> str | ConfigurationError:
+def _check_allow_http_host(value: object) -> str | None:
+    """Return the host named by ``allow_http_host`` (or its variable), folded; ``None`` if unset.
+
+    An empty or blank ``LINGODOC_ALLOW_HTTP_HOST`` is unset (as ``VAR=`` in a compose
+    file leaves it); an empty argument is refused, as it names no host.
+
+    Raises:
+        ConfigurationError: If the argument is not a string, or is empty.
+    """
+    if value is None:
+        named = os.environ.get(ALLOW_HTTP_HOST_ENV, "").strip()
+        return _host_key(named) if named else None
+    if not isinstance(value, str):
+        raise ConfigurationError(
+            f"allow_http_host must be a str (a host name such as 'emulator') or None, "
+            f"not {type(value).__name__}"
+        )
+    if not value.strip():
+        raise ConfigurationError(
+            "allow_http_host must name a host, such as 'emulator', not an empty string "
+            "(None leaves it unset)"
+        )
+    return _host_key(value.strip())
+
+
+def _host_key(host: str) -> str:
+    """``host`` as two names of one host compare: lower case, an IPv6 address without brackets."""
+    return host.lower().strip("[]")
+
+
+def _check_base_url(base_url: object, allow_http_host: str | None) -> str | ConfigurationError:
     """Return the base URL to send to, or the error that refuses it.
 
     The error is returned, not raised: the URL may hold a password (which is
     refused, and masked in the message), and a traceback shown with its locals
     must not print it (see ``raise_scrubbed``).
+
+    Args:
+        base_url: The argument, or ``None`` to read ``LINGODOC_BASE_URL``.
+        allow_http_host: The host (from ``_check_allow_http_host``) to which
+            ``http://`` is allowed, besides loopback ones.
     """
     if base_url is not None and not isinstance(base_url, str):
         return ConfigurationError(f"base_url must be a str, not {type(base_url).__name__}")
@@ -498,14 +534,75 @@ def _check_base_url(base_url: object) -> str | ConfigurationError:
             f"'https://api.example.com/v1', not {_shown_url(raw)!r} "
             f"(from base_url or {BASE_URL_ENV})"
         )
-    if url.scheme == "http" and not is_loopback(url.host):
+    if url.scheme == "http" and not is_loopback(url.host) and allow_http_host != url.host:
+        if allow_http_host is None:
+            opt_in = (
+                f" and, for a host on a network you trust (a docker-compose service), the "
+                f"host named by allow_http_host= or {ALLOW_HTTP_HOST_ENV}"
+            )
+        else:
+            opt_in = (
+                f", but the opt-in (allow_http_host or {ALLOW_HTTP_HOST_ENV}) names the host "
+                f"{_validation.shown(allow_http_host)}, not {_validation.shown(url.host)}"
+            )
         return ConfigurationError(
             f"{where} uses http://, which would send the API key in clear text; "
-            "use https:// (http:// is allowed only for localhost and loopback addresses)"
+            f"use https:// (http:// is allowed only for localhost and loopback addresses"
+            f"{opt_in})"
         )
     if "?" in raw or "#" in raw:
         return ConfigurationError(f"{where} must not have a query or fragment")
     return str(url).rstrip("/")
+
+
+def _proxy_problem(http: httpx.Client | httpx.AsyncClient, url: str) -> str | None:
+    """Why ``http`` would send a request for ``url`` through a proxy; ``None`` if it goes straight.
+
+    httpx chooses the transport of a request by its URL, among the mounts that its
+    ``proxy=``, ``mounts=`` and (with ``trust_env``) the proxy variables of the
+    environment made, ``NO_PROXY`` excluded. That choice (``_transport_for_url``, private)
+    is asked first; a transport of httpx's own is a proxy if its pool is one. A transport
+    of the caller's own (a mock, the emulator's) is taken as it is. If httpx no longer has
+    that method, the environment's variables are read again as httpx reads them.
+    """
+    target = httpx.URL(url)
+    transport_for_url = getattr(http, "_transport_for_url", None)
+    transport: object = None
+    if callable(transport_for_url):
+        with contextlib.suppress(Exception):
+            transport = transport_for_url(target)
+    if transport is not None:
+        pool = getattr(transport, "_pool", None)  # httpx's transport -> its httpcore pool
+        if pool is None or not type(pool).__name__.endswith("Proxy"):
+            return None  # a direct pool, or a transport of the caller's own
+    else:
+        import urllib.request
+
+        if not http.trust_env:
+            return None
+        proxies = urllib.request.getproxies_environment()
+        if not (proxies.get("http") or proxies.get("all")):
+            return None
+        # Not in typeshed, but in urllib.request since Python 3.2 (what urllib itself uses).
+        if urllib.request.proxy_bypass_environment(target.host, proxies):  # type: ignore[attr-defined]
+            return None
+    variables = _proxy_variables() if http.trust_env else []
+    if variables:
+        return (
+            f"it trusts the environment (trust_env=True) and {' or '.join(variables)} "
+            f"names a proxy, which {target.host!r} is not excluded from by NO_PROXY "
+            "(or its proxy= or mounts= setting names one)"
+        )
+    return f"its proxy= or mounts= setting sends requests for {target.host!r} through a proxy"
+
+
+def _proxy_variables() -> list[str]:
+    """The proxy variables of the environment that may apply to an ``http://`` URL."""
+    return sorted(
+        name
+        for name, value in os.environ.items()
+        if value.strip() and name.upper() in ("HTTP_PROXY", "ALL_PROXY")
+    )
 
 
 def _httpx_default_timeout(http_client_type: type[Any]) -> object:
@@ -898,13 +995,14 @@ class BaseClient(Generic[HttpClientT]):
         max_retries: int = DEFAULT_MAX_RETRIES,
         default_headers: Mapping[str, str] | None = None,
         http_client: HttpClientT | None = None,
+        allow_http_host: str | None = None,
     ) -> None:
         configure_from_env()
         refused = self._use_api_key(api_key)
         del api_key  # out of the locals that a traceback through __init__ may show
         if refused is not None:
             raise_scrubbed(refused)
-        checked = _check_base_url(base_url)
+        checked = _check_base_url(base_url, _check_allow_http_host(allow_http_host))
         del base_url  # it may hold a password (refused, and masked in the error)
         if isinstance(checked, ConfigurationError):
             raise_scrubbed(checked)
@@ -914,6 +1012,8 @@ class BaseClient(Generic[HttpClientT]):
                 f"http_client must be an {self._http_client_type.__module__}."
                 f"{self._http_client_type.__qualname__}, not {type(http_client).__name__}"
             )
+        if self.base_url.startswith("http://"):
+            self._check_http_opt_in(http_client)
         self.timeout = _check_timeout(timeout, http_client)
         self.max_retries = _check_max_retries(max_retries)
         self._headers = _headers(default_headers)
@@ -922,8 +1022,9 @@ class BaseClient(Generic[HttpClientT]):
         self._key_mask = KeyMask(self._api_key)
         shared = _Shared if self._http_client_type is httpx.AsyncClient else _ThreadShared
         if http_client is None:
-            # No proxy of the environment for http:// (a loopback host): it would get
-            # the key in clear text. Nothing else there matters without TLS.
+            # No proxy of the environment for http:// (a loopback host, or the host the
+            # opt-in names): it would get the key in clear text. Nothing else there
+            # matters without TLS.
             new_http = functools.partial(
                 _new_http_client,
                 self._http_client_type,
@@ -941,6 +1042,35 @@ class BaseClient(Generic[HttpClientT]):
         self._merged_headers: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]] = ([], [])
         self._extensions: tuple[httpx.Timeout, dict[str, Any]] = (self.timeout, {})
         self._attempt_plan: _deadline.Plan | None = None
+
+    def _check_http_opt_in(self, http_client: HttpClientT | None) -> None:
+        """For an ``http://`` host allowed by the opt-in (not loopback): warn, refuse a proxy.
+
+        Raises:
+            ConfigurationError: If ``http_client`` would send through a proxy, which
+                would get the key in clear text.
+        """
+        host = httpx.URL(self.base_url).host
+        if is_loopback(host):
+            return
+        problem = None if http_client is None else _proxy_problem(http_client, self.base_url)
+        if problem is not None:
+            raise ConfigurationError(
+                f"base_url {self.base_url!r} uses http:// (allowed for {host!r} by "
+                f"allow_http_host or {ALLOW_HTTP_HOST_ENV}), but the http_client passed "
+                f"would send its requests through a proxy, which would get the API key in "
+                f"clear text: {problem}. Add {host!r} to NO_PROXY, pass an http_client "
+                "made with trust_env=False and no proxy, or use https://"
+            )
+        logger.warning(
+            "base_url %r uses http:// (allowed for %r by allow_http_host or %s): the API "
+            "key %s is sent in clear text to %s, readable by anyone on that network",
+            self.base_url,
+            host,
+            ALLOW_HTTP_HOST_ENV,
+            mask(self._api_key),
+            host,
+        )
 
     def _use_api_key(self, api_key: object) -> ConfigurationError | None:
         """Keep the key to send; return the error that refuses it instead (see ``_api_key``)."""

@@ -56,7 +56,7 @@ class Client(BaseClient[httpx.Client]):
             variable.
         base_url: The service address up to and including ``/v1``; defaults
             to ``LINGODOC_BASE_URL``. Must be ``https://`` unless the host is
-            loopback, with no user name or password.
+            loopback or named by ``allow_http_host``, with no user name or password.
         timeout: Seconds, or an ``httpx.Timeout``, for each attempt;
             ``httpx.Timeout(None)`` for no limit. ``None`` (not set) takes the
             ``http_client``'s timeout if its creator set one, else 30 seconds.
@@ -69,11 +69,17 @@ class Client(BaseClient[httpx.Client]):
         http_client: An ``httpx.Client`` to send through (proxies, custom
             transports). It stays the caller's: the SDK never closes it, and
             sends through it as it is set up, proxies included.
+        allow_http_host: A host to which an ``http://`` ``base_url`` is allowed,
+            such as ``"emulator"`` (a docker-compose service); defaults to
+            ``LINGODOC_ALLOW_HTTP_HOST``. The key then goes in clear text to that
+            host, which is logged as a warning; never through a proxy.
 
     Raises:
-        ConfigurationError: If the key or the base URL is missing or unusable,
-            another setting is invalid, or a proxy or certificate variable of
-            the environment cannot be used.
+        ConfigurationError: If the key or the base URL is missing or unusable
+            (``http://`` to a host that is neither loopback nor ``allow_http_host``,
+            or to that host through a proxy of the ``http_client``), another
+            setting is invalid, or a proxy or certificate variable of the
+            environment cannot be used.
     """
 
     _http_client_type = httpx.Client
