@@ -143,6 +143,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             The translation.
 
         Raises:
+            InvalidArgumentType: If ``text`` is not a string, or ``style`` is
+                neither a string nor ``None`` (a ``TypeError``).
             TextTooLong: If the text exceeds 10,000 characters (checked before sending).
             InvalidLanguage: If a code is malformed (checked before sending) or
                 not supported by the service.
@@ -165,8 +167,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             The translations, one per text, in input order.
 
         Raises:
-            ValueError: If ``texts`` is empty.
-            TypeError: If ``texts`` is not a list of strings.
+            InvalidArgument: If ``texts`` is empty (a ``ValueError``).
+            InvalidArgumentType: If ``texts`` is not a list of strings (a ``TypeError``).
             TextTooLong: If a text has more than 10,000 characters (checked before
                 sending; the error names its index).
             InvalidLanguage: If a code is malformed or not supported.
@@ -240,10 +242,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             The translations, one per text, in input order.
 
         Raises:
-            ValueError: If ``texts`` is empty, a size is below 1, or ``done``
-                holds an index out of range.
-            TypeError: If ``texts`` is not a list of strings, or another
-                argument has the wrong type.
+            InvalidArgument: If ``texts`` is empty, a size is below 1, or ``done``
+                holds an index out of range (a ``ValueError``).
+            InvalidArgumentType: If ``texts`` is not a list of strings, or another
+                argument has the wrong type (a ``TypeError``).
             TextTooLong: If a text has more than 10,000 characters (before
                 anything is sent; the error names its index).
             InvalidLanguage: If a code is malformed or not supported.
@@ -309,7 +311,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             The started job (state ``processing``).
 
         Raises:
-            ValueError: If ``document_id`` is empty, or ``.`` or ``..``.
+            InvalidArgument: If ``document_id`` is empty, or ``.`` or ``..``
+                (a ``ValueError``).
+            InvalidArgumentType: If ``document_id`` is not a string, or another
+                argument has the wrong type (a ``TypeError``).
             NotFound: If there is no such document.
             UnexpectedResponse: If the answer is not a job, or is a job on another
                 document (the job may have started).
@@ -333,7 +338,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             Its state and progress.
 
         Raises:
-            ValueError: If ``translation_id`` is empty, or ``.`` or ``..``.
+            InvalidArgument: If ``translation_id`` is empty, or ``.`` or ``..``
+                (a ``ValueError``).
+            InvalidArgumentType: If ``translation_id`` is not a string (a ``TypeError``).
             NotFound: If there is no such translation.
             UnexpectedResponse: If the answer is not a status, or is the status of
                 another translation.
@@ -377,6 +384,11 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                 version of the SDK does not know for 3 polls in a row; ``.status``
                 holds the last state.
             WaitTimeout: If ``timeout`` passed first; ``.status`` holds the last state.
+            InvalidArgument: If ``poll_interval`` or ``timeout`` is out of range, or
+                the translation id is empty (a ``ValueError``).
+            InvalidArgumentType: If an argument has the wrong type, or
+                ``on_progress`` is a coroutine function and the client cannot
+                await it (a ``TypeError``).
             APIError: For an error other than 429 while polling; an
                 ``UnexpectedResponse`` if a poll's answer is not a status, or is
                 the status of another translation.
@@ -452,8 +464,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             The ``data`` of the envelope, as plain JSON values.
 
         Raises:
-            ValueError: If ``path`` would leave ``base_url``.
-            TypeError: If ``params`` cannot be sent as query parameters.
+            InvalidArgument: If ``method`` is not an HTTP method, or ``path`` would
+                leave ``base_url`` (a ``ValueError``).
+            InvalidArgumentType: If ``path`` is not a string, or ``params`` or
+                ``json`` cannot be sent (a ``TypeError``).
             APIError: For an error the service reports.
             APIConnectionError: If the service cannot be reached.
         """

@@ -49,6 +49,8 @@ from lingodoc._exceptions import (
     APIError,
     APITimeoutError,
     ConfigurationError,
+    InvalidArgument,
+    InvalidArgumentType,
     LingodocError,
     TranslationFailed,
     UnexpectedResponse,
@@ -728,11 +730,11 @@ def _check_relative_path(path: object) -> str:
     proxy that decodes before normalising would read it as a step up.
 
     Raises:
-        TypeError: If it is not a string.
-        ValueError: If it would leave ``base_url``.
+        InvalidArgumentType: If it is not a string.
+        InvalidArgument: If it would leave ``base_url``.
     """
     if not isinstance(path, str):
-        raise TypeError(f"path must be a str, not {type(path).__name__}")
+        raise InvalidArgumentType(f"path must be a str, not {type(path).__name__}")
     route = path.split("?", 1)[0]
     refused = (
         "://" in route
@@ -740,7 +742,7 @@ def _check_relative_path(path: object) -> str:
         or _validation.has_dot_segment(route, decoded=True)
     )
     if refused:
-        raise ValueError(
+        raise InvalidArgument(
             f"path must be relative to base_url, such as '/documents', not "
             f"{_validation.shown(path)}: requests never leave base_url, so the API key "
             "never goes to another host"
@@ -764,7 +766,9 @@ def _merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, Mapping[str
     else:
         return route if mark else path, merged
     # Raised outside the except block, as in _headers: no chained httpx frames.
-    raise TypeError(f"params cannot be sent as query parameters: {_validation.cut(problem)}")
+    raise InvalidArgumentType(
+        f"params cannot be sent as query parameters: {_validation.cut(problem)}"
+    )
 
 
 WaitError = TypeVar("WaitError", TranslationFailed, WaitTimeout)
@@ -790,9 +794,9 @@ class Waiter:
             if not, an ``async def`` callback is refused before the first poll.
 
     Raises:
-        TypeError: If an argument has the wrong type, or ``on_progress`` is a
+        InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is a
             coroutine function and the client cannot await it.
-        ValueError: If ``poll_interval`` or ``timeout`` is out of range.
+        InvalidArgument: If ``poll_interval`` or ``timeout`` is out of range.
     """
 
     def __init__(
@@ -806,17 +810,19 @@ class Waiter:
         awaits: bool = False,
     ) -> None:
         if not _is_number(poll_interval):
-            raise TypeError(f"poll_interval must be a number, not {shown(poll_interval)}")
+            raise InvalidArgumentType(f"poll_interval must be a number, not {shown(poll_interval)}")
         if not (math.isfinite(_as_float(poll_interval)) and poll_interval > 0):
-            raise ValueError(f"poll_interval must be a positive number, not {shown(poll_interval)}")
+            raise InvalidArgument(
+                f"poll_interval must be a positive number, not {shown(poll_interval)}"
+            )
         if timeout is not None and not _is_number(timeout):
-            raise TypeError(f"timeout must be a number or None, not {shown(timeout)}")
+            raise InvalidArgumentType(f"timeout must be a number or None, not {shown(timeout)}")
         if timeout is not None and not _as_float(timeout) >= 0:  # also refuses NaN
-            raise ValueError(f"timeout must be None or >= 0 seconds, not {shown(timeout)}")
+            raise InvalidArgument(f"timeout must be None or >= 0 seconds, not {shown(timeout)}")
         if on_progress is not None and not callable(on_progress):
-            raise TypeError("on_progress must be callable")
+            raise InvalidArgumentType("on_progress must be callable")
         if on_progress is not None and not awaits and _is_coroutine_function(on_progress):
-            raise TypeError(
+            raise InvalidArgumentType(
                 "on_progress is a coroutine function (async def), which Client cannot await: "
                 "pass a plain function, or wait with AsyncClient"
             )
@@ -838,7 +844,7 @@ class Waiter:
         """Call ``on_progress`` with a poll's status (``Client``).
 
         Raises:
-            TypeError: If ``on_progress`` returned a coroutine, which ``Client``
+            InvalidArgumentType: If ``on_progress`` returned a coroutine, which ``Client``
                 cannot await (it is closed, so it never runs).
         """
         if self.on_progress is None:
@@ -846,7 +852,7 @@ class Waiter:
         result = self.on_progress(status)
         if inspect.iscoroutine(result):
             result.close()
-            raise TypeError(
+            raise InvalidArgumentType(
                 "on_progress returned a coroutine, which Client cannot await: "
                 "pass a plain function, or wait with AsyncClient"
             )
@@ -963,14 +969,32 @@ class Waiter:
         # what it sent: either may echo the key, and an exception must never hold it.
         error.args = tuple(self.redact(a) if isinstance(a, str) else a for a in error.args)
         if error.status is not None:
-            changes = {
-                name: self.redact(value)
-                for name, value in error.status
-                if isinstance(value, str) and self.redact(value) != value
-            }
+            changes = {}
+            for name, value in error.status:
+                # A field the SDK does not know (the reason of a failure, ``error``) may
+                # be an object: its strings are masked too.
+                masked = _redact_json(value, self.redact)
+                if masked is not value:
+                    changes[name] = masked
             if changes:
                 error.status = error.status.model_copy(update=changes)
         return error
+
+
+def _redact_json(value: object, redact: Callable[[str], str]) -> object:
+    """``value`` (a JSON value) with the key masked in its strings; itself if none changed."""
+    if isinstance(value, str):
+        masked = redact(value)
+        return value if masked == value else masked
+    if isinstance(value, dict):
+        items = {key: _redact_json(item, redact) for key, item in value.items()}
+        changed = any(items[key] is not item for key, item in value.items())
+        return {redact(str(key)): item for key, item in items.items()} if changed else value
+    if isinstance(value, list):
+        elements = [_redact_json(item, redact) for item in value]
+        changed = any(new is not old for new, old in zip(elements, value, strict=True))
+        return elements if changed else value
+    return value
 
 
 class BaseClient(Generic[HttpClientT]):
@@ -1093,7 +1117,16 @@ class BaseClient(Generic[HttpClientT]):
     def __repr__(self) -> str:
         # getattr: a traceback shown with its locals reprs a client whose __init__ failed.
         base_url, key = getattr(self, "base_url", None), getattr(self, "_api_key", "")
-        return f"{type(self).__name__}(base_url={base_url!r}, api_key={mask(key)!r})"
+        shown = f"{type(self).__name__}(base_url={base_url!r}, api_key={mask(key)!r}"
+        timeout: httpx.Timeout | None = getattr(self, "timeout", None)
+        if timeout is not None:
+            limits = {timeout.connect, timeout.read, timeout.write, timeout.pool}
+            # One number for the four, else (no limit, or several) httpx's own repr.
+            single = next(iter(limits)) if len(limits) == 1 else None
+            shown += f", timeout={timeout if single is None else single!r}"
+        if hasattr(self, "max_retries"):
+            shown += f", max_retries={self.max_retries!r}"
+        return shown + ")"
 
     def with_options(
         self: Self,
@@ -1236,11 +1269,11 @@ class BaseClient(Generic[HttpClientT]):
 
         Raises:
             LingodocError: If the client is closed.
-            TypeError: If ``texts`` is not a list of strings, a size is not an int,
+            InvalidArgumentType: If ``texts`` is not a list of strings, a size is not an int,
                 ``on_progress`` is not callable (or is a coroutine function and
                 the client cannot await it), or ``done`` is not a mapping of int
                 indices to strings.
-            ValueError: If ``texts`` is empty, a size is below 1, or ``done`` holds
+            InvalidArgument: If ``texts`` is empty, a size is below 1, or ``done`` holds
                 an index out of range.
             TextTooLong: If a text has more than 10,000 characters.
             InvalidLanguage: If a code is malformed.
@@ -1253,15 +1286,15 @@ class BaseClient(Generic[HttpClientT]):
         concurrency = _validation.positive_int(max_concurrency, "max_concurrency")
         longest_wait = _bulk.max_wait(wait_for_rate_limit)
         if on_progress is not None and not callable(on_progress):
-            raise TypeError("on_progress must be callable")
+            raise InvalidArgumentType("on_progress must be callable")
         awaits = issubclass(self._http_client_type, httpx.AsyncClient)
         if on_progress is not None and not awaits and _is_coroutine_function(on_progress):
-            raise TypeError(
+            raise InvalidArgumentType(
                 "on_progress is a coroutine function (async def), which Client cannot await: "
                 "pass a plain function, or use AsyncClient"
             )
         if done is not None and not isinstance(done, MutableMapping):
-            raise TypeError(
+            raise InvalidArgumentType(
                 f"done must be a dict (or other mutable mapping), not {type(done).__name__}"
             )
         return _bulk.Bulk(
@@ -1323,7 +1356,7 @@ class BaseClient(Generic[HttpClientT]):
         self, method: str, path: str, json: Any, params: Mapping[str, Any] | None
     ) -> Call[Any]:
         if not isinstance(method, str) or not method.isalpha():
-            raise ValueError(
+            raise InvalidArgument(
                 f"method must be an HTTP method such as 'GET', not {_validation.shown(method)}"
             )
         method = method.upper()
@@ -1375,9 +1408,11 @@ class BaseClient(Generic[HttpClientT]):
                 extensions=extensions,
             )
         except httpx.InvalidURL as exc:
-            raise ValueError(f"{call.description} is not a valid request path: {exc}") from None
+            raise InvalidArgument(
+                f"{call.description} is not a valid request path: {exc}"
+            ) from None
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"{call.description} cannot be sent: {exc}") from None
+            raise InvalidArgumentType(f"{call.description} cannot be sent: {exc}") from None
 
     def _headers_for(self, http: httpx.Client | httpx.AsyncClient) -> list[tuple[bytes, bytes]]:
         """The http client's headers with ours on top, as ``build_request`` merges them."""
