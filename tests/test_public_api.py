@@ -13,9 +13,9 @@ API_NAMES = {
     "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "BadRequest",
     "BatchTranslation", "BulkProgress", "Client", "ConfigurationError", "Document",
     "InvalidArgument", "InvalidArgumentType", "InvalidLanguage", "LingodocError", "NotFound",
-    "PartialTranslations", "RateLimit", "RateLimited", "ServerError", "TextTooLong", "TextTranslation", "TranslationFailed",
-    "TranslationJob", "TranslationState", "TranslationStatus", "Unauthorized",
-    "UnexpectedResponse", "WaitTimeout", "__version__",
+    "PartialTranslations", "RateLimit", "RateLimited", "ServerError", "TextTooLong",
+    "TextTranslation", "TranslationFailed", "TranslationJob", "TranslationState",
+    "TranslationStatus", "Unauthorized", "UnexpectedResponse", "WaitTimeout", "__version__",
 }  # fmt: skip
 
 
