@@ -108,7 +108,12 @@ def clock() -> Iterator[FakeClock]:
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("LINGODOC_API_KEY", "LINGODOC_BASE_URL", "LINGODOC_LOG"):
+    for name in (
+        "LINGODOC_API_KEY",
+        "LINGODOC_BASE_URL",
+        "LINGODOC_LOG",
+        "LINGODOC_ALLOW_HTTP_HOST",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 

@@ -268,7 +268,9 @@ async def test_with_options_copies_settings_and_shares_the_pool(
     assert (patient.max_retries, patient.timeout) == (0, httpx.Timeout(120))
     assert (client.max_retries, client.timeout) == (2, httpx.Timeout(30))
     assert patient._shared is client._shared
-    assert repr(patient) == repr(client)
+    # The copy shows its own settings, the key still masked.
+    assert repr(patient).endswith("api_key='****WXYZ', timeout=120.0, max_retries=0)")
+    assert repr(client).endswith("api_key='****WXYZ', timeout=30.0, max_retries=2)")
     await call(patient, "get_translation", "tr_1")
     assert client.rate_limit is not None
     assert client.rate_limit.remaining == 4

@@ -20,6 +20,8 @@ from lingodoc import (
     APITimeoutError,
     BadRequest,
     ConfigurationError,
+    InvalidArgument,
+    InvalidArgumentType,
     InvalidLanguage,
     LingodocError,
     NotFound,
@@ -391,6 +393,8 @@ BUILT = [
     TranslationFailed(STATE),
     WaitTimeout(STATE, 30.0),
     WaitTimeout(None, 5.0),
+    InvalidArgument("texts must not be empty"),
+    InvalidArgumentType("texts must be a list of str, not str"),
 ]
 
 
@@ -444,12 +448,17 @@ TREE = [
     (Unauthorized, APIError), (NotFound, APIError), (RateLimited, APIError),
     (ServerError, APIError), (UnexpectedResponse, APIError),
     (TranslationFailed, LingodocError), (WaitTimeout, LingodocError),
+    # Also the built-in error that Python code expects of a bad argument.
+    (InvalidArgument, (LingodocError, ValueError)),
+    (InvalidArgumentType, (LingodocError, TypeError)),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("child", "parent"), TREE, ids=lambda c: c.__name__)
-def test_exception_tree_matches_the_contract(child: type, parent: type) -> None:
-    assert child.__bases__ == (parent,)
+@pytest.mark.parametrize(
+    ("child", "parent"), TREE, ids=lambda c: c.__name__ if isinstance(c, type) else ""
+)
+def test_exception_tree_matches_the_contract(child: type, parent: type | tuple[type, ...]) -> None:
+    assert child.__bases__ == (parent if isinstance(parent, tuple) else (parent,))
     assert issubclass(child, LingodocError)
 
 

@@ -12,10 +12,10 @@ import lingodoc
 API_NAMES = {
     "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "BadRequest",
     "BatchTranslation", "BulkProgress", "Client", "ConfigurationError", "Document",
-    "InvalidLanguage", "LingodocError", "NotFound", "PartialTranslations", "RateLimit",
-    "RateLimited", "ServerError", "TextTooLong", "TextTranslation", "TranslationFailed",
-    "TranslationJob", "TranslationState", "TranslationStatus", "Unauthorized",
-    "UnexpectedResponse", "WaitTimeout", "__version__",
+    "InvalidArgument", "InvalidArgumentType", "InvalidLanguage", "LingodocError", "NotFound",
+    "PartialTranslations", "RateLimit", "RateLimited", "ServerError", "TextTooLong",
+    "TextTranslation", "TranslationFailed", "TranslationJob", "TranslationState",
+    "TranslationStatus", "Unauthorized", "UnexpectedResponse", "WaitTimeout", "__version__",
 }  # fmt: skip
 
 

@@ -37,6 +37,7 @@ from lingodoc._call import (
     status_parser,
 )
 from lingodoc._constants import (
+    ALLOW_HTTP_HOST_ENV,
     API_KEY_ENV,
     BASE_URL_ENV,
     DEFAULT_MAX_RETRIES,
@@ -48,6 +49,8 @@ from lingodoc._exceptions import (
     APIError,
     APITimeoutError,
     ConfigurationError,
+    InvalidArgument,
+    InvalidArgumentType,
     LingodocError,
     TranslationFailed,
     UnexpectedResponse,
@@ -453,12 +456,47 @@ def _shown_url(raw: str) -> str:
     return _validation.cut(f"{raw[:start]}{user}:****{raw[at:]}")
 
 
-def _check_base_url(base_url: object) -> str | ConfigurationError:
+def _check_allow_http_host(value: object) -> str | None:
+    """Return the host named by ``allow_http_host`` (or its variable), folded; ``None`` if unset.
+
+    An empty or blank ``LINGODOC_ALLOW_HTTP_HOST`` is unset (as ``VAR=`` in a compose
+    file leaves it); an empty argument is refused, as it names no host.
+
+    Raises:
+        ConfigurationError: If the argument is not a string, or is empty.
+    """
+    if value is None:
+        named = os.environ.get(ALLOW_HTTP_HOST_ENV, "").strip()
+        return _host_key(named) if named else None
+    if not isinstance(value, str):
+        raise ConfigurationError(
+            f"allow_http_host must be a str (a host name such as 'emulator') or None, "
+            f"not {type(value).__name__}"
+        )
+    if not value.strip():
+        raise ConfigurationError(
+            "allow_http_host must name a host, such as 'emulator', not an empty string "
+            "(None leaves it unset)"
+        )
+    return _host_key(value.strip())
+
+
+def _host_key(host: str) -> str:
+    """``host`` as two names of one host compare: lower case, an IPv6 address without brackets."""
+    return host.lower().strip("[]")
+
+
+def _check_base_url(base_url: object, allow_http_host: str | None) -> str | ConfigurationError:
     """Return the base URL to send to, or the error that refuses it.
 
     The error is returned, not raised: the URL may hold a password (which is
     refused, and masked in the message), and a traceback shown with its locals
     must not print it (see ``raise_scrubbed``).
+
+    Args:
+        base_url: The argument, or ``None`` to read ``LINGODOC_BASE_URL``.
+        allow_http_host: The host (from ``_check_allow_http_host``) to which
+            ``http://`` is allowed, besides loopback ones.
     """
     if base_url is not None and not isinstance(base_url, str):
         return ConfigurationError(f"base_url must be a str, not {type(base_url).__name__}")
@@ -498,14 +536,75 @@ def _check_base_url(base_url: object) -> str | ConfigurationError:
             f"'https://api.example.com/v1', not {_shown_url(raw)!r} "
             f"(from base_url or {BASE_URL_ENV})"
         )
-    if url.scheme == "http" and not is_loopback(url.host):
+    if url.scheme == "http" and not is_loopback(url.host) and allow_http_host != url.host:
+        if allow_http_host is None:
+            opt_in = (
+                f" and, for a host on a network you trust (a docker-compose service), the "
+                f"host named by allow_http_host= or {ALLOW_HTTP_HOST_ENV}"
+            )
+        else:
+            opt_in = (
+                f", but the opt-in (allow_http_host or {ALLOW_HTTP_HOST_ENV}) names the host "
+                f"{_validation.shown(allow_http_host)}, not {_validation.shown(url.host)}"
+            )
         return ConfigurationError(
             f"{where} uses http://, which would send the API key in clear text; "
-            "use https:// (http:// is allowed only for localhost and loopback addresses)"
+            f"use https:// (http:// is allowed only for localhost and loopback addresses"
+            f"{opt_in})"
         )
     if "?" in raw or "#" in raw:
         return ConfigurationError(f"{where} must not have a query or fragment")
     return str(url).rstrip("/")
+
+
+def _proxy_problem(http: httpx.Client | httpx.AsyncClient, url: str) -> str | None:
+    """Why ``http`` would send a request for ``url`` through a proxy; ``None`` if it goes straight.
+
+    httpx chooses the transport of a request by its URL, among the mounts that its
+    ``proxy=``, ``mounts=`` and (with ``trust_env``) the proxy variables of the
+    environment made, ``NO_PROXY`` excluded. That choice (``_transport_for_url``, private)
+    is asked first; a transport of httpx's own is a proxy if its pool is one. A transport
+    of the caller's own (a mock, the emulator's) is taken as it is. If httpx no longer has
+    that method, the environment's variables are read again as httpx reads them.
+    """
+    target = httpx.URL(url)
+    transport_for_url = getattr(http, "_transport_for_url", None)
+    transport: object = None
+    if callable(transport_for_url):
+        with contextlib.suppress(Exception):
+            transport = transport_for_url(target)
+    if transport is not None:
+        pool = getattr(transport, "_pool", None)  # httpx's transport -> its httpcore pool
+        if pool is None or not type(pool).__name__.endswith("Proxy"):
+            return None  # a direct pool, or a transport of the caller's own
+    else:
+        import urllib.request
+
+        if not http.trust_env:
+            return None
+        proxies = urllib.request.getproxies_environment()
+        if not (proxies.get("http") or proxies.get("all")):
+            return None
+        # Not in typeshed, but in urllib.request since Python 3.2 (what urllib itself uses).
+        if urllib.request.proxy_bypass_environment(target.host, proxies):  # type: ignore[attr-defined]
+            return None
+    variables = _proxy_variables() if http.trust_env else []
+    if variables:
+        return (
+            f"it trusts the environment (trust_env=True) and {' or '.join(variables)} "
+            f"names a proxy, which {target.host!r} is not excluded from by NO_PROXY "
+            "(or its proxy= or mounts= setting names one)"
+        )
+    return f"its proxy= or mounts= setting sends requests for {target.host!r} through a proxy"
+
+
+def _proxy_variables() -> list[str]:
+    """The proxy variables of the environment that may apply to an ``http://`` URL."""
+    return sorted(
+        name
+        for name, value in os.environ.items()
+        if value.strip() and name.upper() in ("HTTP_PROXY", "ALL_PROXY")
+    )
 
 
 def _httpx_default_timeout(http_client_type: type[Any]) -> object:
@@ -631,11 +730,11 @@ def _check_relative_path(path: object) -> str:
     proxy that decodes before normalising would read it as a step up.
 
     Raises:
-        TypeError: If it is not a string.
-        ValueError: If it would leave ``base_url``.
+        InvalidArgumentType: If it is not a string.
+        InvalidArgument: If it would leave ``base_url``.
     """
     if not isinstance(path, str):
-        raise TypeError(f"path must be a str, not {type(path).__name__}")
+        raise InvalidArgumentType(f"path must be a str, not {type(path).__name__}")
     route = path.split("?", 1)[0]
     refused = (
         "://" in route
@@ -643,7 +742,7 @@ def _check_relative_path(path: object) -> str:
         or _validation.has_dot_segment(route, decoded=True)
     )
     if refused:
-        raise ValueError(
+        raise InvalidArgument(
             f"path must be relative to base_url, such as '/documents', not "
             f"{_validation.shown(path)}: requests never leave base_url, so the API key "
             "never goes to another host"
@@ -667,7 +766,9 @@ def _merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, Mapping[str
     else:
         return route if mark else path, merged
     # Raised outside the except block, as in _headers: no chained httpx frames.
-    raise TypeError(f"params cannot be sent as query parameters: {_validation.cut(problem)}")
+    raise InvalidArgumentType(
+        f"params cannot be sent as query parameters: {_validation.cut(problem)}"
+    )
 
 
 WaitError = TypeVar("WaitError", TranslationFailed, WaitTimeout)
@@ -693,9 +794,9 @@ class Waiter:
             if not, an ``async def`` callback is refused before the first poll.
 
     Raises:
-        TypeError: If an argument has the wrong type, or ``on_progress`` is a
+        InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is a
             coroutine function and the client cannot await it.
-        ValueError: If ``poll_interval`` or ``timeout`` is out of range.
+        InvalidArgument: If ``poll_interval`` or ``timeout`` is out of range.
     """
 
     def __init__(
@@ -709,17 +810,19 @@ class Waiter:
         awaits: bool = False,
     ) -> None:
         if not _is_number(poll_interval):
-            raise TypeError(f"poll_interval must be a number, not {shown(poll_interval)}")
+            raise InvalidArgumentType(f"poll_interval must be a number, not {shown(poll_interval)}")
         if not (math.isfinite(_as_float(poll_interval)) and poll_interval > 0):
-            raise ValueError(f"poll_interval must be a positive number, not {shown(poll_interval)}")
+            raise InvalidArgument(
+                f"poll_interval must be a positive number, not {shown(poll_interval)}"
+            )
         if timeout is not None and not _is_number(timeout):
-            raise TypeError(f"timeout must be a number or None, not {shown(timeout)}")
+            raise InvalidArgumentType(f"timeout must be a number or None, not {shown(timeout)}")
         if timeout is not None and not _as_float(timeout) >= 0:  # also refuses NaN
-            raise ValueError(f"timeout must be None or >= 0 seconds, not {shown(timeout)}")
+            raise InvalidArgument(f"timeout must be None or >= 0 seconds, not {shown(timeout)}")
         if on_progress is not None and not callable(on_progress):
-            raise TypeError("on_progress must be callable")
+            raise InvalidArgumentType("on_progress must be callable")
         if on_progress is not None and not awaits and _is_coroutine_function(on_progress):
-            raise TypeError(
+            raise InvalidArgumentType(
                 "on_progress is a coroutine function (async def), which Client cannot await: "
                 "pass a plain function, or wait with AsyncClient"
             )
@@ -741,7 +844,7 @@ class Waiter:
         """Call ``on_progress`` with a poll's status (``Client``).
 
         Raises:
-            TypeError: If ``on_progress`` returned a coroutine, which ``Client``
+            InvalidArgumentType: If ``on_progress`` returned a coroutine, which ``Client``
                 cannot await (it is closed, so it never runs).
         """
         if self.on_progress is None:
@@ -749,7 +852,7 @@ class Waiter:
         result = self.on_progress(status)
         if inspect.iscoroutine(result):
             result.close()
-            raise TypeError(
+            raise InvalidArgumentType(
                 "on_progress returned a coroutine, which Client cannot await: "
                 "pass a plain function, or wait with AsyncClient"
             )
@@ -866,14 +969,32 @@ class Waiter:
         # what it sent: either may echo the key, and an exception must never hold it.
         error.args = tuple(self.redact(a) if isinstance(a, str) else a for a in error.args)
         if error.status is not None:
-            changes = {
-                name: self.redact(value)
-                for name, value in error.status
-                if isinstance(value, str) and self.redact(value) != value
-            }
+            changes = {}
+            for name, value in error.status:
+                # A field the SDK does not know (the reason of a failure, ``error``) may
+                # be an object: its strings are masked too.
+                masked = _redact_json(value, self.redact)
+                if masked is not value:
+                    changes[name] = masked
             if changes:
                 error.status = error.status.model_copy(update=changes)
         return error
+
+
+def _redact_json(value: object, redact: Callable[[str], str]) -> object:
+    """``value`` (a JSON value) with the key masked in its strings; itself if none changed."""
+    if isinstance(value, str):
+        masked = redact(value)
+        return value if masked == value else masked
+    if isinstance(value, dict):
+        items = {key: _redact_json(item, redact) for key, item in value.items()}
+        changed = any(items[key] is not item for key, item in value.items())
+        return {redact(str(key)): item for key, item in items.items()} if changed else value
+    if isinstance(value, list):
+        elements = [_redact_json(item, redact) for item in value]
+        changed = any(new is not old for new, old in zip(elements, value, strict=True))
+        return elements if changed else value
+    return value
 
 
 class BaseClient(Generic[HttpClientT]):
@@ -898,13 +1019,14 @@ class BaseClient(Generic[HttpClientT]):
         max_retries: int = DEFAULT_MAX_RETRIES,
         default_headers: Mapping[str, str] | None = None,
         http_client: HttpClientT | None = None,
+        allow_http_host: str | None = None,
     ) -> None:
         configure_from_env()
         refused = self._use_api_key(api_key)
         del api_key  # out of the locals that a traceback through __init__ may show
         if refused is not None:
             raise_scrubbed(refused)
-        checked = _check_base_url(base_url)
+        checked = _check_base_url(base_url, _check_allow_http_host(allow_http_host))
         del base_url  # it may hold a password (refused, and masked in the error)
         if isinstance(checked, ConfigurationError):
             raise_scrubbed(checked)
@@ -914,6 +1036,8 @@ class BaseClient(Generic[HttpClientT]):
                 f"http_client must be an {self._http_client_type.__module__}."
                 f"{self._http_client_type.__qualname__}, not {type(http_client).__name__}"
             )
+        if self.base_url.startswith("http://"):
+            self._check_http_opt_in(http_client)
         self.timeout = _check_timeout(timeout, http_client)
         self.max_retries = _check_max_retries(max_retries)
         self._headers = _headers(default_headers)
@@ -922,8 +1046,9 @@ class BaseClient(Generic[HttpClientT]):
         self._key_mask = KeyMask(self._api_key)
         shared = _Shared if self._http_client_type is httpx.AsyncClient else _ThreadShared
         if http_client is None:
-            # No proxy of the environment for http:// (a loopback host): it would get
-            # the key in clear text. Nothing else there matters without TLS.
+            # No proxy of the environment for http:// (a loopback host, or the host the
+            # opt-in names): it would get the key in clear text. Nothing else there
+            # matters without TLS.
             new_http = functools.partial(
                 _new_http_client,
                 self._http_client_type,
@@ -941,6 +1066,35 @@ class BaseClient(Generic[HttpClientT]):
         self._merged_headers: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]] = ([], [])
         self._extensions: tuple[httpx.Timeout, dict[str, Any]] = (self.timeout, {})
         self._attempt_plan: _deadline.Plan | None = None
+
+    def _check_http_opt_in(self, http_client: HttpClientT | None) -> None:
+        """For an ``http://`` host allowed by the opt-in (not loopback): warn, refuse a proxy.
+
+        Raises:
+            ConfigurationError: If ``http_client`` would send through a proxy, which
+                would get the key in clear text.
+        """
+        host = httpx.URL(self.base_url).host
+        if is_loopback(host):
+            return
+        problem = None if http_client is None else _proxy_problem(http_client, self.base_url)
+        if problem is not None:
+            raise ConfigurationError(
+                f"base_url {self.base_url!r} uses http:// (allowed for {host!r} by "
+                f"allow_http_host or {ALLOW_HTTP_HOST_ENV}), but the http_client passed "
+                f"would send its requests through a proxy, which would get the API key in "
+                f"clear text: {problem}. Add {host!r} to NO_PROXY, pass an http_client "
+                "made with trust_env=False and no proxy, or use https://"
+            )
+        logger.warning(
+            "base_url %r uses http:// (allowed for %r by allow_http_host or %s): the API "
+            "key %s is sent in clear text to %s, readable by anyone on that network",
+            self.base_url,
+            host,
+            ALLOW_HTTP_HOST_ENV,
+            mask(self._api_key),
+            host,
+        )
 
     def _use_api_key(self, api_key: object) -> ConfigurationError | None:
         """Keep the key to send; return the error that refuses it instead (see ``_api_key``)."""
@@ -963,7 +1117,16 @@ class BaseClient(Generic[HttpClientT]):
     def __repr__(self) -> str:
         # getattr: a traceback shown with its locals reprs a client whose __init__ failed.
         base_url, key = getattr(self, "base_url", None), getattr(self, "_api_key", "")
-        return f"{type(self).__name__}(base_url={base_url!r}, api_key={mask(key)!r})"
+        shown = f"{type(self).__name__}(base_url={base_url!r}, api_key={mask(key)!r}"
+        timeout: httpx.Timeout | None = getattr(self, "timeout", None)
+        if timeout is not None:
+            limits = {timeout.connect, timeout.read, timeout.write, timeout.pool}
+            # One number for the four, else (no limit, or several) httpx's own repr.
+            single = next(iter(limits)) if len(limits) == 1 else None
+            shown += f", timeout={timeout if single is None else single!r}"
+        if hasattr(self, "max_retries"):
+            shown += f", max_retries={self.max_retries!r}"
+        return shown + ")"
 
     def with_options(
         self: Self,
@@ -1106,11 +1269,11 @@ class BaseClient(Generic[HttpClientT]):
 
         Raises:
             LingodocError: If the client is closed.
-            TypeError: If ``texts`` is not a list of strings, a size is not an int,
+            InvalidArgumentType: If ``texts`` is not a list of strings, a size is not an int,
                 ``on_progress`` is not callable (or is a coroutine function and
                 the client cannot await it), or ``done`` is not a mapping of int
                 indices to strings.
-            ValueError: If ``texts`` is empty, a size is below 1, or ``done`` holds
+            InvalidArgument: If ``texts`` is empty, a size is below 1, or ``done`` holds
                 an index out of range.
             TextTooLong: If a text has more than 10,000 characters.
             InvalidLanguage: If a code is malformed.
@@ -1123,15 +1286,15 @@ class BaseClient(Generic[HttpClientT]):
         concurrency = _validation.positive_int(max_concurrency, "max_concurrency")
         longest_wait = _bulk.max_wait(wait_for_rate_limit)
         if on_progress is not None and not callable(on_progress):
-            raise TypeError("on_progress must be callable")
+            raise InvalidArgumentType("on_progress must be callable")
         awaits = issubclass(self._http_client_type, httpx.AsyncClient)
         if on_progress is not None and not awaits and _is_coroutine_function(on_progress):
-            raise TypeError(
+            raise InvalidArgumentType(
                 "on_progress is a coroutine function (async def), which Client cannot await: "
                 "pass a plain function, or use AsyncClient"
             )
         if done is not None and not isinstance(done, MutableMapping):
-            raise TypeError(
+            raise InvalidArgumentType(
                 f"done must be a dict (or other mutable mapping), not {type(done).__name__}"
             )
         return _bulk.Bulk(
@@ -1193,7 +1356,7 @@ class BaseClient(Generic[HttpClientT]):
         self, method: str, path: str, json: Any, params: Mapping[str, Any] | None
     ) -> Call[Any]:
         if not isinstance(method, str) or not method.isalpha():
-            raise ValueError(
+            raise InvalidArgument(
                 f"method must be an HTTP method such as 'GET', not {_validation.shown(method)}"
             )
         method = method.upper()
@@ -1245,9 +1408,11 @@ class BaseClient(Generic[HttpClientT]):
                 extensions=extensions,
             )
         except httpx.InvalidURL as exc:
-            raise ValueError(f"{call.description} is not a valid request path: {exc}") from None
+            raise InvalidArgument(
+                f"{call.description} is not a valid request path: {exc}"
+            ) from None
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"{call.description} cannot be sent: {exc}") from None
+            raise InvalidArgumentType(f"{call.description} cannot be sent: {exc}") from None
 
     def _headers_for(self, http: httpx.Client | httpx.AsyncClient) -> list[tuple[bytes, bytes]]:
         """The http client's headers with ours on top, as ``build_request`` merges them."""

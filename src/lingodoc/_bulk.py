@@ -45,7 +45,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lingodoc import _clock
 from lingodoc._constants import MAX_BATCH_ITEMS, MAX_SERVER_WAIT
-from lingodoc._exceptions import LingodocError, PartialTranslations, RateLimited
+from lingodoc._exceptions import (
+    InvalidArgument,
+    InvalidArgumentType,
+    LingodocError,
+    PartialTranslations,
+    RateLimited,
+)
 
 if TYPE_CHECKING:
     from lingodoc._call import Call
@@ -132,15 +138,15 @@ def max_wait(value: object) -> float:
     """Return the longest wait for a reset that ``wait_for_rate_limit`` allows, in seconds.
 
     Raises:
-        TypeError: If it is neither a bool nor a number.
-        ValueError: If it is a negative number or NaN.
+        InvalidArgumentType: If it is neither a bool nor a number.
+        InvalidArgument: If it is a negative number or NaN.
     """
     if value is True:
         return math.inf
     if value is False:
         return MAX_SERVER_WAIT
     if not isinstance(value, (int, float)):
-        raise TypeError(
+        raise InvalidArgumentType(
             f"wait_for_rate_limit must be a bool or a number of seconds, not {type(value).__name__}"
         )
     try:
@@ -148,7 +154,7 @@ def max_wait(value: object) -> float:
     except OverflowError:  # an int past the largest float: as long as it takes
         return math.inf
     if not seconds >= 0:  # also refuses NaN
-        raise ValueError(f"wait_for_rate_limit must be >= 0 seconds, not {seconds!r}")
+        raise InvalidArgument(f"wait_for_rate_limit must be >= 0 seconds, not {seconds!r}")
     return seconds
 
 
@@ -271,14 +277,18 @@ class Bulk:
         """Use the translations the caller already has, checked, as results."""
         for index, translation in done.items():
             if isinstance(index, bool) or not isinstance(index, int):
-                raise TypeError(f"done's keys must be int indices, not {type(index).__name__}")
+                raise InvalidArgumentType(
+                    f"done's keys must be int indices, not {type(index).__name__}"
+                )
             if not 0 <= index < self.total:
-                raise ValueError(
+                raise InvalidArgument(
                     f"done holds index {index}, but texts has {self.total:,}: is it from "
                     "another list?"
                 )
             if not isinstance(translation, str):
-                raise TypeError(f"done[{index}] must be a str, not {type(translation).__name__}")
+                raise InvalidArgumentType(
+                    f"done[{index}] must be a str, not {type(translation).__name__}"
+                )
             uid = index if self._order is None else self._order[index]
             if self._results[uid] is None:
                 self._results[uid] = translation
@@ -492,7 +502,7 @@ def report(bulk: Bulk, progress: BulkProgress | None) -> None:
     """Call ``on_progress`` with ``progress`` (``Client``).
 
     Raises:
-        TypeError: If it returned a coroutine, which ``Client`` cannot await.
+        InvalidArgumentType: If it returned a coroutine, which ``Client`` cannot await.
     """
     if progress is None or bulk.on_progress is None:
         return
@@ -501,7 +511,7 @@ def report(bulk: Bulk, progress: BulkProgress | None) -> None:
     result = bulk.on_progress(progress)
     if inspect.iscoroutine(result):
         result.close()
-        raise TypeError(
+        raise InvalidArgumentType(
             "on_progress returned a coroutine, which Client cannot await: "
             "pass a plain function, or use AsyncClient"
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 API_KEY_ENV = "LINGODOC_API_KEY"
 BASE_URL_ENV = "LINGODOC_BASE_URL"
+ALLOW_HTTP_HOST_ENV = "LINGODOC_ALLOW_HTTP_HOST"
 LOG_ENV = "LINGODOC_LOG"
 
 # The spec's limit on one text (error TEXT_TOO_LONG).
@@ -27,8 +28,9 @@ MAX_SERVER_WAIT = 60.0
 def is_loopback(host: str) -> bool:
     """Whether ``host`` is ``localhost`` or an address in 127.0.0.0/8 or ``::1``.
 
-    Plain ``http://`` is allowed only to such hosts: there a key in clear text
-    never crosses a network.
+    Plain ``http://`` is allowed to such hosts: there a key in clear text never
+    crosses a network. Any other host needs the explicit opt-in that names it
+    (``allow_http_host`` or ``LINGODOC_ALLOW_HTTP_HOST``).
     """
     host = host.strip("[]").lower()
     if host == "localhost":

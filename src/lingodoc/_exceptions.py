@@ -5,6 +5,8 @@ Every exception is a ``LingodocError``; catch that to catch them all:
 ```text
 LingodocError
 ├── ConfigurationError            bad arguments or environment at construction
+├── InvalidArgument               a method's argument refused before sending; a ValueError
+├── InvalidArgumentType           a method's argument of the wrong type; a TypeError
 ├── APIConnectionError            network failure after retries (cause chained)
 │   └── APITimeoutError
 ├── APIError                      the service answered with an error
@@ -19,6 +21,10 @@ LingodocError
 ├── TranslationFailed             a document translation ended in "failed"
 └── WaitTimeout                   wait_for_translation ran out of time
 ```
+
+``InvalidArgument`` and ``InvalidArgumentType`` are also the built-in ``ValueError``
+and ``TypeError``, so ``except ValueError`` keeps catching an empty batch or an
+absolute path, and ``except LingodocError`` catches them too.
 
 The error code chooses the class first and the HTTP status second, so an
 unknown code still gets the class of its status and keeps ``.code``.
@@ -42,6 +48,8 @@ __all__ = [
     "APITimeoutError",
     "BadRequest",
     "ConfigurationError",
+    "InvalidArgument",
+    "InvalidArgumentType",
     "InvalidLanguage",
     "LingodocError",
     "NotFound",
@@ -61,6 +69,46 @@ def _rebuild(cls: type[LingodocError], args: tuple[Any, ...], state: dict[str, A
     Exception.__init__(error, *args)
     error.__dict__.update(state)
     return error
+
+
+# A repr quotes at most this many characters of a message: it is a summary (the str
+# of the error holds the whole message).
+_REPR_LIMIT = 200
+
+
+def _repr(error: BaseException, **fields: object) -> str:
+    """``Name(field=value, ...)``, with the fields that are set; a long text cut."""
+    shown = []
+    for name, value in fields.items():
+        if value is None:
+            continue
+        if isinstance(value, str) and len(value) > _REPR_LIMIT:
+            value = f"{value[:_REPR_LIMIT]}... ({len(value):,} characters)"
+        shown.append(f"{name}={value!r}")
+    return f"{type(error).__name__}({', '.join(shown)})"
+
+
+def failure_reason(status: TranslationStatus) -> str | None:
+    """The reason a failed job's status gives, as one line; ``None`` if it gives none.
+
+    The spec names no such field; the service (and the emulator) send
+    ``error: {"code": ..., "message": ...}``. A plain string ``error`` is read too, and
+    so is an object with only one of the two. It is cut to 200 characters: the
+    status keeps all of it.
+    """
+    error = (status.model_extra or {}).get("error")
+    if isinstance(error, dict):
+        code, message = error.get("code"), error.get("message")
+        parts = [str(part).strip() for part in (code, message) if isinstance(part, (str, int))]
+        text = ": ".join(part for part in parts if part)
+    elif isinstance(error, str):
+        text = error.strip()
+    else:
+        return None
+    text = " ".join(text.split())  # one line: a log line or a message must not be forged
+    if len(text) > _REPR_LIMIT:
+        text = f"{text[:_REPR_LIMIT]}... ({len(text):,} characters)"
+    return text or None
 
 
 class LingodocError(Exception):
@@ -133,6 +181,26 @@ class ConfigurationError(LingodocError):
     """
 
 
+class InvalidArgument(LingodocError, ValueError):
+    """A method was given an argument it refuses, before anything is sent.
+
+    An empty batch, an absolute URL or ``..`` as a ``request()`` path, an empty id,
+    a ``poll_interval`` of 0... The message names the argument. It is a
+    ``ValueError`` too. (A malformed language code or a text too long are
+    [`InvalidLanguage`][lingodoc.InvalidLanguage] and
+    [`TextTooLong`][lingodoc.TextTooLong], as the service would answer.)
+    """
+
+
+class InvalidArgumentType(LingodocError, TypeError):
+    """A method was given an argument of the wrong type, before anything is sent.
+
+    A single string where a list of texts is expected, a number as an id, an
+    ``on_progress`` that is not callable... The message names the argument and
+    the type given. It is a ``TypeError`` too.
+    """
+
+
 class APIConnectionError(LingodocError):
     """The service could not be reached, or the connection failed mid-request.
 
@@ -178,6 +246,15 @@ class APIError(LingodocError):
         self.rate_limit = rate_limit
         self.request_id = request_id
         self.retry_after = retry_after
+
+    def __repr__(self) -> str:
+        return _repr(
+            self,
+            code=self.code,
+            status_code=self.status_code,
+            message=self.message,
+            request_id=self.request_id,
+        )
 
     def __str__(self) -> str:
         if self.status_code is None:
@@ -243,8 +320,20 @@ class TranslationFailed(LingodocError):
     """
 
     def __init__(self, status: TranslationStatus) -> None:
-        super().__init__(f"translation {status.translation_id} failed")
+        reason = failure_reason(status)
+        super().__init__(
+            f"translation {status.translation_id} failed" + (f": {reason}" if reason else "")
+        )
         self.status = status
+
+    def __repr__(self) -> str:
+        return _repr(
+            self,
+            translation_id=self.status.translation_id,
+            state=str(self.status.status),
+            progress=self.status.progress,
+            message=str(self),
+        )
 
 
 class WaitTimeout(LingodocError):
@@ -262,6 +351,15 @@ class WaitTimeout(LingodocError):
         super().__init__(f"{translation} did not finish within {timeout:g} s{where}")
         self.status = status
         self.timeout = timeout
+
+    def __repr__(self) -> str:
+        status = self.status
+        return _repr(
+            self,
+            translation_id=None if status is None else status.translation_id,
+            state=None if status is None else str(status.status),
+            timeout=self.timeout,
+        )
 
 
 _CLASS_BY_CODE: dict[str, type[APIError]] = {

@@ -56,7 +56,7 @@ class Client(BaseClient[httpx.Client]):
             variable.
         base_url: The service address up to and including ``/v1``; defaults
             to ``LINGODOC_BASE_URL``. Must be ``https://`` unless the host is
-            loopback, with no user name or password.
+            loopback or named by ``allow_http_host``, with no user name or password.
         timeout: Seconds, or an ``httpx.Timeout``, for each attempt;
             ``httpx.Timeout(None)`` for no limit. ``None`` (not set) takes the
             ``http_client``'s timeout if its creator set one, else 30 seconds.
@@ -69,11 +69,17 @@ class Client(BaseClient[httpx.Client]):
         http_client: An ``httpx.Client`` to send through (proxies, custom
             transports). It stays the caller's: the SDK never closes it, and
             sends through it as it is set up, proxies included.
+        allow_http_host: A host to which an ``http://`` ``base_url`` is allowed,
+            such as ``"emulator"`` (a docker-compose service); defaults to
+            ``LINGODOC_ALLOW_HTTP_HOST``. The key then goes in clear text to that
+            host, which is logged as a warning; never through a proxy.
 
     Raises:
-        ConfigurationError: If the key or the base URL is missing or unusable,
-            another setting is invalid, or a proxy or certificate variable of
-            the environment cannot be used.
+        ConfigurationError: If the key or the base URL is missing or unusable
+            (``http://`` to a host that is neither loopback nor ``allow_http_host``,
+            or to that host through a proxy of the ``http_client``), another
+            setting is invalid, or a proxy or certificate variable of the
+            environment cannot be used.
     """
 
     _http_client_type = httpx.Client
@@ -131,6 +137,8 @@ class Client(BaseClient[httpx.Client]):
             The translation.
 
         Raises:
+            InvalidArgumentType: If ``text`` is not a string, or ``style`` is
+                neither a string nor ``None`` (a ``TypeError``).
             TextTooLong: If the text exceeds 10,000 characters (checked before sending).
             InvalidLanguage: If a code is malformed (checked before sending) or
                 not supported by the service.
@@ -153,8 +161,8 @@ class Client(BaseClient[httpx.Client]):
             The translations, one per text, in input order.
 
         Raises:
-            ValueError: If ``texts`` is empty.
-            TypeError: If ``texts`` is not a list of strings.
+            InvalidArgument: If ``texts`` is empty (a ``ValueError``).
+            InvalidArgumentType: If ``texts`` is not a list of strings (a ``TypeError``).
             TextTooLong: If a text has more than 10,000 characters (checked before
                 sending; the error names its index).
             InvalidLanguage: If a code is malformed or not supported.
@@ -229,10 +237,10 @@ class Client(BaseClient[httpx.Client]):
             The translations, one per text, in input order.
 
         Raises:
-            ValueError: If ``texts`` is empty, a size is below 1, or ``done``
-                holds an index out of range.
-            TypeError: If ``texts`` is not a list of strings, or another
-                argument has the wrong type.
+            InvalidArgument: If ``texts`` is empty, a size is below 1, or ``done``
+                holds an index out of range (a ``ValueError``).
+            InvalidArgumentType: If ``texts`` is not a list of strings, or another
+                argument has the wrong type (a ``TypeError``).
             TextTooLong: If a text has more than 10,000 characters (before
                 anything is sent; the error names its index).
             InvalidLanguage: If a code is malformed or not supported.
@@ -298,7 +306,10 @@ class Client(BaseClient[httpx.Client]):
             The started job (state ``processing``).
 
         Raises:
-            ValueError: If ``document_id`` is empty, or ``.`` or ``..``.
+            InvalidArgument: If ``document_id`` is empty, or ``.`` or ``..``
+                (a ``ValueError``).
+            InvalidArgumentType: If ``document_id`` is not a string, or another
+                argument has the wrong type (a ``TypeError``).
             NotFound: If there is no such document.
             UnexpectedResponse: If the answer is not a job, or is a job on another
                 document (the job may have started).
@@ -322,7 +333,9 @@ class Client(BaseClient[httpx.Client]):
             Its state and progress.
 
         Raises:
-            ValueError: If ``translation_id`` is empty, or ``.`` or ``..``.
+            InvalidArgument: If ``translation_id`` is empty, or ``.`` or ``..``
+                (a ``ValueError``).
+            InvalidArgumentType: If ``translation_id`` is not a string (a ``TypeError``).
             NotFound: If there is no such translation.
             UnexpectedResponse: If the answer is not a status, or is the status of
                 another translation.
@@ -367,6 +380,11 @@ class Client(BaseClient[httpx.Client]):
                 version of the SDK does not know for 3 polls in a row; ``.status``
                 holds the last state.
             WaitTimeout: If ``timeout`` passed first; ``.status`` holds the last state.
+            InvalidArgument: If ``poll_interval`` or ``timeout`` is out of range, or
+                the translation id is empty (a ``ValueError``).
+            InvalidArgumentType: If an argument has the wrong type, or
+                ``on_progress`` is a coroutine function and the client cannot
+                it (a ``TypeError``).
             APIError: For an error other than 429 while polling; an
                 ``UnexpectedResponse`` if a poll's answer is not a status, or is
                 the status of another translation.
@@ -442,8 +460,10 @@ class Client(BaseClient[httpx.Client]):
             The ``data`` of the envelope, as plain JSON values.
 
         Raises:
-            ValueError: If ``path`` would leave ``base_url``.
-            TypeError: If ``params`` cannot be sent as query parameters.
+            InvalidArgument: If ``method`` is not an HTTP method, or ``path`` would
+                leave ``base_url`` (a ``ValueError``).
+            InvalidArgumentType: If ``path`` is not a string, or ``params`` or
+                ``json`` cannot be sent (a ``TypeError``).
             APIError: For an error the service reports.
             APIConnectionError: If the service cannot be reached.
         """

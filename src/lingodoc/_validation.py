@@ -6,7 +6,12 @@ from collections.abc import Sequence
 from urllib.parse import quote, unquote
 
 from lingodoc._constants import MAX_TEXT_LENGTH
-from lingodoc._exceptions import InvalidLanguage, TextTooLong
+from lingodoc._exceptions import (
+    InvalidArgument,
+    InvalidArgumentType,
+    InvalidLanguage,
+    TextTooLong,
+)
 
 # Messages quote at most this many characters of what they were given, so a
 # megabyte-long id does not become a megabyte-long exception (or log line).
@@ -74,11 +79,11 @@ def text(value: object) -> str:
     """Return ``value`` if it is a text the service can take.
 
     Raises:
-        TypeError: If it is not a string.
+        InvalidArgumentType: If it is not a string.
         TextTooLong: If it has more than 10,000 characters.
     """
     if not isinstance(value, str):
-        raise TypeError(f"text must be a str, not {type(value).__name__}")
+        raise InvalidArgumentType(f"text must be a str, not {type(value).__name__}")
     if len(value) > MAX_TEXT_LENGTH:
         raise TextTooLong(
             f"text has {len(value):,} characters; the limit is {MAX_TEXT_LENGTH:,}",
@@ -93,21 +98,23 @@ def texts(values: object) -> list[str]:
     Errors name the item by its index in ``values``.
 
     Raises:
-        TypeError: If it is a single string or holds anything but strings.
-        ValueError: If it is empty.
+        InvalidArgumentType: If it is a single string or holds anything but strings.
+        InvalidArgument: If it is empty.
         TextTooLong: If an item has more than 10,000 characters.
     """
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(f"texts must be a list of str, not {type(values).__name__}")
+        raise InvalidArgumentType(f"texts must be a list of str, not {type(values).__name__}")
     batch = list(values)
     if not batch:
-        raise ValueError("texts must not be empty")
+        raise InvalidArgument("texts must not be empty")
     # The loops run in C, once over a million texts; the slow search for the index
     # only runs when one of them fails.
     if not set(map(type, batch)) <= {str}:
         for index, item in enumerate(batch):
             if not isinstance(item, str):
-                raise TypeError(f"texts[{index}] must be a str, not {type(item).__name__}")
+                raise InvalidArgumentType(
+                    f"texts[{index}] must be a str, not {type(item).__name__}"
+                )
     if max(map(len, batch)) > MAX_TEXT_LENGTH:
         for index, item in enumerate(batch):
             if len(item) > MAX_TEXT_LENGTH:
@@ -123,11 +130,13 @@ def optional(value: object, argument: str, kind: type) -> object:
     """Return ``value`` if it is ``None`` or of ``kind``.
 
     Raises:
-        TypeError: Otherwise.
+        InvalidArgumentType: Otherwise.
     """
     if value is None or isinstance(value, kind):
         return value
-    raise TypeError(f"{argument} must be a {kind.__name__} or None, not {type(value).__name__}")
+    raise InvalidArgumentType(
+        f"{argument} must be a {kind.__name__} or None, not {type(value).__name__}"
+    )
 
 
 def path_segment(value: object, argument: str) -> str:
@@ -137,17 +146,17 @@ def path_segment(value: object, argument: str) -> str:
     unreserved are percent-encoded.
 
     Raises:
-        TypeError: If it is not a string.
-        ValueError: If it is empty, or is ``.`` or ``..``, or has such a part
+        InvalidArgumentType: If it is not a string.
+        InvalidArgument: If it is empty, or is ``.`` or ``..``, or has such a part
             between slashes or backslashes (``a/../b``): escaped or not, a
             server that decodes the path first would read it as a step up.
     """
     if not isinstance(value, str):
-        raise TypeError(f"{argument} must be a str, not {type(value).__name__}")
+        raise InvalidArgumentType(f"{argument} must be a str, not {type(value).__name__}")
     if not value:
-        raise ValueError(f"{argument} must not be empty")
+        raise InvalidArgument(f"{argument} must not be empty")
     if has_dot_segment(value):
-        raise ValueError(
+        raise InvalidArgument(
             f"{argument} must not be '.' or '..', nor hold them between slashes, not "
             f"{shown(value)}: a server would read it as a step in the path, reaching "
             "another endpoint"
@@ -159,11 +168,11 @@ def positive_int(value: object, argument: str) -> int:
     """Return ``value`` if it is an int of at least 1.
 
     Raises:
-        TypeError: If it is not an int (``bool`` included).
-        ValueError: If it is below 1.
+        InvalidArgumentType: If it is not an int (``bool`` included).
+        InvalidArgument: If it is below 1.
     """
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{argument} must be an int, not {type(value).__name__}")
+        raise InvalidArgumentType(f"{argument} must be an int, not {type(value).__name__}")
     if value < 1:
-        raise ValueError(f"{argument} must be at least 1, not {shown(value)}")
+        raise InvalidArgument(f"{argument} must be at least 1, not {shown(value)}")
     return value

@@ -108,7 +108,8 @@ def explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[in
 def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[int, str]:
     if isinstance(exc, UnicodeDecodeError):
         return EXIT_USAGE, f"the input is not UTF-8 text ({exc.reason} at byte {exc.start})"
-    if isinstance(exc, (lingodoc.ConfigurationError, UsageError)):
+    usage = (lingodoc.ConfigurationError, lingodoc.InvalidArgument, lingodoc.InvalidArgumentType)
+    if isinstance(exc, (*usage, UsageError)):
         return EXIT_USAGE, str(exc)
     if isinstance(exc, CheckpointError):
         return EXIT_API_ERROR, str(exc)
