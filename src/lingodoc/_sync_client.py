@@ -226,7 +226,8 @@ class Client(BaseClient[httpx.Client]):
                 counts it).
 
         Returns:
-            The translations, one per text, in input order.
+            The translations, one per text, in input order, as plain strings: no
+            response of the batches is kept.
 
         Raises:
             ValueError: If ``texts`` is empty, a size is below 1, or ``done``
@@ -439,7 +440,8 @@ class Client(BaseClient[httpx.Client]):
                 in both, the values in ``params`` replace those in ``path``).
 
         Returns:
-            The ``data`` of the envelope, as plain JSON values.
+            The ``data`` of the envelope, as plain JSON values: no response comes with
+            it (its rate limit is in ``client.rate_limit``).
 
         Raises:
             ValueError: If ``path`` would leave ``base_url``.
