@@ -173,9 +173,13 @@ async def test_no_exception_in_the_chain_gives_access_to_the_key(
 
 
 def test_results_are_equal_whatever_rate_limit_their_responses_carried() -> None:
+    from lingodoc._models import Origin
+
     first = lingodoc.TextTranslation(**TRANSLATION)
     second = lingodoc.TextTranslation(**TRANSLATION)
-    second._rate_limit = lingodoc.RateLimit.model_construct(limit=1, remaining=0, reset=1)
+    limit = lingodoc.RateLimit.model_construct(limit=1, remaining=0, reset=1)
+    second._origin = Origin(limit, httpx.Response(200), None, "req_1")
+    assert second.rate_limit is limit
     assert first == second
     assert first != lingodoc.TextTranslation(**(TRANSLATION | {"translated_text": "Servus"}))
 

@@ -239,7 +239,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                 counts it).
 
         Returns:
-            The translations, one per text, in input order.
+            The translations, one per text, in input order, as plain strings: no
+            response of the batches is kept.
 
         Raises:
             InvalidArgument: If ``texts`` is empty, a size is below 1, or ``done``
@@ -461,7 +462,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                 in both, the values in ``params`` replace those in ``path``).
 
         Returns:
-            The ``data`` of the envelope, as plain JSON values.
+            The ``data`` of the envelope, as plain JSON values: no response comes with
+            it (its rate limit is in ``client.rate_limit``).
 
         Raises:
             InvalidArgument: If ``method`` is not an HTTP method, or ``path`` would

@@ -976,8 +976,9 @@ class Waiter:
                 masked = _redact_json(value, self.redact)
                 if masked is not value:
                     changes[name] = masked
-            if changes:
-                error.status = error.status.model_copy(update=changes)
+            # Always a copy: it keeps the request id and rate limit, not the response, whose
+            # request holds the key (see _models.Origin).
+            error.status = error.status.model_copy(update=changes)
         return error
 
 
@@ -1538,8 +1539,13 @@ class BaseClient(Generic[HttpClientT]):
             now=now,
             redact=self._redact,
         )
+        # The body was read through a BodyReader (from aiter_raw/iter_raw), so httpx holds
+        # none: give the response the body read (decompressed, as httpx's own read keeps
+        # it), and result.http_response.content, .text and .json() work without a request.
+        response._content = body
+        origin = _lazy.Origin(rate_limit, response, self._key_mask)
         try:
-            return call.parse(data, rate_limit)
+            return call.parse(data, origin)
         except ShapeError as exc:
             shape_error = exc
         # Raised outside the except block, so no chained exception keeps the data.

@@ -1,8 +1,9 @@
 """One API call: what to send, and how to read the answer into a result.
 
 The clients turn each method's arguments into a ``Call`` (in ``_base_client``),
-send it, and hand the envelope's ``data`` to its ``parse``. The parsers here
-validate that data as the endpoint's model.
+send it, and hand the envelope's ``data`` to its ``parse``, with the ``Origin``
+of the response (its rate limit, request id and the response itself). The
+parsers here validate that data as the endpoint's model and attach the origin.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from lingodoc._models import (
         BatchTranslation,
         Document,
-        RateLimit,
+        Origin,
         TranslationJob,
         TranslationStatus,
         _Result,
@@ -41,7 +42,7 @@ class Call(Generic[T]):
         self,
         method: str,
         path: str,
-        parse: Callable[[Any, RateLimit | None], T],
+        parse: Callable[[Any, Origin], T],
         json: Any = None,
         params: Mapping[str, Any] | None = None,
         idempotent: bool = True,
@@ -83,23 +84,23 @@ class ShapeError(ValueError):
         self.data = data
 
 
-_parsers: dict[type[Any], Callable[[Any, RateLimit | None], Any]] = {}
+_parsers: dict[type[Any], Callable[[Any, Origin], Any]] = {}
 
 
-def model_parser(cls: type[ModelT]) -> Callable[[Any, RateLimit | None], ModelT]:
-    """Return a parser that validates ``data`` as ``cls`` and attaches the rate limit."""
+def model_parser(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
+    """Return a parser that validates ``data`` as ``cls`` and attaches its ``Origin``."""
     parse = _parsers.get(cls)
     if parse is None:
         parse = _parsers[cls] = _new_model_parser(cls)
-    return cast("Callable[[Any, RateLimit | None], ModelT]", parse)
+    return cast("Callable[[Any, Origin], ModelT]", parse)
 
 
-def _new_model_parser(cls: type[ModelT]) -> Callable[[Any, RateLimit | None], ModelT]:
+def _new_model_parser(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
     from pydantic import ValidationError  # loaded with the models already
 
     validate = cls.model_validate
 
-    def parse(data: Any, rate_limit: RateLimit | None) -> ModelT:
+    def parse(data: Any, origin: Origin) -> ModelT:
         try:
             result = validate(data)
         except ValidationError as exc:
@@ -108,27 +109,27 @@ def _new_model_parser(cls: type[ModelT]) -> Callable[[Any, RateLimit | None], Mo
             )
             problem = f"the response data is not a {cls.__name__} ({problems})"
             raise ShapeError(problem, data) from None
-        result._rate_limit = rate_limit
+        result._origin = origin
         return result
 
     return parse
 
 
-def parse_documents(data: Any, rate_limit: RateLimit | None) -> list[Document]:
+def parse_documents(data: Any, origin: Origin) -> list[Document]:
     items = data.get("documents") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise ShapeError(
             "the document listing is neither a list nor an object with a 'documents' list", data
         )
     parse = model_parser(_lazy.Document)
-    return [parse(item, rate_limit) for item in items]
+    return [parse(item, origin) for item in items]
 
 
-def batch_parser(count: int) -> Callable[[Any, RateLimit | None], BatchTranslation]:
+def batch_parser(count: int) -> Callable[[Any, Origin], BatchTranslation]:
     parse = model_parser(_lazy.BatchTranslation)
 
-    def parse_batch(data: Any, rate_limit: RateLimit | None) -> BatchTranslation:
-        result = parse(data, rate_limit)
+    def parse_batch(data: Any, origin: Origin) -> BatchTranslation:
+        result = parse(data, origin)
         if len(result.translations) != count:
             # Pairing the texts with a short list would silently lose some.
             raise ShapeError(
@@ -139,7 +140,7 @@ def batch_parser(count: int) -> Callable[[Any, RateLimit | None], BatchTranslati
     return parse_batch
 
 
-def status_parser(translation_id: str) -> Callable[[Any, RateLimit | None], TranslationStatus]:
+def status_parser(translation_id: str) -> Callable[[Any, Origin], TranslationStatus]:
     """Return a parser of a poll's status that refuses the status of another translation.
 
     Another job's status (a cache or a proxy mixing up answers) would pass its progress,
@@ -150,7 +151,7 @@ def status_parser(translation_id: str) -> Callable[[Any, RateLimit | None], Tran
     )
 
 
-def job_parser(document_id: str) -> Callable[[Any, RateLimit | None], TranslationJob]:
+def job_parser(document_id: str) -> Callable[[Any, Origin], TranslationJob]:
     """Return a parser of a started job that refuses a job on another document.
 
     Waiting on it would hand over another document's translation.
@@ -160,12 +161,12 @@ def job_parser(document_id: str) -> Callable[[Any, RateLimit | None], Translatio
 
 def _only(
     cls: type[ModelT], field: str, expected: str, noun: str, relation: str
-) -> Callable[[Any, RateLimit | None], ModelT]:
+) -> Callable[[Any, Origin], ModelT]:
     """Return a parser of ``cls`` that refuses a result whose ``field`` is not ``expected``."""
     parse = model_parser(cls)
 
-    def parse_only(data: Any, rate_limit: RateLimit | None) -> ModelT:
-        result = parse(data, rate_limit)
+    def parse_only(data: Any, origin: Origin) -> ModelT:
+        result = parse(data, origin)
         found = getattr(result, field)
         if found != expected:
             raise ShapeError(
@@ -184,5 +185,5 @@ def batch_call(texts: list[str], source: str, target: str) -> Call[BatchTranslat
     return Call("POST", "/translate/batch", batch_parser(len(texts)), json=body)
 
 
-def parse_data(data: Any, rate_limit: RateLimit | None) -> Any:
+def parse_data(data: Any, origin: Origin) -> Any:
     return data

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from lingodoc._models import BatchTranslation as BatchTranslation
     from lingodoc._models import Document as Document
+    from lingodoc._models import Origin as Origin
     from lingodoc._models import RateLimit as RateLimit
     from lingodoc._models import TextTranslation as TextTranslation
     from lingodoc._models import TranslationJob as TranslationJob
@@ -37,7 +38,7 @@ PUBLIC = frozenset(
         "TranslationStatus",
     }
 )
-NAMES = PUBLIC | {"parse_rate_limit", "reset_delay"}
+NAMES = PUBLIC | {"Origin", "parse_rate_limit", "reset_delay"}
 
 
 def __getattr__(name: str) -> Any:

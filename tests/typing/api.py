@@ -49,6 +49,11 @@ def sync_client() -> None:
         assert_type(text.source_language, str)
         assert_type(text.target_language, str)
         assert_type(text.rate_limit, lingodoc.RateLimit | None)
+        assert_type(text.request_id, str | None)
+        assert_type(text.http_response, httpx.Response | None)
+        if text.http_response is not None:
+            assert_type(text.http_response.status_code, int)
+            assert_type(text.http_response.json(), Any)
 
         batch = client.translate_batch(["a", "b"], source_language="en", target_language="fr")
         assert_type(batch, lingodoc.BatchTranslation)
@@ -136,6 +141,8 @@ async def async_client() -> None:
             await client.wait_for_translation(job, timeout=None), lingodoc.TranslationStatus
         )
         assert_type(await client.list_documents(), list[lingodoc.Document])
+        assert_type(batch.request_id, str | None)
+        assert_type(batch.http_response, httpx.Response | None)
         assert_type(await client.request("POST", "/glossaries", json={"a": 1}), Any)
         assert_type(client.with_options(max_retries=1), lingodoc.AsyncClient)
         assert_type(client.rate_limit, lingodoc.RateLimit | None)
