@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 
 from lingodoc import _bulk, _clock, _retry
-from lingodoc._base_client import BaseClient, Call, Failure, Waiter
+from lingodoc._base_client import BaseClient, Call, Failure, Waiter, call_options
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
 
@@ -118,6 +118,10 @@ class Client(BaseClient[httpx.Client]):
         source_language: str,
         target_language: str,
         style: str | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> TextTranslation:
         """Translate one text.
 
@@ -126,21 +130,44 @@ class Client(BaseClient[httpx.Client]):
             source_language: ISO 639-1 code of the text, such as ``"en"``.
             target_language: ISO 639-1 code to translate into.
             style: A style such as ``"formal"`` or ``"marketing"``.
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request.
+            extra_body: JSON fields to merge into the request body; a field the
+                SDK sets is replaced. See "Per-call options" in the configuration guide.
 
         Returns:
             The translation.
 
         Raises:
+            TypeError: If an option (``timeout``, ``extra_headers``...) has the wrong
+                type, or ``extra_body`` cannot be sent as JSON.
+            ValueError: If ``timeout`` is not a positive number, or ``extra_headers``
+                holds a header that cannot be sent (``Authorization``, ``Content-Length``,
+                a line break...).
             TextTooLong: If the text exceeds 10,000 characters (checked before sending).
             InvalidLanguage: If a code is malformed (checked before sending) or
                 not supported by the service.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return self._send(self._translate_call(text, source_language, target_language, style))
+        options = call_options(timeout, extra_headers, extra_query, extra_body)
+        call = self._translate_call(text, source_language, target_language, style, options)
+        return self._send(call)
 
     def translate_batch(
-        self, texts: Sequence[str], *, source_language: str, target_language: str
+        self,
+        texts: Sequence[str],
+        *,
+        source_language: str,
+        target_language: str,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> BatchTranslation:
         """Translate several texts in one request.
 
@@ -148,20 +175,32 @@ class Client(BaseClient[httpx.Client]):
             texts: The texts, a non-empty list of strings.
             source_language: ISO 639-1 code of the texts.
             target_language: ISO 639-1 code to translate into.
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request.
+            extra_body: JSON fields to merge into the request body; a field the
+                SDK sets is replaced. See "Per-call options" in the configuration guide.
 
         Returns:
             The translations, one per text, in input order.
 
         Raises:
-            ValueError: If ``texts`` is empty.
-            TypeError: If ``texts`` is not a list of strings.
+            ValueError: If ``texts`` is empty, or an option is out of range (as
+                for [`translate`][lingodoc.Client.translate]).
+            TypeError: If ``texts`` is not a list of strings, or an option has the
+                wrong type.
             TextTooLong: If a text has more than 10,000 characters (checked before
                 sending; the error names its index).
             InvalidLanguage: If a code is malformed or not supported.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return self._send(self._translate_batch_call(texts, source_language, target_language))
+        options = call_options(timeout, extra_headers, extra_query, extra_body)
+        call = self._translate_batch_call(texts, source_language, target_language, options)
+        return self._send(call)
 
     def translate_many(
         self,
@@ -174,6 +213,10 @@ class Client(BaseClient[httpx.Client]):
         wait_for_rate_limit: bool | float = False,
         on_progress: Callable[[BulkProgress], object] | None = None,
         done: MutableMapping[int, str] | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> list[str]:
         """Translate any number of texts in as few requests as the service allows, keeping all work.
 
@@ -224,13 +267,21 @@ class Client(BaseClient[httpx.Client]):
                 texts are not sent. Every translation made is added to it as
                 its batch is answered (before the ``on_progress`` call that
                 counts it).
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of each
+                batch request, instead of the client's.
+            extra_headers: Headers to send with each batch request (as for
+                [`translate`][lingodoc.Client.translate]).
+            extra_query: Query parameters to add to each batch request.
+            extra_body: JSON fields to merge into each batch's body. See
+                "Per-call options" in the configuration guide.
 
         Returns:
             The translations, one per text, in input order.
 
         Raises:
-            ValueError: If ``texts`` is empty, a size is below 1, or ``done``
-                holds an index out of range.
+            ValueError: If ``texts`` is empty, a size is below 1, ``done``
+                holds an index out of range, or an option is out of range (as
+                for [`translate`][lingodoc.Client.translate]).
             TypeError: If ``texts`` is not a list of strings, or another
                 argument has the wrong type.
             TextTooLong: If a text has more than 10,000 characters (before
@@ -250,6 +301,7 @@ class Client(BaseClient[httpx.Client]):
             wait_for_rate_limit,
             on_progress,
             done,
+            call_options(timeout, extra_headers, extra_query, extra_body),
         )
         _bulk.run_workers(self._bulk_worker, bulk)
         return bulk.result()
@@ -280,6 +332,10 @@ class Client(BaseClient[httpx.Client]):
         target_language: str,
         style: str | None = None,
         use_translation_memory: bool | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> TranslationJob:
         """Start translating a stored document.
 
@@ -293,12 +349,22 @@ class Client(BaseClient[httpx.Client]):
             style: A style such as ``"formal"``.
             use_translation_memory: Whether the service uses stored
                 translation memory; the service's default if ``None``.
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request.
+            extra_body: JSON fields to merge into the request body; a field the
+                SDK sets is replaced. See "Per-call options" in the configuration guide.
 
         Returns:
             The started job (state ``processing``).
 
         Raises:
-            ValueError: If ``document_id`` is empty, or ``.`` or ``..``.
+            ValueError: If ``document_id`` is empty, or ``.`` or ``..``, or an
+                option is out of range (as for [`translate`][lingodoc.Client.translate]).
+            TypeError: If an option has the wrong type.
             NotFound: If there is no such document.
             UnexpectedResponse: If the answer is not a job, or is a job on another
                 document (the job may have started).
@@ -307,29 +373,50 @@ class Client(BaseClient[httpx.Client]):
             APIConnectionError: If the service cannot be reached.
         """
         call = self._translate_document_call(
-            document_id, target_language, style, use_translation_memory
+            document_id,
+            target_language,
+            style,
+            use_translation_memory,
+            call_options(timeout, extra_headers, extra_query, extra_body),
         )
         return self._send(call)
 
-    def get_translation(self, translation_id: str) -> TranslationStatus:
+    def get_translation(
+        self,
+        translation_id: str,
+        *,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+    ) -> TranslationStatus:
         """Read the state of a document translation.
 
         Args:
             translation_id: The job's id, from
                 [`translate_document`][lingodoc.Client.translate_document].
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request. See
+                "Per-call options" in the configuration guide.
 
         Returns:
             Its state and progress.
 
         Raises:
-            ValueError: If ``translation_id`` is empty, or ``.`` or ``..``.
+            ValueError: If ``translation_id`` is empty, or ``.`` or ``..``, or an
+                option is out of range (as for [`translate`][lingodoc.Client.translate]).
+            TypeError: If an option has the wrong type.
             NotFound: If there is no such translation.
             UnexpectedResponse: If the answer is not a status, or is the status of
                 another translation.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return self._send(self._get_translation_call(translation_id))
+        options = call_options(timeout, extra_headers, extra_query)
+        return self._send(self._get_translation_call(translation_id, options))
 
     def wait_for_translation(
         self,
@@ -338,6 +425,8 @@ class Client(BaseClient[httpx.Client]):
         poll_interval: float = 5.0,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
     ) -> TranslationStatus:
         """Poll a document translation until it completes.
 
@@ -354,15 +443,23 @@ class Client(BaseClient[httpx.Client]):
             poll_interval: Seconds between polls.
             timeout: Seconds to wait in all; ``None`` waits as long as it takes.
                 Each poll is cut to the time left (the last one, at the deadline,
-                gets a second).
+                gets a second). Each poll's own timeout is the client's: for
+                another, wait with a copy, ``client.with_options(timeout=...)``.
             on_progress: Called with each status read, after every poll; a
                 coroutine function is refused with ``TypeError`` before
                 the first poll.
+            extra_headers: Headers to send with each poll (as for
+                [`get_translation`][lingodoc.Client.get_translation]).
+            extra_query: Query parameters to add to each poll. See
+                "Per-call options" in the configuration guide.
 
         Returns:
             The completed status.
 
         Raises:
+            TypeError: If an argument has the wrong type.
+            ValueError: If ``poll_interval`` or ``timeout`` is out of range, or
+                ``extra_headers`` holds a header that cannot be sent.
             TranslationFailed: If the translation failed, or stayed in states this
                 version of the SDK does not know for 3 polls in a row; ``.status``
                 holds the last state.
@@ -372,7 +469,8 @@ class Client(BaseClient[httpx.Client]):
                 the status of another translation.
             APIConnectionError: If the service cannot be reached.
         """
-        waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress)
+        options = call_options(None, extra_headers, extra_query)
+        waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress, options)
         try:
             outcome = self._wait_loop(waiter)
         except LingodocError as exc:  # such as the client closed meanwhile: see _wait_loop
@@ -402,17 +500,40 @@ class Client(BaseClient[httpx.Client]):
                 return delay
             _clock.sleep(delay)
 
-    def list_documents(self) -> list[Document]:
+    def list_documents(
+        self,
+        *,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+    ) -> list[Document]:
         """List the stored documents.
+
+        Args:
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request. See
+                "Per-call options" in the configuration guide.
 
         Returns:
             The documents, each with at least a ``document_id``.
 
         Raises:
+            TypeError: If an option (``timeout``, ``extra_headers``...) has the wrong
+                type, or ``extra_body`` cannot be sent as JSON.
+            ValueError: If ``timeout`` is not a positive number, or ``extra_headers``
+                holds a header that cannot be sent (``Authorization``, ``Content-Length``,
+                a line break...).
+
             APIError: For an error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return self._send(self._list_documents_call())
+        return self._send(
+            self._list_documents_call(call_options(timeout, extra_headers, extra_query))
+        )
 
     def request(
         self,
@@ -421,12 +542,16 @@ class Client(BaseClient[httpx.Client]):
         *,
         json: Any = None,
         params: Mapping[str, Any] | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> Any:
         """Call any endpoint under ``base_url``, for parts of the service the SDK does not wrap.
 
         Same authentication, envelope, errors, retries and rate-limit
         tracking as the other methods. Only GET, HEAD, OPTIONS, PUT and
         DELETE are retried after a failure the server may have acted on.
+        It has no ``extra_query`` or ``extra_body``: ``params`` and ``json``
+        are the query and the body, whole.
 
         Args:
             method: The HTTP method, such as ``"GET"``.
@@ -437,17 +562,25 @@ class Client(BaseClient[httpx.Client]):
             params: Query parameters. A query written in ``path`` is sent as
                 written without them; with them, the two are merged (for a key
                 in both, the values in ``params`` replace those in ``path``).
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
 
         Returns:
             The ``data`` of the envelope, as plain JSON values.
 
         Raises:
-            ValueError: If ``path`` would leave ``base_url``.
-            TypeError: If ``params`` cannot be sent as query parameters.
+            ValueError: If ``path`` would leave ``base_url``, ``timeout`` is not a
+                positive number, or ``extra_headers`` holds a header that cannot be sent.
+            TypeError: If ``params`` cannot be sent as query parameters, or
+                ``timeout`` or ``extra_headers`` has the wrong type.
             APIError: For an error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return self._send(self._raw_call(method, path, json, params))
+        options = call_options(timeout, extra_headers)
+        return self._send(self._raw_call(method, path, json, params, options))
 
     def _send(
         self,
@@ -511,7 +644,7 @@ class Client(BaseClient[httpx.Client]):
         started = time.perf_counter()
         try:
             # One deadline for all of the attempt: connecting, sending, headers and body.
-            with self._attempt(request, deadline) as limits:
+            with self._attempt(request, deadline, call.options) as limits:
                 response = self._shared.http.send(request, stream=True, follow_redirects=False)
                 try:
                     body = self._read_body(response, limits)
