@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 
 from lingodoc import _bulk, _clock, _retry
-from lingodoc._base_client import BaseClient, Call, Failure, Waiter
+from lingodoc._base_client import BaseClient, Call, Failure, Waiter, call_options
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
 
@@ -130,6 +130,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         source_language: str,
         target_language: str,
         style: str | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> TextTranslation:
         """Translate one text.
 
@@ -138,23 +142,45 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             source_language: ISO 639-1 code of the text, such as ``"en"``.
             target_language: ISO 639-1 code to translate into.
             style: A style such as ``"formal"`` or ``"marketing"``.
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request.
+            extra_body: JSON fields to merge into the request body; a field the
+                SDK sets is replaced. See "Per-call options" in the configuration guide.
 
         Returns:
             The translation.
 
         Raises:
-            InvalidArgumentType: If ``text`` is not a string, or ``style`` is
-                neither a string nor ``None`` (a ``TypeError``).
+            InvalidArgumentType: If ``text`` is not a string, ``style`` is neither a
+                string nor ``None``, an option (``timeout``, ``extra_headers``...) has
+                the wrong type, or ``extra_body`` cannot be sent as JSON (a ``TypeError``).
+            InvalidArgument: If ``timeout`` is not a positive number, or
+                ``extra_headers`` holds a header that cannot be sent (``Authorization``,
+                ``Content-Length``, a line break...) (a ``ValueError``).
             TextTooLong: If the text exceeds 10,000 characters (checked before sending).
             InvalidLanguage: If a code is malformed (checked before sending) or
                 not supported by the service.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return await self._send(self._translate_call(text, source_language, target_language, style))
+        options = call_options(timeout, extra_headers, extra_query, extra_body)
+        call = self._translate_call(text, source_language, target_language, style, options)
+        return await self._send(call)
 
     async def translate_batch(
-        self, texts: Sequence[str], *, source_language: str, target_language: str
+        self,
+        texts: Sequence[str],
+        *,
+        source_language: str,
+        target_language: str,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> BatchTranslation:
         """Translate several texts in one request.
 
@@ -162,20 +188,32 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             texts: The texts, a non-empty list of strings.
             source_language: ISO 639-1 code of the texts.
             target_language: ISO 639-1 code to translate into.
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request.
+            extra_body: JSON fields to merge into the request body; a field the
+                SDK sets is replaced. See "Per-call options" in the configuration guide.
 
         Returns:
             The translations, one per text, in input order.
 
         Raises:
-            InvalidArgument: If ``texts`` is empty (a ``ValueError``).
-            InvalidArgumentType: If ``texts`` is not a list of strings (a ``TypeError``).
+            InvalidArgument: If ``texts`` is empty, or an option is out of range (as
+                for [`translate`][lingodoc.AsyncClient.translate]) (a ``ValueError``).
+            InvalidArgumentType: If ``texts`` is not a list of strings, or an option
+                has the wrong type (a ``TypeError``).
             TextTooLong: If a text has more than 10,000 characters (checked before
                 sending; the error names its index).
             InvalidLanguage: If a code is malformed or not supported.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return await self._send(self._translate_batch_call(texts, source_language, target_language))
+        options = call_options(timeout, extra_headers, extra_query, extra_body)
+        call = self._translate_batch_call(texts, source_language, target_language, options)
+        return await self._send(call)
 
     async def translate_many(
         self,
@@ -188,6 +226,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         wait_for_rate_limit: bool | float = False,
         on_progress: Callable[[BulkProgress], object] | None = None,
         done: MutableMapping[int, str] | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> list[str]:
         """Translate any number of texts in as few requests as the service allows, keeping all work.
 
@@ -237,14 +279,22 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                 texts are not sent. Every translation made is added to it as
                 its batch is answered (before the ``on_progress`` call that
                 counts it).
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of each
+                batch request, instead of the client's.
+            extra_headers: Headers to send with each batch request (as for
+                [`translate`][lingodoc.AsyncClient.translate]).
+            extra_query: Query parameters to add to each batch request.
+            extra_body: JSON fields to merge into each batch's body. See
+                "Per-call options" in the configuration guide.
 
         Returns:
             The translations, one per text, in input order, as plain strings: no
             response of the batches is kept.
 
         Raises:
-            InvalidArgument: If ``texts`` is empty, a size is below 1, or ``done``
-                holds an index out of range (a ``ValueError``).
+            InvalidArgument: If ``texts`` is empty, a size is below 1, ``done``
+                holds an index out of range, or an option is out of range (as for
+                [`translate`][lingodoc.AsyncClient.translate]) (a ``ValueError``).
             InvalidArgumentType: If ``texts`` is not a list of strings, or another
                 argument has the wrong type (a ``TypeError``).
             TextTooLong: If a text has more than 10,000 characters (before
@@ -264,6 +314,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             wait_for_rate_limit,
             on_progress,
             done,
+            call_options(timeout, extra_headers, extra_query, extra_body),
         )
         await _bulk.async_run_workers(self._bulk_worker, bulk)
         return bulk.result()
@@ -294,6 +345,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         target_language: str,
         style: str | None = None,
         use_translation_memory: bool | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> TranslationJob:
         """Start translating a stored document.
 
@@ -307,12 +362,21 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             style: A style such as ``"formal"``.
             use_translation_memory: Whether the service uses stored
                 translation memory; the service's default if ``None``.
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request.
+            extra_body: JSON fields to merge into the request body; a field the
+                SDK sets is replaced. See "Per-call options" in the configuration guide.
 
         Returns:
             The started job (state ``processing``).
 
         Raises:
-            InvalidArgument: If ``document_id`` is empty, or ``.`` or ``..``
+            InvalidArgument: If ``document_id`` is empty, or ``.`` or ``..``, or an
+                option is out of range (as for [`translate`][lingodoc.AsyncClient.translate])
                 (a ``ValueError``).
             InvalidArgumentType: If ``document_id`` is not a string, or another
                 argument has the wrong type (a ``TypeError``).
@@ -324,31 +388,52 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             APIConnectionError: If the service cannot be reached.
         """
         call = self._translate_document_call(
-            document_id, target_language, style, use_translation_memory
+            document_id,
+            target_language,
+            style,
+            use_translation_memory,
+            call_options(timeout, extra_headers, extra_query, extra_body),
         )
         return await self._send(call)
 
-    async def get_translation(self, translation_id: str) -> TranslationStatus:
+    async def get_translation(
+        self,
+        translation_id: str,
+        *,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+    ) -> TranslationStatus:
         """Read the state of a document translation.
 
         Args:
             translation_id: The job's id, from
                 [`translate_document`][lingodoc.AsyncClient.translate_document].
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request. See
+                "Per-call options" in the configuration guide.
 
         Returns:
             Its state and progress.
 
         Raises:
-            InvalidArgument: If ``translation_id`` is empty, or ``.`` or ``..``
+            InvalidArgument: If ``translation_id`` is empty, or ``.`` or ``..``, or an
+                option is out of range (as for [`translate`][lingodoc.AsyncClient.translate])
                 (a ``ValueError``).
-            InvalidArgumentType: If ``translation_id`` is not a string (a ``TypeError``).
+            InvalidArgumentType: If ``translation_id`` is not a string, or an option has
+                the wrong type (a ``TypeError``).
             NotFound: If there is no such translation.
             UnexpectedResponse: If the answer is not a status, or is the status of
                 another translation.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return await self._send(self._get_translation_call(translation_id))
+        options = call_options(timeout, extra_headers, extra_query)
+        return await self._send(self._get_translation_call(translation_id, options))
 
     async def wait_for_translation(
         self,
@@ -357,6 +442,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         poll_interval: float = 5.0,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
     ) -> TranslationStatus:
         """Poll a document translation until it completes.
 
@@ -373,14 +460,22 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             poll_interval: Seconds between polls.
             timeout: Seconds to wait in all; ``None`` waits as long as it takes.
                 Each poll is cut to the time left (the last one, at the deadline,
-                gets a second).
+                gets a second). Each poll's own timeout is the client's: for
+                another, wait with a copy, ``client.with_options(timeout=...)``.
             on_progress: Called with each status read, after every poll; a
                 coroutine function is awaited before the next poll.
+            extra_headers: Headers to send with each poll (as for
+                [`get_translation`][lingodoc.AsyncClient.get_translation]).
+            extra_query: Query parameters to add to each poll. See
+                "Per-call options" in the configuration guide.
 
         Returns:
             The completed status.
 
         Raises:
+            TypeError: If an argument has the wrong type.
+            ValueError: If ``poll_interval`` or ``timeout`` is out of range, or
+                ``extra_headers`` holds a header that cannot be sent.
             TranslationFailed: If the translation failed, or stayed in states this
                 version of the SDK does not know for 3 polls in a row; ``.status``
                 holds the last state.
@@ -395,7 +490,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                 the status of another translation.
             APIConnectionError: If the service cannot be reached.
         """
-        waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress)
+        options = call_options(None, extra_headers, extra_query)
+        waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress, options)
         try:
             outcome = await self._wait_loop(waiter)
         except LingodocError as exc:  # such as the client closed meanwhile: see _wait_loop
@@ -425,17 +521,40 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                 return delay
             await _clock.async_sleep(delay)
 
-    async def list_documents(self) -> list[Document]:
+    async def list_documents(
+        self,
+        *,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+    ) -> list[Document]:
         """List the stored documents.
+
+        Args:
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request. See
+                "Per-call options" in the configuration guide.
 
         Returns:
             The documents, each with at least a ``document_id``.
 
         Raises:
+            TypeError: If an option (``timeout``, ``extra_headers``...) has the wrong
+                type, or ``extra_body`` cannot be sent as JSON.
+            ValueError: If ``timeout`` is not a positive number, or ``extra_headers``
+                holds a header that cannot be sent (``Authorization``, ``Content-Length``,
+                a line break...).
+
             APIError: For an error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return await self._send(self._list_documents_call())
+        return await self._send(
+            self._list_documents_call(call_options(timeout, extra_headers, extra_query))
+        )
 
     async def request(
         self,
@@ -444,12 +563,16 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         *,
         json: Any = None,
         params: Mapping[str, Any] | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> Any:
         """Call any endpoint under ``base_url``, for parts of the service the SDK does not wrap.
 
         Same authentication, envelope, errors, retries and rate-limit
         tracking as the other methods. Only GET, HEAD, OPTIONS, PUT and
         DELETE are retried after a failure the server may have acted on.
+        It has no ``extra_query`` or ``extra_body``: ``params`` and ``json``
+        are the query and the body, whole.
 
         Args:
             method: The HTTP method, such as ``"GET"``.
@@ -460,20 +583,28 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             params: Query parameters. A query written in ``path`` is sent as
                 written without them; with them, the two are merged (for a key
                 in both, the values in ``params`` replace those in ``path``).
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
 
         Returns:
             The ``data`` of the envelope, as plain JSON values: no response comes with
             it (its rate limit is in ``client.rate_limit``).
 
         Raises:
-            InvalidArgument: If ``method`` is not an HTTP method, or ``path`` would
-                leave ``base_url`` (a ``ValueError``).
-            InvalidArgumentType: If ``path`` is not a string, or ``params`` or
-                ``json`` cannot be sent (a ``TypeError``).
+            InvalidArgument: If ``method`` is not an HTTP method, ``path`` would leave
+                ``base_url``, ``timeout`` is not a positive number, or ``extra_headers``
+                holds a header that cannot be sent (a ``ValueError``).
+            InvalidArgumentType: If ``path`` is not a string, ``params`` or ``json``
+                cannot be sent, or ``timeout`` or ``extra_headers`` has the wrong type
+                (a ``TypeError``).
             APIError: For an error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return await self._send(self._raw_call(method, path, json, params))
+        options = call_options(timeout, extra_headers)
+        return await self._send(self._raw_call(method, path, json, params, options))
 
     async def _send(
         self,
@@ -537,7 +668,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         started = time.perf_counter()
         try:
             # One deadline for all of the attempt: connecting, sending, headers and body.
-            with self._attempt(request, deadline) as limits:
+            with self._attempt(request, deadline, call.options) as limits:
                 response = await self._shared.http.send(
                     request, stream=True, follow_redirects=False
                 )

@@ -28,6 +28,7 @@ from lingodoc._body import ACCEPT_ENCODING, BodyReader
 from lingodoc._call import (
     Call,
     Failure,
+    Options,
     ShapeError,
     batch_call,
     job_parser,
@@ -632,12 +633,16 @@ def _check_timeout(
         return httpx.Timeout(DEFAULT_TIMEOUT)
     seconds = _as_float(timeout)
     if not (math.isfinite(seconds) and seconds > 0):
-        raise ConfigurationError(
-            "timeout must be a positive number of seconds or an httpx.Timeout, "
-            f"not {_validation.shown(timeout)} "
-            "(None leaves it unset; for no limit at all pass httpx.Timeout(None))"
-        )
+        raise ConfigurationError(_timeout_refused(timeout))
     return httpx.Timeout(seconds)
+
+
+def _timeout_refused(timeout: object) -> str:
+    return (
+        "timeout must be a positive number of seconds or an httpx.Timeout, "
+        f"not {_validation.shown(timeout)} "
+        "(None leaves it unset; for no limit at all pass httpx.Timeout(None))"
+    )
 
 
 # RFC 9110: a header name is a token. A value here is printable ASCII, with inner
@@ -697,6 +702,124 @@ def _header_problem(headers: httpx.Headers) -> str | None:
                 "or starts or ends with a space"
             )
     return None
+
+
+def call_options(
+    timeout: object = None,
+    extra_headers: object = None,
+    extra_query: object = None,
+    extra_body: object = None,
+) -> Options | None:
+    """Check a call's own options; ``None`` if none is set (the common case).
+
+    Raises:
+        InvalidArgumentType: If an option has the wrong type, or ``extra_body`` cannot be
+            sent as JSON.
+        InvalidArgument: If ``timeout`` is not a positive number, or ``extra_headers``
+            holds a header the SDK refuses (see ``_extra_headers``).
+    """
+    if timeout is None and extra_headers is None and extra_query is None and extra_body is None:
+        return None
+    return Options(
+        timeout=None if timeout is None else _call_timeout(timeout),
+        headers=None if extra_headers is None else _extra_headers(extra_headers),
+        query=None if extra_query is None else _extra_query(extra_query),
+        body=None if extra_body is None else _extra_body(extra_body),
+    )
+
+
+def _call_timeout(timeout: object) -> httpx.Timeout:
+    """A call's ``timeout=``: the rules of the client's, but a bad one is the caller's error."""
+    if isinstance(timeout, httpx.Timeout):
+        return timeout
+    if not _is_number(timeout):
+        raise InvalidArgumentType(_timeout_refused(timeout))
+    seconds = _as_float(timeout)
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InvalidArgument(_timeout_refused(timeout))
+    return httpx.Timeout(seconds)
+
+
+def _extra_headers(extra_headers: object) -> list[tuple[bytes, bytes]]:
+    """A call's ``extra_headers=``, checked as ``default_headers`` are, as raw header pairs.
+
+    ``Authorization`` is refused, not silently replaced (as it is in ``default_headers``):
+    a call that asks for its own is a mistake to say at once.
+    """
+    if not isinstance(extra_headers, Mapping):
+        raise InvalidArgumentType(
+            f"extra_headers must be a mapping of header names to values, "
+            f"not {type(extra_headers).__name__}"
+        )
+    error: type[LingodocError] = InvalidArgument
+    problem: str | None
+    try:
+        headers = httpx.Headers(extra_headers)
+    except UnicodeEncodeError as exc:  # a value (or name) that is not ASCII
+        problem = str(exc)
+    except (TypeError, ValueError, AttributeError) as exc:
+        error, problem = InvalidArgumentType, str(exc)
+    else:
+        problem = _header_problem(headers)
+        if problem is None and "authorization" in headers:
+            problem = "it cannot replace 'Authorization', which carries the client's API key"
+        if problem is None:
+            return headers.raw
+    # Raised outside the except block, as in _headers: no chained httpx frames.
+    raise error(f"extra_headers cannot be sent as HTTP headers: {problem}")
+
+
+# What a query parameter's value may be (or a list or tuple of): httpx writes anything
+# else as its str(), such as "{'a': 1}" for a dict, which no service means to read.
+_QUERY_VALUE_TYPES = (str, int, float, bool, type(None))
+
+
+def _extra_query(extra_query: object) -> httpx.QueryParams:
+    """A call's ``extra_query=``, as httpx sends it.
+
+    Names are str; values str, int, float, bool or ``None`` (an empty value), or a list
+    or tuple of them (the parameter repeated).
+    """
+    if not isinstance(extra_query, Mapping):
+        raise InvalidArgumentType(
+            f"extra_query must be a mapping of parameter names to values, "
+            f"not {type(extra_query).__name__}"
+        )
+    for name, value in extra_query.items():
+        if not isinstance(name, str):
+            raise InvalidArgumentType(
+                f"extra_query's parameter names must be str, not {type(name).__name__}"
+            )
+        values = value if isinstance(value, (list, tuple)) else (value,)
+        bad = next((v for v in values if not isinstance(v, _QUERY_VALUE_TYPES)), None)
+        if bad is not None:
+            raise InvalidArgumentType(
+                f"extra_query[{name!r}] cannot be sent as a query parameter: a value must be "
+                f"a str, int, float, bool or None, or a list of them, not {type(bad).__name__}"
+            )
+    return httpx.QueryParams(extra_query)
+
+
+def _extra_body(extra_body: object) -> dict[str, Any]:
+    """A call's ``extra_body=``: a copy, checked to be sendable as httpx will send it."""
+    if not isinstance(extra_body, Mapping):
+        raise InvalidArgumentType(
+            f"extra_body must be a mapping of JSON field names to values, "
+            f"not {type(extra_body).__name__}"
+        )
+    body = dict(extra_body)
+    name = next((name for name in body if not isinstance(name, str)), None)
+    if name is not None:
+        raise InvalidArgumentType(
+            f"extra_body's field names must be str, not {type(name).__name__}"
+        )
+    try:
+        json.dumps(body, allow_nan=False)  # as httpx encodes a body
+    except (TypeError, ValueError, RecursionError) as exc:
+        problem = str(exc)
+    else:
+        return body
+    raise InvalidArgumentType(f"extra_body cannot be sent as JSON: {_validation.cut(problem)}")
 
 
 def _as_float(value: object) -> float:
@@ -1233,7 +1356,12 @@ class BaseClient(Generic[HttpClientT]):
     # Building calls -------------------------------------------------------
 
     def _translate_call(
-        self, text: str, source_language: str, target_language: str, style: str | None
+        self,
+        text: str,
+        source_language: str,
+        target_language: str,
+        style: str | None,
+        options: Options | None = None,
     ) -> Call[TextTranslation]:
         body = {
             "text": _validation.text(text),
@@ -1242,15 +1370,22 @@ class BaseClient(Generic[HttpClientT]):
         }
         if _validation.optional(style, "style", str) is not None:
             body["style"] = style  # type: ignore[assignment]
-        return Call("POST", "/translate", model_parser(_lazy.TextTranslation), json=body)
+        return Call(
+            "POST", "/translate", model_parser(_lazy.TextTranslation), json=body, options=options
+        )
 
     def _translate_batch_call(
-        self, texts: Sequence[str], source_language: str, target_language: str
+        self,
+        texts: Sequence[str],
+        source_language: str,
+        target_language: str,
+        options: Options | None = None,
     ) -> Call[BatchTranslation]:
         return batch_call(
             _validation.texts(texts),
             _validation.language(source_language, "source_language"),
             _validation.language(target_language, "target_language"),
+            options,
         )
 
     def _bulk_plan(
@@ -1263,6 +1398,7 @@ class BaseClient(Generic[HttpClientT]):
         wait_for_rate_limit: bool | float,
         on_progress: Callable[[_bulk.BulkProgress], object] | None,
         done: MutableMapping[int, str] | None,
+        options: Options | None = None,
     ) -> _bulk.Bulk:
         """Check the arguments of ``translate_many`` and plan its batches.
 
@@ -1302,7 +1438,7 @@ class BaseClient(Generic[HttpClientT]):
             checked,
             batch_size=size,
             max_concurrency=concurrency,
-            make_call=lambda chunk: batch_call(chunk, source, target),
+            make_call=lambda chunk: batch_call(chunk, source, target, options),
             rate_limit=self.rate_limit,
             max_wait=longest_wait,
             done=done,
@@ -1315,6 +1451,7 @@ class BaseClient(Generic[HttpClientT]):
         target_language: str,
         style: str | None,
         use_translation_memory: bool | None,
+        options: Options | None = None,
     ) -> Call[TranslationJob]:
         path = f"/documents/{_validation.path_segment(document_id, 'document_id')}/translate"
         body: dict[str, Any] = {
@@ -1325,11 +1462,15 @@ class BaseClient(Generic[HttpClientT]):
         if _validation.optional(use_translation_memory, "use_translation_memory", bool) is not None:
             body["use_translation_memory"] = use_translation_memory
         # Starting a job twice would translate (and bill) the document twice.
-        return Call("POST", path, job_parser(document_id), json=body, idempotent=False)
+        return Call(
+            "POST", path, job_parser(document_id), json=body, idempotent=False, options=options
+        )
 
-    def _get_translation_call(self, translation_id: str) -> Call[TranslationStatus]:
+    def _get_translation_call(
+        self, translation_id: str, options: Options | None = None
+    ) -> Call[TranslationStatus]:
         path = f"/translations/{_validation.path_segment(translation_id, 'translation_id')}"
-        return Call("GET", path, status_parser(translation_id))
+        return Call("GET", path, status_parser(translation_id), options=options)
 
     def _waiter(
         self,
@@ -1337,12 +1478,13 @@ class BaseClient(Generic[HttpClientT]):
         poll_interval: float,
         timeout: float | None,
         on_progress: Callable[[TranslationStatus], object] | None,
+        options: Options | None = None,
     ) -> Waiter:
         translation_id = (
             job_or_id.translation_id if isinstance(job_or_id, _lazy.TranslationJob) else job_or_id
         )
         return Waiter(
-            self._get_translation_call(translation_id),
+            self._get_translation_call(translation_id, options),
             poll_interval=poll_interval,
             timeout=timeout,
             on_progress=on_progress,
@@ -1350,11 +1492,16 @@ class BaseClient(Generic[HttpClientT]):
             awaits=issubclass(self._http_client_type, httpx.AsyncClient),
         )
 
-    def _list_documents_call(self) -> Call[list[Document]]:
-        return Call("GET", "/documents", parse_documents)
+    def _list_documents_call(self, options: Options | None = None) -> Call[list[Document]]:
+        return Call("GET", "/documents", parse_documents, options=options)
 
     def _raw_call(
-        self, method: str, path: str, json: Any, params: Mapping[str, Any] | None
+        self,
+        method: str,
+        path: str,
+        json: Any,
+        params: Mapping[str, Any] | None,
+        options: Options | None = None,
     ) -> Call[Any]:
         if not isinstance(method, str) or not method.isalpha():
             raise InvalidArgument(
@@ -1366,7 +1513,7 @@ class BaseClient(Generic[HttpClientT]):
             path, params = _merge_query(path, params)
         return Call(
             method, path, parse_data, json=json, params=params or None,
-            idempotent=method in IDEMPOTENT_METHODS,
+            idempotent=method in IDEMPOTENT_METHODS, options=options,
         )  # fmt: skip
 
     # Sending and reading --------------------------------------------------
@@ -1391,6 +1538,8 @@ class BaseClient(Generic[HttpClientT]):
             if timeout is not self.timeout or not extensions:
                 extensions = {"timeout": self.timeout.as_dict()}
                 self._extensions = (self.timeout, extensions)
+            if call.options is not None:
+                return self._request_with_options(http, call, call.options, url)
             if http.params or http.cookies:
                 return http.build_request(
                     call.method,
@@ -1415,6 +1564,40 @@ class BaseClient(Generic[HttpClientT]):
         except (TypeError, ValueError) as exc:
             raise InvalidArgumentType(f"{call.description} cannot be sent: {exc}") from None
 
+    def _request_with_options(
+        self,
+        http: httpx.Client | httpx.AsyncClient,
+        call: Call[Any],
+        options: Options,
+        url: httpx.URL,
+    ) -> httpx.Request:
+        """``_build_request`` for a call with options of its own (``extra_headers=``...).
+
+        Its headers go on top of the client's (``default_headers`` included), its query
+        parameters are added to the call's, its body fields merged over the SDK's. The
+        ``timeout`` extension is the call's own, if it has one (``_attempt`` sets it).
+        """
+        timeout = self.timeout if options.timeout is None else options.timeout
+        extensions = {"timeout": timeout.as_dict()}
+        json, params = options.merge_body(call.json), options.merge_params(call.params)
+        if http.params or http.cookies:
+            return http.build_request(
+                call.method,
+                url,
+                json=json,
+                params=params,
+                headers=options.merge_headers(self._headers.raw),
+                extensions=extensions,
+            )
+        return httpx.Request(
+            call.method,
+            url,
+            json=json,
+            params=params,
+            headers=options.merge_headers(self._headers_for(http)),
+            extensions=extensions,
+        )
+
     def _headers_for(self, http: httpx.Client | httpx.AsyncClient) -> list[tuple[bytes, bytes]]:
         """The http client's headers with ours on top, as ``build_request`` merges them."""
         theirs = http.headers.raw
@@ -1427,20 +1610,28 @@ class BaseClient(Generic[HttpClientT]):
             self._merged_headers = (theirs, merged)
         return merged
 
-    def _attempt(self, request: httpx.Request, deadline: float | None) -> _deadline.Attempt:
+    def _attempt(
+        self, request: httpx.Request, deadline: float | None, options: Options | None = None
+    ) -> _deadline.Attempt:
         """Start an attempt at ``request``: its deadline, and its ``timeout`` extension.
 
         Each attempt has its own deadline (a retry starts afresh), the largest of
-        the client's timeouts away, and never past the caller's ``deadline`` (a
+        the timeouts away (the call's own ``timeout=`` if it has one, else the
+        client's), and never past the caller's ``deadline`` (a
         time on the SDK clock), except that it gets at least ``MIN_ATTEMPT_TIME``:
         the last poll of ``wait_for_translation``, made at its deadline, is a real look.
         """
         left = None
         if deadline is not None:
             left = max(deadline - _clock.current().monotonic(), MIN_ATTEMPT_TIME)
-        plan = self._attempt_plan
-        if plan is None or plan.timeout is not self.timeout:  # a with_options copy's timeout
-            plan = self._attempt_plan = _deadline.Plan(self.timeout)
+        if options is not None and options.timeout is not None:
+            plan = options.plan
+            if plan is None:  # kept on the options: the retries reuse it
+                plan = options.plan = _deadline.Plan(options.timeout)
+        else:
+            plan = self._attempt_plan
+            if plan is None or plan.timeout is not self.timeout:  # a with_options copy's
+                plan = self._attempt_plan = _deadline.Plan(self.timeout)
         attempt = _deadline.Attempt(plan, left)
         request.extensions["timeout"] = attempt.timeouts
         return attempt
@@ -1568,4 +1759,4 @@ class BaseClient(Generic[HttpClientT]):
             )
 
 
-__all__ = ["BaseClient", "Call", "Failure", "Waiter", "mask"]
+__all__ = ["BaseClient", "Call", "Failure", "Waiter", "call_options", "mask"]

@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
+import httpx
+
 from lingodoc import _lazy
 from lingodoc._validation import cut, shown
 
 if TYPE_CHECKING:
+    from lingodoc._deadline import Plan
     from lingodoc._exceptions import LingodocError
     from lingodoc._models import (
         BatchTranslation,
@@ -36,7 +39,7 @@ class Call(Generic[T]):
     every call, and a frozen dataclass takes three times as long to build.
     """
 
-    __slots__ = ("idempotent", "json", "method", "params", "parse", "path")
+    __slots__ = ("idempotent", "json", "method", "options", "params", "parse", "path")
 
     def __init__(
         self,
@@ -46,6 +49,7 @@ class Call(Generic[T]):
         json: Any = None,
         params: Mapping[str, Any] | None = None,
         idempotent: bool = True,
+        options: Options | None = None,
     ) -> None:
         self.method = method
         self.path = path
@@ -53,6 +57,7 @@ class Call(Generic[T]):
         self.json = json
         self.params = params
         self.idempotent = idempotent
+        self.options = options
 
     def __repr__(self) -> str:
         return f"Call({self.description})"
@@ -61,6 +66,60 @@ class Call(Generic[T]):
     def description(self) -> str:
         """``METHOD /path``, for logs and messages; a path past 100 characters is cut."""
         return f"{self.method} {cut(self.path)}"
+
+
+class Options:
+    """A call's own options (``timeout=``, ``extra_headers=``...), already checked.
+
+    ``None`` on a call that has none, the common case: the request path then does
+    nothing more than test for it. One object may serve many calls (each batch of
+    ``translate_many``, each poll of ``wait_for_translation``).
+
+    Args:
+        timeout: The timeout of each attempt, instead of the client's.
+        headers: Headers sent on top of the client's (Authorization excluded).
+        query: Query parameters added to the request's.
+        body: JSON fields merged into the body, over those the SDK sets.
+    """
+
+    __slots__ = ("_names", "body", "headers", "plan", "query", "timeout")
+
+    def __init__(
+        self,
+        *,
+        timeout: httpx.Timeout | None,
+        headers: list[tuple[bytes, bytes]] | None,
+        query: httpx.QueryParams | None,
+        body: dict[str, Any] | None,
+    ) -> None:
+        self.timeout = timeout
+        self.headers = headers
+        self._names = frozenset(name.lower() for name, _ in headers or ())
+        self.query = query
+        self.body = body
+        # What ``timeout`` allows an attempt: made on first use, kept for the retries.
+        self.plan: Plan | None = None
+
+    def merge_headers(self, base: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        """``base`` with these headers on top: one of the same name (in any case) replaces it."""
+        if not self.headers:
+            return base
+        names = self._names
+        return [item for item in base if item[0].lower() not in names] + self.headers
+
+    def merge_params(self, params: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """``params`` with the query parameters added (replacing those of the same name)."""
+        if self.query is None:
+            return params
+        if not params:
+            return self.query
+        return httpx.QueryParams(params).merge(self.query)
+
+    def merge_body(self, json: Any) -> Any:
+        """The body ``json`` (a dict the SDK built) with the extra fields merged over it."""
+        if self.body is None or not isinstance(json, dict):
+            return json
+        return {**json, **self.body}
 
 
 class Failure:
@@ -179,10 +238,12 @@ def _only(
     return parse_only
 
 
-def batch_call(texts: list[str], source: str, target: str) -> Call[BatchTranslation]:
+def batch_call(
+    texts: list[str], source: str, target: str, options: Options | None = None
+) -> Call[BatchTranslation]:
     """The request of one batch, from arguments already checked."""
     body = {"texts": texts, "source_language": source, "target_language": target}
-    return Call("POST", "/translate/batch", batch_parser(len(texts)), json=body)
+    return Call("POST", "/translate/batch", batch_parser(len(texts)), json=body, options=options)
 
 
 def parse_data(data: Any, origin: Origin) -> Any:

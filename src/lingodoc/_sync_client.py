@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 
 from lingodoc import _bulk, _clock, _retry
-from lingodoc._base_client import BaseClient, Call, Failure, Waiter
+from lingodoc._base_client import BaseClient, Call, Failure, Waiter, call_options
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
 
@@ -124,6 +124,10 @@ class Client(BaseClient[httpx.Client]):
         source_language: str,
         target_language: str,
         style: str | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> TextTranslation:
         """Translate one text.
 
@@ -132,23 +136,45 @@ class Client(BaseClient[httpx.Client]):
             source_language: ISO 639-1 code of the text, such as ``"en"``.
             target_language: ISO 639-1 code to translate into.
             style: A style such as ``"formal"`` or ``"marketing"``.
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request.
+            extra_body: JSON fields to merge into the request body; a field the
+                SDK sets is replaced. See "Per-call options" in the configuration guide.
 
         Returns:
             The translation.
 
         Raises:
-            InvalidArgumentType: If ``text`` is not a string, or ``style`` is
-                neither a string nor ``None`` (a ``TypeError``).
+            InvalidArgumentType: If ``text`` is not a string, ``style`` is neither a
+                string nor ``None``, an option (``timeout``, ``extra_headers``...) has
+                the wrong type, or ``extra_body`` cannot be sent as JSON (a ``TypeError``).
+            InvalidArgument: If ``timeout`` is not a positive number, or
+                ``extra_headers`` holds a header that cannot be sent (``Authorization``,
+                ``Content-Length``, a line break...) (a ``ValueError``).
             TextTooLong: If the text exceeds 10,000 characters (checked before sending).
             InvalidLanguage: If a code is malformed (checked before sending) or
                 not supported by the service.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return self._send(self._translate_call(text, source_language, target_language, style))
+        options = call_options(timeout, extra_headers, extra_query, extra_body)
+        call = self._translate_call(text, source_language, target_language, style, options)
+        return self._send(call)
 
     def translate_batch(
-        self, texts: Sequence[str], *, source_language: str, target_language: str
+        self,
+        texts: Sequence[str],
+        *,
+        source_language: str,
+        target_language: str,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> BatchTranslation:
         """Translate several texts in one request.
 
@@ -156,20 +182,32 @@ class Client(BaseClient[httpx.Client]):
             texts: The texts, a non-empty list of strings.
             source_language: ISO 639-1 code of the texts.
             target_language: ISO 639-1 code to translate into.
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request.
+            extra_body: JSON fields to merge into the request body; a field the
+                SDK sets is replaced. See "Per-call options" in the configuration guide.
 
         Returns:
             The translations, one per text, in input order.
 
         Raises:
-            InvalidArgument: If ``texts`` is empty (a ``ValueError``).
-            InvalidArgumentType: If ``texts`` is not a list of strings (a ``TypeError``).
+            InvalidArgument: If ``texts`` is empty, or an option is out of range (as
+                for [`translate`][lingodoc.Client.translate]) (a ``ValueError``).
+            InvalidArgumentType: If ``texts`` is not a list of strings, or an option
+                has the wrong type (a ``TypeError``).
             TextTooLong: If a text has more than 10,000 characters (checked before
                 sending; the error names its index).
             InvalidLanguage: If a code is malformed or not supported.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return self._send(self._translate_batch_call(texts, source_language, target_language))
+        options = call_options(timeout, extra_headers, extra_query, extra_body)
+        call = self._translate_batch_call(texts, source_language, target_language, options)
+        return self._send(call)
 
     def translate_many(
         self,
@@ -182,6 +220,10 @@ class Client(BaseClient[httpx.Client]):
         wait_for_rate_limit: bool | float = False,
         on_progress: Callable[[BulkProgress], object] | None = None,
         done: MutableMapping[int, str] | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> list[str]:
         """Translate any number of texts in as few requests as the service allows, keeping all work.
 
@@ -232,14 +274,22 @@ class Client(BaseClient[httpx.Client]):
                 texts are not sent. Every translation made is added to it as
                 its batch is answered (before the ``on_progress`` call that
                 counts it).
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of each
+                batch request, instead of the client's.
+            extra_headers: Headers to send with each batch request (as for
+                [`translate`][lingodoc.Client.translate]).
+            extra_query: Query parameters to add to each batch request.
+            extra_body: JSON fields to merge into each batch's body. See
+                "Per-call options" in the configuration guide.
 
         Returns:
             The translations, one per text, in input order, as plain strings: no
             response of the batches is kept.
 
         Raises:
-            InvalidArgument: If ``texts`` is empty, a size is below 1, or ``done``
-                holds an index out of range (a ``ValueError``).
+            InvalidArgument: If ``texts`` is empty, a size is below 1, ``done``
+                holds an index out of range, or an option is out of range (as for
+                [`translate`][lingodoc.Client.translate]) (a ``ValueError``).
             InvalidArgumentType: If ``texts`` is not a list of strings, or another
                 argument has the wrong type (a ``TypeError``).
             TextTooLong: If a text has more than 10,000 characters (before
@@ -259,6 +309,7 @@ class Client(BaseClient[httpx.Client]):
             wait_for_rate_limit,
             on_progress,
             done,
+            call_options(timeout, extra_headers, extra_query, extra_body),
         )
         _bulk.run_workers(self._bulk_worker, bulk)
         return bulk.result()
@@ -289,6 +340,10 @@ class Client(BaseClient[httpx.Client]):
         target_language: str,
         style: str | None = None,
         use_translation_memory: bool | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> TranslationJob:
         """Start translating a stored document.
 
@@ -302,12 +357,21 @@ class Client(BaseClient[httpx.Client]):
             style: A style such as ``"formal"``.
             use_translation_memory: Whether the service uses stored
                 translation memory; the service's default if ``None``.
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request.
+            extra_body: JSON fields to merge into the request body; a field the
+                SDK sets is replaced. See "Per-call options" in the configuration guide.
 
         Returns:
             The started job (state ``processing``).
 
         Raises:
-            InvalidArgument: If ``document_id`` is empty, or ``.`` or ``..``
+            InvalidArgument: If ``document_id`` is empty, or ``.`` or ``..``, or an
+                option is out of range (as for [`translate`][lingodoc.Client.translate])
                 (a ``ValueError``).
             InvalidArgumentType: If ``document_id`` is not a string, or another
                 argument has the wrong type (a ``TypeError``).
@@ -319,31 +383,52 @@ class Client(BaseClient[httpx.Client]):
             APIConnectionError: If the service cannot be reached.
         """
         call = self._translate_document_call(
-            document_id, target_language, style, use_translation_memory
+            document_id,
+            target_language,
+            style,
+            use_translation_memory,
+            call_options(timeout, extra_headers, extra_query, extra_body),
         )
         return self._send(call)
 
-    def get_translation(self, translation_id: str) -> TranslationStatus:
+    def get_translation(
+        self,
+        translation_id: str,
+        *,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+    ) -> TranslationStatus:
         """Read the state of a document translation.
 
         Args:
             translation_id: The job's id, from
                 [`translate_document`][lingodoc.Client.translate_document].
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request. See
+                "Per-call options" in the configuration guide.
 
         Returns:
             Its state and progress.
 
         Raises:
-            InvalidArgument: If ``translation_id`` is empty, or ``.`` or ``..``
+            InvalidArgument: If ``translation_id`` is empty, or ``.`` or ``..``, or an
+                option is out of range (as for [`translate`][lingodoc.Client.translate])
                 (a ``ValueError``).
-            InvalidArgumentType: If ``translation_id`` is not a string (a ``TypeError``).
+            InvalidArgumentType: If ``translation_id`` is not a string, or an option has
+                the wrong type (a ``TypeError``).
             NotFound: If there is no such translation.
             UnexpectedResponse: If the answer is not a status, or is the status of
                 another translation.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return self._send(self._get_translation_call(translation_id))
+        options = call_options(timeout, extra_headers, extra_query)
+        return self._send(self._get_translation_call(translation_id, options))
 
     def wait_for_translation(
         self,
@@ -352,6 +437,8 @@ class Client(BaseClient[httpx.Client]):
         poll_interval: float = 5.0,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
     ) -> TranslationStatus:
         """Poll a document translation until it completes.
 
@@ -368,15 +455,23 @@ class Client(BaseClient[httpx.Client]):
             poll_interval: Seconds between polls.
             timeout: Seconds to wait in all; ``None`` waits as long as it takes.
                 Each poll is cut to the time left (the last one, at the deadline,
-                gets a second).
+                gets a second). Each poll's own timeout is the client's: for
+                another, wait with a copy, ``client.with_options(timeout=...)``.
             on_progress: Called with each status read, after every poll; a
                 coroutine function is refused with ``TypeError`` before
                 the first poll.
+            extra_headers: Headers to send with each poll (as for
+                [`get_translation`][lingodoc.Client.get_translation]).
+            extra_query: Query parameters to add to each poll. See
+                "Per-call options" in the configuration guide.
 
         Returns:
             The completed status.
 
         Raises:
+            TypeError: If an argument has the wrong type.
+            ValueError: If ``poll_interval`` or ``timeout`` is out of range, or
+                ``extra_headers`` holds a header that cannot be sent.
             TranslationFailed: If the translation failed, or stayed in states this
                 version of the SDK does not know for 3 polls in a row; ``.status``
                 holds the last state.
@@ -391,7 +486,8 @@ class Client(BaseClient[httpx.Client]):
                 the status of another translation.
             APIConnectionError: If the service cannot be reached.
         """
-        waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress)
+        options = call_options(None, extra_headers, extra_query)
+        waiter = self._waiter(job_or_id, poll_interval, timeout, on_progress, options)
         try:
             outcome = self._wait_loop(waiter)
         except LingodocError as exc:  # such as the client closed meanwhile: see _wait_loop
@@ -421,17 +517,40 @@ class Client(BaseClient[httpx.Client]):
                 return delay
             _clock.sleep(delay)
 
-    def list_documents(self) -> list[Document]:
+    def list_documents(
+        self,
+        *,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+    ) -> list[Document]:
         """List the stored documents.
+
+        Args:
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
+            extra_query: Query parameters to add to the request. See
+                "Per-call options" in the configuration guide.
 
         Returns:
             The documents, each with at least a ``document_id``.
 
         Raises:
+            TypeError: If an option (``timeout``, ``extra_headers``...) has the wrong
+                type, or ``extra_body`` cannot be sent as JSON.
+            ValueError: If ``timeout`` is not a positive number, or ``extra_headers``
+                holds a header that cannot be sent (``Authorization``, ``Content-Length``,
+                a line break...).
+
             APIError: For an error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return self._send(self._list_documents_call())
+        return self._send(
+            self._list_documents_call(call_options(timeout, extra_headers, extra_query))
+        )
 
     def request(
         self,
@@ -440,12 +559,16 @@ class Client(BaseClient[httpx.Client]):
         *,
         json: Any = None,
         params: Mapping[str, Any] | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> Any:
         """Call any endpoint under ``base_url``, for parts of the service the SDK does not wrap.
 
         Same authentication, envelope, errors, retries and rate-limit
         tracking as the other methods. Only GET, HEAD, OPTIONS, PUT and
         DELETE are retried after a failure the server may have acted on.
+        It has no ``extra_query`` or ``extra_body``: ``params`` and ``json``
+        are the query and the body, whole.
 
         Args:
             method: The HTTP method, such as ``"GET"``.
@@ -456,20 +579,28 @@ class Client(BaseClient[httpx.Client]):
             params: Query parameters. A query written in ``path`` is sent as
                 written without them; with them, the two are merged (for a key
                 in both, the values in ``params`` replace those in ``path``).
+            timeout: Seconds, or an ``httpx.Timeout``, for each attempt of this
+                call, instead of the client's; ``None`` keeps the client's.
+            extra_headers: Headers to send with this call, on top of the
+                client's (a header of the same name is replaced); the rules of
+                ``default_headers``, and ``Authorization`` is refused.
 
         Returns:
             The ``data`` of the envelope, as plain JSON values: no response comes with
             it (its rate limit is in ``client.rate_limit``).
 
         Raises:
-            InvalidArgument: If ``method`` is not an HTTP method, or ``path`` would
-                leave ``base_url`` (a ``ValueError``).
-            InvalidArgumentType: If ``path`` is not a string, or ``params`` or
-                ``json`` cannot be sent (a ``TypeError``).
+            InvalidArgument: If ``method`` is not an HTTP method, ``path`` would leave
+                ``base_url``, ``timeout`` is not a positive number, or ``extra_headers``
+                holds a header that cannot be sent (a ``ValueError``).
+            InvalidArgumentType: If ``path`` is not a string, ``params`` or ``json``
+                cannot be sent, or ``timeout`` or ``extra_headers`` has the wrong type
+                (a ``TypeError``).
             APIError: For an error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        return self._send(self._raw_call(method, path, json, params))
+        options = call_options(timeout, extra_headers)
+        return self._send(self._raw_call(method, path, json, params, options))
 
     def _send(
         self,
@@ -533,7 +664,7 @@ class Client(BaseClient[httpx.Client]):
         started = time.perf_counter()
         try:
             # One deadline for all of the attempt: connecting, sending, headers and body.
-            with self._attempt(request, deadline) as limits:
+            with self._attempt(request, deadline, call.options) as limits:
                 response = self._shared.http.send(request, stream=True, follow_redirects=False)
                 try:
                     body = self._read_body(response, limits)

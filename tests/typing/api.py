@@ -103,6 +103,35 @@ def sync_client() -> None:
         assert_type(client.request("GET", "/documents", params={"limit": 5}), Any)
         assert_type(client.with_options(timeout=5, max_retries=0), lingodoc.Client)
 
+        # Per-call options.
+        headers = {"X-Trace": "abc"}
+        query: dict[str, Any] = {"trace": "abc", "tags": ["a", "b"]}
+        text = client.translate(
+            "Hello",
+            source_language="en",
+            target_language="de",
+            timeout=5,
+            extra_headers=headers,
+            extra_query=query,
+            extra_body={"glossary_id": "g_1"},
+        )
+        assert_type(text, lingodoc.TextTranslation)
+        client.translate_batch(
+            ["a"], source_language="en", target_language="fr", timeout=httpx.Timeout(5, read=60),
+            extra_body={"glossary_id": "g_1"},
+        )  # fmt: skip
+        client.translate_many(
+            ["a"], source_language="en", target_language="fr", timeout=2.5,
+            extra_headers=headers, extra_query=query, extra_body={"glossary_id": "g_1"},
+        )  # fmt: skip
+        client.translate_document(
+            "doc_1", target_language="es", timeout=None, extra_body={"glossary_id": "g_1"}
+        )
+        client.get_translation("tr_1", timeout=5, extra_headers=headers, extra_query=query)
+        client.wait_for_translation("tr_1", extra_headers=headers, extra_query=query)
+        client.list_documents(timeout=5, extra_headers=headers, extra_query=query)
+        client.request("GET", "/glossaries", timeout=5, extra_headers=headers)
+
         limit = client.rate_limit
         assert_type(limit, lingodoc.RateLimit | None)
         if limit is not None:
@@ -111,6 +140,12 @@ def sync_client() -> None:
 
         # Misuses that must stay type errors.
         client.translate(["Hello"], source_language="en", target_language="de")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+        client.translate("Hi", source_language="en", target_language="de", timeout="5")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+        client.translate("Hi", source_language="en", target_language="de", extra_headers={"X": 1})  # type: ignore[dict-item]  # pyright: ignore[reportArgumentType]
+        client.get_translation("tr_1", extra_body={"a": 1})  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+        client.request("GET", "/documents", extra_query={"a": 1})  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+        client.wait_for_translation("tr_1", timeout=httpx.Timeout(5))  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+        client.get_translation("tr_1", 5)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
         client.translate("Hello", "en", "de")  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
         client.translate_many(
             ["a"],
@@ -144,6 +179,18 @@ async def async_client() -> None:
         assert_type(batch.request_id, str | None)
         assert_type(batch.http_response, httpx.Response | None)
         assert_type(await client.request("POST", "/glossaries", json={"a": 1}), Any)
+        assert_type(
+            await client.translate(
+                "Hello", source_language="en", target_language="de", timeout=5,
+                extra_headers={"X-Trace": "abc"}, extra_query={"n": 1}, extra_body={"a": 1},
+            ),
+            lingodoc.TextTranslation,
+        )  # fmt: skip
+        await client.translate_many(
+            ["a"], source_language="en", target_language="fr", extra_body={"glossary_id": "g_1"}
+        )
+        await client.wait_for_translation(job, extra_query={"trace": "abc"})
+        await client.list_documents(timeout=httpx.Timeout(None))
         assert_type(client.with_options(max_retries=1), lingodoc.AsyncClient)
         assert_type(client.rate_limit, lingodoc.RateLimit | None)
         # Not awaited: the coroutine is not the result.
