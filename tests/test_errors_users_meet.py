@@ -188,6 +188,13 @@ REFUSED: list[tuple[str, tuple[Any, ...], dict[str, Any], type[Exception]]] = [
     ("request", ("GET", "/../admin"), {}, ValueError),
     ("request", ("GET /x", "/documents"), {}, ValueError),
     ("request", ("GET", 5), {}, TypeError),
+    # What no request can carry: a lone surrogate in an id or a text, NaN in JSON.
+    ("get_translation", ("tr_\udcff",), {}, ValueError),
+    ("translate_document", ("doc_\udcff",), {"target_language": "de"}, ValueError),
+    ("wait_for_translation", ("tr_\udcff",), {}, ValueError),
+    ("translate", ("Hi \udcff",), {"source_language": "en", "target_language": "de"},
+     ValueError),
+    ("request", ("POST", "/documents"), {"json": {"n": float("nan")}}, ValueError),
 ]  # fmt: skip
 
 

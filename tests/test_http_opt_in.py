@@ -221,3 +221,15 @@ def test_without_httpxs_routing_method_the_environment_is_read_again(
     no_proxies.delattr(http_type, "_transport_for_url")
     assert (_proxy_problem(http_type(), URL) is not None) is refused
     assert _proxy_problem(http_type(trust_env=False), URL) is None
+
+
+@pytest.mark.parametrize("named", ["FD00::1", "fd00::1", "[fd00::1]"])
+@pytest.mark.parametrize("written", ["FD00::1", "fd00::1"])
+def test_an_ipv6_host_is_named_in_any_case(
+    client_class: type[lingodoc.Client], named: str, written: str
+) -> None:
+    # httpx folds a DNS name to lower case, but keeps an IPv6 address as written.
+    client = client_class(API_KEY, base_url=f"http://[{written}]:8787/v1", allow_http_host=named)
+    assert client.base_url == f"http://[{written}]:8787/v1"
+    if isinstance(client, lingodoc.Client):
+        client.close()

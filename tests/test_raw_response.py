@@ -12,6 +12,7 @@ import gc
 import gzip
 import json
 import pickle
+import warnings
 import weakref
 from datetime import timedelta
 from typing import Any
@@ -386,3 +387,32 @@ async def test_the_emulator_sends_a_request_id_of_its_own_with_every_response(
     assert first.request_id == first.http_response.headers["x-request-id"]
     assert first.http_response.json()["data"]["translated_text"] == first.translated_text
     assert first.http_response.status_code == 200
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_kept_result_holds_no_connection_of_a_client_dropped_unclosed(kind: str) -> None:
+    # Over a real socket: the response httpx returns streams from the pool, through the
+    # connection. A result must keep neither once its body is read.
+    emulator = Emulator()
+    with emulator.serve() as server:
+        client: Any
+        if kind == "sync":
+            client = lingodoc.Client(server.api_key, base_url=server.base_url)
+            result = client.translate("Hello", source_language="en", target_language="de")
+        else:
+            import asyncio
+
+            client = lingodoc.AsyncClient(server.api_key, base_url=server.base_url)
+            result = asyncio.run(
+                client.translate("Hello", source_language="en", target_language="de")
+            )
+        pool = weakref.ref(client._shared.http._transport._pool)
+        response = result.http_response
+        assert "network_stream" not in response.extensions
+        assert response.json()["data"]["translated_text"] == result.translated_text
+        with warnings.catch_warnings():  # the client's socket, dropped unclosed
+            warnings.simplefilter("ignore", ResourceWarning)
+            del client
+            gc.collect()
+        assert pool() is None  # the result did not keep the pool (and its sockets) alive
+        assert result.http_response.read() == response.content

@@ -94,6 +94,22 @@ async def test_cookies_and_query_parameters_of_the_http_client_are_sent(
     await close(client)
 
 
+async def test_a_query_written_in_a_request_path_is_kept_beside_the_http_clients_params(
+    client_class: type[Any], api: respx.MockRouter
+) -> None:
+    # httpx's build_request replaces a URL's query with the client's params.
+    route = api.get("/documents").respond(json=envelope([]))
+    http = http_client(client_class, params={"tenant": "acme"})
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http)
+    await call(client, "request", "GET", "/documents?page=2&tag=a&tag=b")
+    assert route.calls.last.request.url.params.multi_items() == [
+        ("tenant", "acme"), ("page", "2"), ("tag", "a"), ("tag", "b"),
+    ]  # fmt: skip
+    await call(client, "request", "GET", "/documents?page=2", params={"page": 3})
+    assert route.calls.last.request.url.params.multi_items() == [("tenant", "acme"), ("page", "3")]
+    await close(client)
+
+
 async def test_with_options_sends_its_own_timeout(
     client: lingodoc.Client, api: respx.MockRouter
 ) -> None:

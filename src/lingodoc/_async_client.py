@@ -473,15 +473,13 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             The completed status.
 
         Raises:
-            TypeError: If an argument has the wrong type.
-            ValueError: If ``poll_interval`` or ``timeout`` is out of range, or
-                ``extra_headers`` holds a header that cannot be sent.
             TranslationFailed: If the translation failed, or stayed in states this
                 version of the SDK does not know for 3 polls in a row; ``.status``
                 holds the last state.
             WaitTimeout: If ``timeout`` passed first; ``.status`` holds the last state.
-            InvalidArgument: If ``poll_interval`` or ``timeout`` is out of range, or
-                the translation id is empty (a ``ValueError``).
+            InvalidArgument: If ``poll_interval`` or ``timeout`` is out of range, the
+                translation id is empty, or ``extra_headers`` holds a header that cannot
+                be sent (a ``ValueError``).
             InvalidArgumentType: If an argument has the wrong type, or
                 ``on_progress`` is a coroutine function and the client cannot
                 await it (a ``TypeError``).
@@ -543,12 +541,11 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             The documents, each with at least a ``document_id``.
 
         Raises:
-            TypeError: If an option (``timeout``, ``extra_headers``...) has the wrong
-                type, or ``extra_body`` cannot be sent as JSON.
-            ValueError: If ``timeout`` is not a positive number, or ``extra_headers``
+            InvalidArgumentType: If an option (``timeout``, ``extra_headers``...) has the
+                wrong type (a ``TypeError``).
+            InvalidArgument: If ``timeout`` is not a positive number, or ``extra_headers``
                 holds a header that cannot be sent (``Authorization``, ``Content-Length``,
-                a line break...).
-
+                a line break...) (a ``ValueError``).
             APIError: For an error the service reports.
             APIConnectionError: If the service cannot be reached.
         """

@@ -95,6 +95,8 @@ DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=100
 # Parsed request URLs kept per client: parsing one costs more than the rest of
 # building the request. Polling many translation ids must not grow it forever.
 URL_CACHE_SIZE = 64
+# What a result's response streams once it is read: the body is in its content already.
+_EMPTY_STREAM = httpx.ByteStream(b"")
 
 USER_AGENT = (
     f"lingodoc-python/{__version__} httpx/{httpx.__version__} "
@@ -537,7 +539,11 @@ def _check_base_url(base_url: object, allow_http_host: str | None) -> str | Conf
             f"'https://api.example.com/v1', not {_shown_url(raw)!r} "
             f"(from base_url or {BASE_URL_ENV})"
         )
-    if url.scheme == "http" and not is_loopback(url.host) and allow_http_host != url.host:
+    if (
+        url.scheme == "http"
+        and not is_loopback(url.host)
+        and allow_http_host != _host_key(url.host)
+    ):
         if allow_http_host is None:
             opt_in = (
                 f" and, for a host on a network you trust (a docker-compose service), the "
@@ -891,6 +897,28 @@ def _merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, Mapping[str
     # Raised outside the except block, as in _headers: no chained httpx frames.
     raise InvalidArgumentType(
         f"params cannot be sent as query parameters: {_validation.cut(problem)}"
+    )
+
+
+def _build_with(
+    http: httpx.Client | httpx.AsyncClient,
+    method: str,
+    url: httpx.URL,
+    json: Any,
+    params: Any,
+    headers: Any,
+    extensions: dict[str, Any],
+) -> httpx.Request:
+    """``http.build_request``, for an http client with query parameters or cookies of its own.
+
+    With parameters of its own, httpx replaces the query of the URL (one written in a
+    ``request()`` path) with them: that query is moved into the parameters first.
+    """
+    if url.query and http.params:
+        params = httpx.QueryParams(url.query.decode("ascii")).merge(params or {})
+        url = url.copy_with(query=None)
+    return http.build_request(
+        method, url, json=json, params=params, headers=headers, extensions=extensions
     )
 
 
@@ -1541,13 +1569,8 @@ class BaseClient(Generic[HttpClientT]):
             if call.options is not None:
                 return self._request_with_options(http, call, call.options, url)
             if http.params or http.cookies:
-                return http.build_request(
-                    call.method,
-                    url,
-                    json=call.json,
-                    params=call.params,
-                    headers=self._headers,
-                    extensions=extensions,
+                return _build_with(
+                    http, call.method, url, call.json, call.params, self._headers, extensions
                 )
             return httpx.Request(
                 call.method,
@@ -1561,8 +1584,10 @@ class BaseClient(Generic[HttpClientT]):
             raise InvalidArgument(
                 f"{call.description} is not a valid request path: {exc}"
             ) from None
-        except (TypeError, ValueError) as exc:
+        except TypeError as exc:
             raise InvalidArgumentType(f"{call.description} cannot be sent: {exc}") from None
+        except ValueError as exc:  # such as a lone surrogate in a text, NaN in a JSON body
+            raise InvalidArgument(f"{call.description} cannot be sent: {exc}") from None
 
     def _request_with_options(
         self,
@@ -1581,14 +1606,8 @@ class BaseClient(Generic[HttpClientT]):
         extensions = {"timeout": timeout.as_dict()}
         json, params = options.merge_body(call.json), options.merge_params(call.params)
         if http.params or http.cookies:
-            return http.build_request(
-                call.method,
-                url,
-                json=json,
-                params=params,
-                headers=options.merge_headers(self._headers.raw),
-                extensions=extensions,
-            )
+            headers = options.merge_headers(self._headers.raw)
+            return _build_with(http, call.method, url, json, params, headers, extensions)
         return httpx.Request(
             call.method,
             url,
@@ -1734,6 +1753,10 @@ class BaseClient(Generic[HttpClientT]):
         # none: give the response the body read (decompressed, as httpx's own read keeps
         # it), and result.http_response.content, .text and .json() work without a request.
         response._content = body
+        # Nor the connection: its stream (httpcore's pool) and network stream (the socket)
+        # would keep them open as long as a result is kept, past a client dropped unclosed.
+        response.stream = _EMPTY_STREAM
+        response.extensions.pop("network_stream", None)
         origin = _lazy.Origin(rate_limit, response, self._key_mask)
         try:
             return call.parse(data, origin)

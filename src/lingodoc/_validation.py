@@ -161,7 +161,12 @@ def path_segment(value: object, argument: str) -> str:
             f"{shown(value)}: a server would read it as a step in the path, reaching "
             "another endpoint"
         )
-    return quote(value, safe="")
+    try:
+        return quote(value, safe="")
+    except UnicodeEncodeError:  # a lone surrogate: no URL can carry it
+        raise InvalidArgument(
+            f"{argument} cannot be sent in a URL: {shown(value)} is not valid Unicode text"
+        ) from None
 
 
 def positive_int(value: object, argument: str) -> int:
