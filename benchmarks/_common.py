@@ -90,20 +90,37 @@ def emulator_process(rate_limit: int = 10**9, max_seconds: float = 900) -> Itera
     (on 2 cores each gets one). The child stops when this block ends, or by itself after
     ``max_seconds``.
     """
-    script = Path(__file__).with_name("_server.py")
+    arguments = ["--rate-limit", str(rate_limit), "--max-seconds", str(max_seconds)]
+    with server_process("_server.py", arguments) as server:
+        yield server
+
+
+@contextmanager
+def fast_server_process(delay: float = 0.0, max_seconds: float = 900) -> Iterator[dict[str, str]]:
+    """Run ``_fast_server.py`` (the spec's answer, at once) on 127.0.0.1 in a child process.
+
+    ``delay``: seconds the server waits before each answer, as a distant server would.
+    """
+    arguments = ["--delay", str(delay), "--max-seconds", str(max_seconds)]
+    with server_process("_fast_server.py", arguments) as server:
+        yield server
+
+
+@contextmanager
+def server_process(script: str, arguments: list[str]) -> Iterator[dict[str, str]]:
+    """Run a server script of this folder in a child process; yield the JSON line it prints."""
     child = subprocess.Popen(
-        [sys.executable, str(script), "--rate-limit", str(rate_limit), "--max-seconds",
-         str(max_seconds)],
+        [sys.executable, str(Path(__file__).with_name(script)), *arguments],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-    )  # fmt: skip
+    )
     try:
         assert child.stdout is not None
         line = child.stdout.readline()
         if not line:
-            raise RuntimeError("the emulator process did not start")
+            raise RuntimeError(f"{script} did not start")
         yield json.loads(line)  # type: ignore[no-any-return]
     finally:
         assert child.stdin is not None
