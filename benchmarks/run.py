@@ -46,6 +46,11 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
         ["--rounds", "3", "--seq-rounds", "3", "--calls", "50", "--per-worker", "2"],
     ),
     "import": ("bench_import.py", [], ["--rounds", "5"]),
+    "coldstart": (
+        "bench_coldstart.py",
+        [],
+        ["--rounds", "3", "--clients", "50", "--construct-rounds", "1"],
+    ),
     "bulk": (
         "bench_bulk.py",
         ["throughput", "--rounds", "9"],

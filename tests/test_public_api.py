@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import typing
@@ -47,17 +49,47 @@ def test_version_is_a_release_string() -> None:
     assert all(part.isdigit() for part in (major, minor, patch))
 
 
-def test_import_lingodoc_stays_light() -> None:
-    code = (
-        "import sys, lingodoc; "
-        "heavy = [m for m in ('lingodoc.emulator', 'lingodoc.cli', 'lingodoc.testing', "
-        "'http.server', 'argparse') if m in sys.modules]; "
-        "print(','.join(heavy))"
-    )
+LIGHT_AND_LAZY = """
+import json, sys
+import lingodoc
+heavy = [m for m in ('lingodoc.emulator', 'lingodoc.cli', 'lingodoc.testing', 'http.server',
+                     'argparse', 'pydantic.main') if m in sys.modules]
+import httpx
+clients = [lingodoc.Client("k" * 20, base_url=url)
+           for url in ("https://api.lingodoc.test/v1", "http://127.0.0.1:8787/v1")]
+from lingodoc import _tls
+contexts_built = len(_tls._contexts)
+pydantic_after_clients = "pydantic.main" in sys.modules
+data = {"translated_text": "Hallo", "source_language": "en", "target_language": "de"}
+answer = lambda request: httpx.Response(200, json={"success": True, "data": data},
+                                        headers={"X-RateLimit-Limit": "9",
+                                                 "X-RateLimit-Remaining": "8",
+                                                 "X-RateLimit-Reset": "60"})
+http = httpx.Client(transport=httpx.MockTransport(answer))
+client = lingodoc.Client("k" * 20, base_url="https://api.lingodoc.test/v1", http_client=http)
+result = client.translate("Hello", source_language="en", target_language="de")
+from lingodoc import _models
+built = sorted(name for name in _models.__all__
+               if getattr(getattr(_models, name), "__pydantic_complete__", False))
+print(json.dumps({"heavy": heavy, "contexts": contexts_built,
+                  "pydantic after clients": pydantic_after_clients,
+                  "result": [type(result).__name__, result.translated_text,
+                             result.rate_limit.remaining], "built": built}))
+"""
+
+
+def test_import_lingodoc_stays_light_and_a_first_call_builds_only_what_it_needs() -> None:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("SSL_CERT")}
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", LIGHT_AND_LAZY], capture_output=True, text=True, check=True, env=env
     )
-    assert result.stdout.strip() == ""
+    assert json.loads(result.stdout) == {
+        "heavy": [],
+        "contexts": 0,  # no SSL context until a TLS handshake needs one
+        "pydantic after clients": False,
+        "result": ["TextTranslation", "Hallo", 8],
+        "built": ["RateLimit", "TextTranslation"],  # not the models the call did not read
+    }
 
 
 def test_py_typed_ships_with_the_package() -> None:

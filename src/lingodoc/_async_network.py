@@ -12,6 +12,7 @@ from typing import Any
 
 import httpcore
 
+from lingodoc import _tls
 from lingodoc._deadline import Step, limit
 
 SocketOption = Any  # httpcore's SOCKET_OPTION, which it does not export
@@ -41,6 +42,9 @@ class AsyncStream(httpcore.AsyncNetworkStream):
         timeout: float | None = None,
     ) -> httpcore.AsyncNetworkStream:
         timeout, _ = limit(timeout, httpcore.ConnectTimeout, "connecting")
+        # The SDK's clients get a stand-in for the default context, built here at the
+        # first handshake that needs it (see _tls); a proxy's own context passes as it is.
+        ssl_context = _tls.resolve(ssl_context)
         return AsyncStream(await self._stream.start_tls(ssl_context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> Any:

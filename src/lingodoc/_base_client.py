@@ -370,7 +370,6 @@ if hasattr(os, "register_at_fork"):  # POSIX only, as fork is
 
 # The environment variables that httpx reads when it builds a client (trust_env).
 _PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
-_CERTIFICATE_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 
 
 def _new_http_client(
@@ -382,9 +381,20 @@ def _new_http_client(
         ConfigurationError: If a proxy or certificate variable of the
             environment is unusable; it names the variable, not its value.
     """
+    # Imported here: they import httpcore, which `import lingodoc` does not need.
+    from lingodoc import _network, _tls
+
     try:
+        # One SSL context per certificate setting, shared by the SDK's clients, and the
+        # default one built at the first TLS handshake (see _tls): httpx would build one
+        # for each client, ~20 ms and ~850 KiB, even for an http:// base URL.
+        verify = _tls.verify_for(trust_env)
         http = http_client_type(
-            timeout=timeout, limits=DEFAULT_LIMITS, follow_redirects=False, trust_env=trust_env
+            verify=verify,
+            timeout=timeout,
+            limits=DEFAULT_LIMITS,
+            follow_redirects=False,
+            trust_env=trust_env,
         )
     except (OSError, ImportError, ValueError, httpx.InvalidURL) as exc:
         # OSError: an SSL_CERT_FILE that is missing or not certificates (ssl.SSLError).
@@ -393,13 +403,10 @@ def _new_http_client(
         certificates = isinstance(exc, OSError)
         problem = f"{type(exc).__name__}: {_masked_urls(str(exc))}"
     else:
-        # Imported here: it imports httpcore, which `import lingodoc` does not need.
-        from lingodoc import _network
-
         _network.install(http)  # every socket read and write keeps to the attempt's deadline
         return http
     if certificates:  # httpx reads SSL_CERT_DIR only without SSL_CERT_FILE
-        names = [next((name for name in _CERTIFICATE_ENV if os.environ.get(name)), "")]
+        names = [next((name for name in _tls.CERTIFICATE_ENV if os.environ.get(name)), "")]
     else:
         names = [name for name, value in os.environ.items() if value and name.upper() in _PROXY_ENV]
     where = ", ".join(sorted(filter(None, names))) or "the proxy or certificate settings"

@@ -8,10 +8,16 @@ for them. So the rest of the SDK reaches the models through this module, as
 Python's import lock, so threads that race for it are safe) and keeps the name
 here, so every later access is a plain attribute read. ``lingodoc.TextTranslation``
 and the other public names do the same through the package's ``__getattr__``.
+
+Each model is built (its pydantic schema and validator) when it is first handed
+out here, not when ``_models`` is imported: a first ``translate`` builds
+``TextTranslation`` and ``RateLimit``, not the five models it does not use.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -41,11 +47,27 @@ PUBLIC = frozenset(
 NAMES = PUBLIC | {"Origin", "parse_rate_limit", "reset_delay"}
 
 
+# Held while a name is first handed out, so that one thread builds its model and the
+# others wait for it: pydantic's deferred build is not safe to run twice at once (a
+# thread could meanwhile validate with the base class's validator, pydantic#11849).
+_lock = threading.RLock()
+
+
+def _in_a_forked_child() -> None:
+    global _lock  # another thread of the parent may have held it at the fork
+    _lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX only, as fork is
+    os.register_at_fork(after_in_child=_in_a_forked_child)
+
+
 def __getattr__(name: str) -> Any:
     if name not in NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from lingodoc import _models
+    with _lock:
+        from lingodoc import _models
 
-    value = getattr(_models, name)
-    globals()[name] = value
+        value = _models.ready(name)
+        globals()[name] = value
     return value

@@ -11,7 +11,8 @@ progress is a number from 0 to 100.
 
 ``import lingodoc`` does not import this module (nor pydantic's model
 machinery, which costs about as much as httpx to import): ``lingodoc._lazy``
-imports it when a model is first needed.
+imports it when a model is first needed, and builds each model (``defer_build``)
+when it is first handed out (see ``ready``).
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ class RateLimit(BaseModel):
             above 10^9, else as seconds from when the response arrived.
     """
 
-    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
+    # Built on first use (see ready), as the results are.
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True, defer_build=True)
 
     limit: int
     remaining: int
@@ -165,6 +167,21 @@ def parse_rate_limit(headers: Iterable[tuple[bytes, bytes]], now: float) -> Rate
         return None
     # Validating four plain values is cheaper than model_construct (~0.9 us against ~2 us).
     return RateLimit(limit=limit, remaining=remaining, reset=reset, reset_at=reset_at)
+
+
+def ready(name: str) -> object:
+    """Return the object ``name`` of this module with the model it uses built.
+
+    The models are defined with ``defer_build``: importing this module only
+    declares them, and ``lingodoc._lazy`` builds each when it first hands it out
+    (``parse_rate_limit`` needs ``RateLimit``), so a call builds only the models
+    it reads, once (under ``_lazy``'s lock).
+    """
+    value = globals()[name]
+    model = RateLimit if value is parse_rate_limit else value
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        model.model_rebuild()  # does nothing once built
+    return value
 
 
 class Origin:
@@ -231,7 +248,8 @@ class _Result(BaseModel):
     ``model_dump()``, ``model_dump_json()`` or the ``repr``.
     """
 
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
+    # Each result is built when first used (see ready): a call builds only its own.
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow", defer_build=True)
 
     _origin: Origin | None = PrivateAttr(default=None)
 
