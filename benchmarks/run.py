@@ -356,6 +356,53 @@ def loopback_section(loopback: dict[str, Any]) -> list[str]:
     return lines
 
 
+def range_cell(ratio: dict[str, float]) -> str:
+    """A ``{min, median, max}`` ratio as a table cell."""
+    return f"{ratio['median']:.2f} x ({ratio['min']:.2f}-{ratio['max']:.2f})"
+
+
+def coldstart_section(cold: dict[str, Any]) -> list[str]:
+    """The rows of ``bench_coldstart.py``: first result, first model, building clients."""
+    first, models, built = cold["first_result"], cold["import_first_model"], cold["construction"]
+    lines = [
+        "## Cold start and building clients (issue 16)",
+        "",
+        "Time to the first result: fresh interpreters, each timing itself from before its "
+        "first import to its first result against the fast server (`import httpx`, "
+        "`httpx.Client()`, one POST, `.json()` against `import lingodoc`, `lingodoc.Client()`, "
+        "`translate()`), interleaved. Ratios are lingodoc / baseline (below 1: lingodoc is "
+        "faster), round by round: median (min-max).",
+        "",
+        "| measurement | lingodoc | baseline | ratio |",
+        "|---|---|---|---|",
+        f"| time to the first result, vs raw httpx | {ms(first['cases']['lingodoc']['median'])} "
+        f"| {ms(first['cases']['httpx']['median'])} | {range_cell(first['ratio'])} |",
+        f"| import + first model, vs `import httpx, pydantic` + a one-field model "
+        f"| {ms(models['cases']['lingodoc']['median'])} "
+        f"| {ms(models['cases']['httpx+pydantic']['median'])} | {range_cell(models['ratio'])} |",
+        f"| building a client (median of {built['clients']:,}), vs `httpx.Client()` "
+        f"| {ms(built['cases']['lingodoc']['median'])} | {ms(built['cases']['httpx']['median'])} "
+        f"| {range_cell(built['ratio'])} |",
+    ]
+    memory = built["memory_kib_per_client"]
+    for kind, label in (("rss", "process memory (RSS)"), ("tracemalloc", "Python memory")):
+        lines.append(
+            f"| memory kept per client, {label} | {memory['lingodoc'][kind]['median']:,.1f} KiB "
+            f"| {memory['httpx'][kind]['median']:,.1f} KiB | |"
+        )
+    lines += [
+        "",
+        "Median split of the first result (import / client / first call): "
+        + "; ".join(
+            f"{name}: " + " / ".join(ms(seconds) for seconds in split.values())
+            for name, split in first["split_median_s"].items()
+        )
+        + ".",
+        "",
+    ]
+    return lines
+
+
 def report(results: dict[str, Any], before: dict[str, Any] | None, args: argparse.Namespace) -> str:
     lines: list[str] = []
     add = lines.append
@@ -469,6 +516,7 @@ def report(results: dict[str, Any], before: dict[str, Any] | None, args: argpars
     add("")
 
     lines.extend(loopback_section(loopback))
+    lines.extend(coldstart_section(results["coldstart"]))
 
     # Corpus ---------------------------------------------------------------------------
     if "corpus" in results:
