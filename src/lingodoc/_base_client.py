@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         BatchTranslation,
         Document,
         RateLimit,
+        RateLimitHeaders,
         TextTranslation,
         TranslationJob,
         TranslationStatus,
@@ -143,7 +144,8 @@ class _Shared(Generic[HttpClientT]):
         # taken for it.
         self.loop: object | None = None
         self.closed = False
-        self.rate_limit: RateLimit | None = None
+        # The last response's rate-limit headers; the RateLimit is made when asked for.
+        self.rate_limit: RateLimitHeaders | None = None
         self._in_flight = 0
         self._pool_closing = False
         self._lock = threading.Lock()  # taken by _ThreadShared, and to bind a loop
@@ -1259,7 +1261,8 @@ class BaseClient(Generic[HttpClientT]):
     @property
     def rate_limit(self) -> RateLimit | None:
         """The rate-limit state of the most recent response that reported one, or ``None``."""
-        return self._shared.rate_limit
+        headers = self._shared.rate_limit
+        return None if headers is None else headers.model()
 
     @property
     def is_closed(self) -> bool:
@@ -1729,25 +1732,23 @@ class BaseClient(Generic[HttpClientT]):
         attempt: int,
         started: float,
     ) -> T:
-        self._log(call, response.status_code, attempt, started)
+        status_code = response.status_code
+        self._log(call, status_code, attempt, started)
+        headers = response.headers
         now = _clock.current().time()
-        rate_limit = _lazy.parse_rate_limit(response.headers.raw, now)
+        # Only read here: the RateLimit model is made if someone asks for it.
+        rate_limit = _lazy.parse_rate_limit(headers, now)
         if rate_limit is not None:
             self._shared.rate_limit = rate_limit
         if len(body) > MAX_BODY_BYTES:
             raise UnexpectedResponse(
                 f"the response body is larger than {MAX_BODY_BYTES:,} bytes",
-                status_code=response.status_code,
-                rate_limit=rate_limit,
-                request_id=_envelope.request_id(response.headers, self._redact),
+                status_code=status_code,
+                rate_limit=_lazy.rate_limit_model(rate_limit),
+                request_id=_envelope.request_id(headers, self._key_mask),
             )
         data = _envelope.unwrap(
-            response.status_code,
-            response.headers,
-            body,
-            rate_limit=rate_limit,
-            now=now,
-            redact=self._redact,
+            status_code, headers, body, rate_limit=rate_limit, now=now, redact=self._key_mask
         )
         # The body was read through a BodyReader (from aiter_raw/iter_raw), so httpx holds
         # none: give the response the body read (decompressed, as httpx's own read keeps
@@ -1766,9 +1767,9 @@ class BaseClient(Generic[HttpClientT]):
         raise UnexpectedResponse(
             self._redact(str(shape_error)),
             body=_envelope.excerpt(json.dumps(shape_error.data, default=str), self._redact),
-            status_code=response.status_code,
-            rate_limit=rate_limit,
-            request_id=_envelope.request_id(response.headers, self._redact),
+            status_code=status_code,
+            rate_limit=_lazy.rate_limit_model(rate_limit),
+            request_id=_envelope.request_id(headers, self._redact),
         )
 
     def _log(self, call: Call[Any], outcome: object, attempt: int, started: float) -> None:
