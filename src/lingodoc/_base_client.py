@@ -902,6 +902,25 @@ def _merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, Mapping[str
     )
 
 
+# Headers httpx sets on a request itself (or reads to decide whether to): with any of them
+# among the merged headers, a request is made by httpx.Request, not _direct_request.
+_AUTO_HEADERS = frozenset({b"host", b"content-length", b"content-type", b"transfer-encoding"})
+# Encodes a JSON body as httpx does (httpx._content.encode_json), made once rather than
+# on every call.
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _has_cookies(http: httpx.Client | httpx.AsyncClient) -> bool:
+    """Whether ``http`` may hold cookies (``bool(http.cookies)`` counts them all, each call).
+
+    The jar's own dict of domains: empty, it holds none; not empty, it may (cleared
+    cookies leave their domain behind), and ``build_request`` merges whatever there is.
+    """
+    jar = http.cookies.jar
+    domains = getattr(jar, "_cookies", None)  # http.cookiejar.CookieJar's, since Python 2
+    return bool(jar) if not isinstance(domains, dict) else bool(domains)
+
+
 def _build_with(
     http: httpx.Client | httpx.AsyncClient,
     method: str,
@@ -1217,7 +1236,13 @@ class BaseClient(Generic[HttpClientT]):
         self._is_copy = False
         # Caches for building requests (see _build_request); copies share them.
         self._urls: dict[str, httpx.URL] = {}
-        self._merged_headers: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]] = ([], [])
+        self._merged_headers: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]], bool] = (
+            [],
+            [],
+            False,
+        )
+        # The Host header of every request: all go to base_url's host and port.
+        self._host_header: bytes | None = None
         self._extensions: tuple[httpx.Timeout, dict[str, Any]] = (self.timeout, {})
         self._attempt_plan: _deadline.Plan | None = None
 
@@ -1571,16 +1596,19 @@ class BaseClient(Generic[HttpClientT]):
                 self._extensions = (self.timeout, extensions)
             if call.options is not None:
                 return self._request_with_options(http, call, call.options, url)
-            if http.params or http.cookies:
+            if http.params or _has_cookies(http):
                 return _build_with(
                     http, call.method, url, call.json, call.params, self._headers, extensions
                 )
+            headers = self._headers_for(http)
+            if self._merged_headers[2]:
+                return self._direct_request(call, url, headers, extensions)
             return httpx.Request(
                 call.method,
                 url,
                 json=call.json,
                 params=call.params,
-                headers=self._headers_for(http),
+                headers=headers,
                 extensions=extensions,
             )
         except httpx.InvalidURL as exc:
@@ -1623,14 +1651,63 @@ class BaseClient(Generic[HttpClientT]):
     def _headers_for(self, http: httpx.Client | httpx.AsyncClient) -> list[tuple[bytes, bytes]]:
         """The http client's headers with ours on top, as ``build_request`` merges them."""
         theirs = http.headers.raw
-        seen, merged = self._merged_headers
+        seen, merged, _ = self._merged_headers
         if theirs != seen or not merged:
             ours = self._headers.raw
             replaced = {name.lower() for name, _ in ours}
             merged = [(name, value) for name, value in theirs if name.lower() not in replaced]
             merged += ours
-            self._merged_headers = (theirs, merged)
+            # None of the headers httpx adds to a request, or reads to decide on them: those
+            # are then added here (_direct_request), as httpx would add them.
+            plain = not any(name.lower() in _AUTO_HEADERS for name, _ in merged)
+            self._merged_headers = (theirs, merged, plain)
         return merged
+
+    def _direct_request(
+        self,
+        call: Call[Any],
+        url: httpx.URL,
+        headers: list[tuple[bytes, bytes]],
+        extensions: dict[str, Any],
+    ) -> httpx.Request:
+        """The request ``httpx.Request(json=call.json, ...)`` makes, with less work.
+
+        httpx encodes the body with a new JSON encoder, then looks up and adds the
+        ``Content-Length``, ``Content-Type`` and ``Host`` headers one at a time, and
+        normalises every header twice. Here the body is encoded with one encoder
+        configured as httpx's, and the headers are listed once, in the order httpx gives
+        them (``Host``, the merged headers, then the body's). Only for merged headers
+        that hold none of those (``_headers_for``'s ``plain``).
+
+        Raises:
+            TypeError: If the body cannot be encoded as JSON.
+            ValueError: If the body holds NaN or an infinity, or a lone surrogate.
+        """
+        body = b"" if call.json is None else _JSON.encode(call.json).encode("utf-8")
+        host = self._host_header
+        if host is None:
+            host = self._host_header = url.netloc
+        if call.json is not None:
+            listed = [
+                (b"Host", host),
+                *headers,
+                (b"Content-Length", str(len(body)).encode("ascii")),
+                (b"Content-Type", b"application/json"),
+            ]
+        elif call.method in ("POST", "PUT", "PATCH"):  # httpx puts this one up front
+            listed = [(b"Host", host), (b"Content-Length", b"0"), *headers]
+        else:
+            listed = [(b"Host", host), *headers]
+        request = httpx.Request(
+            call.method,
+            url,
+            params=call.params,
+            headers=listed,
+            stream=httpx.ByteStream(body),
+            extensions=extensions,
+        )
+        request.read()  # as httpx does for a body in memory: request.content is set
+        return request
 
     def _attempt(
         self, request: httpx.Request, deadline: float | None, options: Options | None = None
