@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/run.py [all] [--quick] [--before REV] [--output PATH] [--json PATH]
-    python benchmarks/run.py inprocess|loopback|import|bulk|memory|corpus|peers|profile
+    python benchmarks/run.py inprocess|read|loopback|import|bulk|memory|corpus|peers|profile
 
 ``all`` (the default) runs every benchmark, each in a fresh interpreter, and writes the
 report; a single name runs that benchmark and prints its JSON. ``--before REV`` also measures
@@ -40,6 +40,7 @@ CHILD_TIMEOUTS = {"corpus": 1800}
 # name: (script, arguments, arguments with --quick)
 BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "inprocess": ("bench_inprocess.py", [], ["--rounds", "3", "--calls", "300"]),
+    "read": ("bench_read.py", [], ["--rounds", "3", "--calls", "500"]),
     "loopback": (
         "bench_loopback.py",
         [],
@@ -65,7 +66,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "peers": ("bench_peers.py", [], ["--rounds", "3", "--calls", "200"]),
     "profile": ("bench_profile.py", [], ["--calls", "2000"]),
 }
-BEFORE_BENCHMARKS = ("inprocess", "loopback", "import")
+BEFORE_BENCHMARKS = ("inprocess", "read", "loopback", "import")
 
 
 def run(name: str, *, quick: bool, pythonpath: str | None = None) -> dict[str, Any]:

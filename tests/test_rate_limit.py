@@ -144,6 +144,46 @@ async def test_each_result_keeps_the_rate_limit_of_its_own_response(
     assert client.rate_limit == second.rate_limit
 
 
+async def test_a_rate_limit_read_late_counts_from_its_response_and_is_one_object(
+    client: lingodoc.Client, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    # The RateLimit is built when first asked for: not from the clock of that moment.
+    api.post("/translate").respond(
+        json=envelope(TRANSLATION), headers=rate_limit_headers(1000, 999, 60)
+    )
+    arrived = clock.time()
+    result = await translate(client)
+    clock.advance(3000)
+    assert result.rate_limit.reset_at == at(arrived + 60)
+    assert client.rate_limit is result.rate_limit
+
+
+def test_rate_limit_headers_are_read_without_httpxs_internal_list() -> None:
+    # parse_rate_limit reads httpx.Headers' list of folded names; a headers object
+    # without it (another httpx) is read from its public raw list instead.
+    from lingodoc._models import parse_rate_limit
+
+    raw = [
+        (b"X-RateLimit-Limit", b"10"),
+        (b"x-ratelimit-remaining", b"9"),
+        (b"X-RATELIMIT-RESET", b"60"),
+    ]
+
+    class RawOnly:
+        def __init__(self) -> None:
+            self.raw = raw
+
+    headers = httpx.Headers(raw)
+    assert isinstance(getattr(headers, "_list", None), list)  # the shape read, in this httpx
+    for source in (headers, RawOnly()):
+        read = parse_rate_limit(source, 1000.0)  # type: ignore[arg-type]
+        assert read is not None
+        model = read.model()
+        assert (model.limit, model.remaining, model.reset) == (10, 9, 60)
+        assert model.reset_at == at(1060.0)
+        assert read.model() is model
+
+
 @pytest.mark.parametrize(
     ("method", "args", "kwargs", "route", "data"),
     [

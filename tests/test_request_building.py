@@ -37,6 +37,9 @@ async def test_the_request_is_the_one_build_request_would_make(
         lambda: client._translate_call("Hi", "en", "de", None),
         lambda: client._get_translation_call("tr/1"),
         lambda: client._raw_call("GET", "/documents?page=2", None, {"size": 5}),
+        # A POST without a body (Content-Length: 0), and a body of non-ASCII text.
+        lambda: client._raw_call("POST", "/documents/doc_1/translate", None, None),
+        lambda: client._raw_call("PUT", "/glossaries/g", [1.5, "Grüße ☃", {"a": None}], None),
     ):
         built = client._build_request(make())
         call_ = make()
@@ -58,6 +61,35 @@ async def test_the_request_is_the_one_build_request_would_make(
         await http.aclose()
     else:
         http.close()
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Content-Type": "application/json; charset=utf-8"},
+        {"Host": "api.lingodoc.test"},
+        {"Transfer-Encoding": "chunked"},
+    ],
+)
+async def test_a_header_httpx_sets_itself_is_merged_as_build_request_merges_it(
+    client_class: type[Any], api: respx.MockRouter, headers: dict[str, str]
+) -> None:
+    # Set on the http client (default_headers refuses the transport ones): httpx then
+    # keeps it, or decides on the others by it, as build_request does.
+    http = http_client(client_class, headers=headers)
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http)
+    call_ = client._translate_call("Hi", "en", "de", None)
+    built = client._build_request(call_)
+    expected = http.build_request(
+        "POST",
+        BASE_URL + "/translate",
+        json=call_.json,
+        headers=client._headers,
+        timeout=client.timeout,
+    )
+    assert built.headers.raw == expected.headers.raw
+    assert built.content == expected.content
+    await close(client)
 
 
 async def test_the_http_clients_own_headers_are_sent_and_changes_to_them_count(

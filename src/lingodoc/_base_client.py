@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         BatchTranslation,
         Document,
         RateLimit,
+        RateLimitHeaders,
         TextTranslation,
         TranslationJob,
         TranslationStatus,
@@ -143,7 +144,8 @@ class _Shared(Generic[HttpClientT]):
         # taken for it.
         self.loop: object | None = None
         self.closed = False
-        self.rate_limit: RateLimit | None = None
+        # The last response's rate-limit headers; the RateLimit is made when asked for.
+        self.rate_limit: RateLimitHeaders | None = None
         self._in_flight = 0
         self._pool_closing = False
         self._lock = threading.Lock()  # taken by _ThreadShared, and to bind a loop
@@ -907,6 +909,25 @@ def _merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, Mapping[str
     )
 
 
+# Headers httpx sets on a request itself (or reads to decide whether to): with any of them
+# among the merged headers, a request is made by httpx.Request, not _direct_request.
+_AUTO_HEADERS = frozenset({b"host", b"content-length", b"content-type", b"transfer-encoding"})
+# Encodes a JSON body as httpx does (httpx._content.encode_json), made once rather than
+# on every call.
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _has_cookies(http: httpx.Client | httpx.AsyncClient) -> bool:
+    """Whether ``http`` may hold cookies (``bool(http.cookies)`` counts them all, each call).
+
+    The jar's own dict of domains: empty, it holds none; not empty, it may (cleared
+    cookies leave their domain behind), and ``build_request`` merges whatever there is.
+    """
+    jar = http.cookies.jar
+    domains = getattr(jar, "_cookies", None)  # http.cookiejar.CookieJar's, since Python 2
+    return bool(jar) if not isinstance(domains, dict) else bool(domains)
+
+
 def _build_with(
     http: httpx.Client | httpx.AsyncClient,
     method: str,
@@ -1222,7 +1243,13 @@ class BaseClient(Generic[HttpClientT]):
         self._is_copy = False
         # Caches for building requests (see _build_request); copies share them.
         self._urls: dict[str, httpx.URL] = {}
-        self._merged_headers: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]] = ([], [])
+        self._merged_headers: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]], bool] = (
+            [],
+            [],
+            False,
+        )
+        # The Host header of every request: all go to base_url's host and port.
+        self._host_header: bytes | None = None
         self._extensions: tuple[httpx.Timeout, dict[str, Any]] = (self.timeout, {})
         self._attempt_plan: _deadline.Plan | None = None
 
@@ -1266,7 +1293,8 @@ class BaseClient(Generic[HttpClientT]):
     @property
     def rate_limit(self) -> RateLimit | None:
         """The rate-limit state of the most recent response that reported one, or ``None``."""
-        return self._shared.rate_limit
+        headers = self._shared.rate_limit
+        return None if headers is None else headers.model()
 
     @property
     def is_closed(self) -> bool:
@@ -1575,16 +1603,19 @@ class BaseClient(Generic[HttpClientT]):
                 self._extensions = (self.timeout, extensions)
             if call.options is not None:
                 return self._request_with_options(http, call, call.options, url)
-            if http.params or http.cookies:
+            if http.params or _has_cookies(http):
                 return _build_with(
                     http, call.method, url, call.json, call.params, self._headers, extensions
                 )
+            headers = self._headers_for(http)
+            if self._merged_headers[2]:
+                return self._direct_request(call, url, headers, extensions)
             return httpx.Request(
                 call.method,
                 url,
                 json=call.json,
                 params=call.params,
-                headers=self._headers_for(http),
+                headers=headers,
                 extensions=extensions,
             )
         except httpx.InvalidURL as exc:
@@ -1627,14 +1658,63 @@ class BaseClient(Generic[HttpClientT]):
     def _headers_for(self, http: httpx.Client | httpx.AsyncClient) -> list[tuple[bytes, bytes]]:
         """The http client's headers with ours on top, as ``build_request`` merges them."""
         theirs = http.headers.raw
-        seen, merged = self._merged_headers
+        seen, merged, _ = self._merged_headers
         if theirs != seen or not merged:
             ours = self._headers.raw
             replaced = {name.lower() for name, _ in ours}
             merged = [(name, value) for name, value in theirs if name.lower() not in replaced]
             merged += ours
-            self._merged_headers = (theirs, merged)
+            # None of the headers httpx adds to a request, or reads to decide on them: those
+            # are then added here (_direct_request), as httpx would add them.
+            plain = not any(name.lower() in _AUTO_HEADERS for name, _ in merged)
+            self._merged_headers = (theirs, merged, plain)
         return merged
+
+    def _direct_request(
+        self,
+        call: Call[Any],
+        url: httpx.URL,
+        headers: list[tuple[bytes, bytes]],
+        extensions: dict[str, Any],
+    ) -> httpx.Request:
+        """The request ``httpx.Request(json=call.json, ...)`` makes, with less work.
+
+        httpx encodes the body with a new JSON encoder, then looks up and adds the
+        ``Content-Length``, ``Content-Type`` and ``Host`` headers one at a time, and
+        normalises every header twice. Here the body is encoded with one encoder
+        configured as httpx's, and the headers are listed once, in the order httpx gives
+        them (``Host``, the merged headers, then the body's). Only for merged headers
+        that hold none of those (``_headers_for``'s ``plain``).
+
+        Raises:
+            TypeError: If the body cannot be encoded as JSON.
+            ValueError: If the body holds NaN or an infinity, or a lone surrogate.
+        """
+        body = b"" if call.json is None else _JSON.encode(call.json).encode("utf-8")
+        host = self._host_header
+        if host is None:
+            host = self._host_header = url.netloc
+        if call.json is not None:
+            listed = [
+                (b"Host", host),
+                *headers,
+                (b"Content-Length", str(len(body)).encode("ascii")),
+                (b"Content-Type", b"application/json"),
+            ]
+        elif call.method in ("POST", "PUT", "PATCH"):  # httpx puts this one up front
+            listed = [(b"Host", host), (b"Content-Length", b"0"), *headers]
+        else:
+            listed = [(b"Host", host), *headers]
+        request = httpx.Request(
+            call.method,
+            url,
+            params=call.params,
+            headers=listed,
+            stream=httpx.ByteStream(body),
+            extensions=extensions,
+        )
+        request.read()  # as httpx does for a body in memory: request.content is set
+        return request
 
     def _attempt(
         self, request: httpx.Request, deadline: float | None, options: Options | None = None
@@ -1736,25 +1816,23 @@ class BaseClient(Generic[HttpClientT]):
         attempt: int,
         started: float,
     ) -> T:
-        self._log(call, response.status_code, attempt, started)
+        status_code = response.status_code
+        self._log(call, status_code, attempt, started)
+        headers = response.headers
         now = _clock.current().time()
-        rate_limit = _lazy.parse_rate_limit(response.headers.raw, now)
+        # Only read here: the RateLimit model is made if someone asks for it.
+        rate_limit = _lazy.parse_rate_limit(headers, now)
         if rate_limit is not None:
             self._shared.rate_limit = rate_limit
         if len(body) > MAX_BODY_BYTES:
             raise UnexpectedResponse(
                 f"the response body is larger than {MAX_BODY_BYTES:,} bytes",
-                status_code=response.status_code,
-                rate_limit=rate_limit,
-                request_id=_envelope.request_id(response.headers, self._redact),
+                status_code=status_code,
+                rate_limit=_lazy.rate_limit_model(rate_limit),
+                request_id=_envelope.request_id(headers, self._key_mask),
             )
         data = _envelope.unwrap(
-            response.status_code,
-            response.headers,
-            body,
-            rate_limit=rate_limit,
-            now=now,
-            redact=self._redact,
+            status_code, headers, body, rate_limit=rate_limit, now=now, redact=self._key_mask
         )
         # The body was read through a BodyReader (from aiter_raw/iter_raw), so httpx holds
         # none: give the response the body read (decompressed, as httpx's own read keeps
@@ -1773,9 +1851,9 @@ class BaseClient(Generic[HttpClientT]):
         raise UnexpectedResponse(
             self._redact(str(shape_error)),
             body=_envelope.excerpt(json.dumps(shape_error.data, default=str), self._redact),
-            status_code=response.status_code,
-            rate_limit=rate_limit,
-            request_id=_envelope.request_id(response.headers, self._redact),
+            status_code=status_code,
+            rate_limit=_lazy.rate_limit_model(rate_limit),
+            request_id=_envelope.request_id(headers, self._redact),
         )
 
     def _log(self, call: Call[Any], outcome: object, attempt: int, started: float) -> None:

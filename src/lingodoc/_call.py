@@ -157,18 +157,18 @@ def model_parser(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
 def _new_model_parser(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
     from pydantic import ValidationError  # loaded with the models already
 
-    validate = cls.model_validate
-
     def parse(data: Any, origin: Origin) -> ModelT:
         try:
-            result = validate(data)
+            # What model_validate(data) calls, without its checks of the options it is
+            # not given. Looked up on each call: pydantic may rebuild the validator.
+            result: ModelT = cls.__pydantic_validator__.validate_python(data)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'data'}: {e['msg']}" for e in exc.errors()[:3]
             )
             problem = f"the response data is not a {cls.__name__} ({problems})"
             raise ShapeError(problem, data) from None
-        result._origin = origin
+        _lazy.set_origin(result, origin)
         return result
 
     return parse

@@ -17,7 +17,7 @@ from lingodoc import _lazy
 from lingodoc._exceptions import APIError, RateLimited, UnexpectedResponse, error_class
 
 if TYPE_CHECKING:
-    from lingodoc._models import RateLimit
+    from lingodoc._models import RateLimitHeaders
 
 BODY_EXCERPT_CHARS = 500
 
@@ -27,7 +27,7 @@ def unwrap(
     headers: Mapping[str, str],
     body: bytes,
     *,
-    rate_limit: RateLimit | None,
+    rate_limit: RateLimitHeaders | None,
     now: float,
     redact: Callable[[str], str],
 ) -> Any:
@@ -48,7 +48,7 @@ def unwrap(
             return data
     fields: dict[str, Any] = {
         "status_code": status_code,
-        "rate_limit": rate_limit,
+        "rate_limit": None if rate_limit is None else rate_limit.model(),
         "request_id": request_id(headers, redact),
     }
     is_2xx = 200 <= status_code < 300

@@ -25,12 +25,15 @@ if TYPE_CHECKING:
     from lingodoc._models import Document as Document
     from lingodoc._models import Origin as Origin
     from lingodoc._models import RateLimit as RateLimit
+    from lingodoc._models import RateLimitHeaders as RateLimitHeaders
     from lingodoc._models import TextTranslation as TextTranslation
     from lingodoc._models import TranslationJob as TranslationJob
     from lingodoc._models import TranslationState as TranslationState
     from lingodoc._models import TranslationStatus as TranslationStatus
     from lingodoc._models import parse_rate_limit as parse_rate_limit
+    from lingodoc._models import rate_limit_model as rate_limit_model
     from lingodoc._models import reset_delay as reset_delay
+    from lingodoc._models import set_origin as set_origin
 
 # What lingodoc exports from the models at its top level.
 PUBLIC = frozenset(
@@ -44,7 +47,14 @@ PUBLIC = frozenset(
         "TranslationStatus",
     }
 )
-NAMES = PUBLIC | {"Origin", "parse_rate_limit", "reset_delay"}
+NAMES = PUBLIC | {
+    "Origin",
+    "RateLimitHeaders",
+    "parse_rate_limit",
+    "rate_limit_model",
+    "reset_delay",
+    "set_origin",
+}
 
 
 # Held while a name is first handed out, so that one thread builds its model and the

@@ -17,10 +17,10 @@ when it is first handed out (see ``ready``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime, timezone
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import (
     AfterValidator,
@@ -29,7 +29,6 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    PrivateAttr,
     StrictStr,
 )
 
@@ -140,33 +139,77 @@ _RATE_LIMIT_HEADERS = {
     b"x-ratelimit-remaining": 1,
     b"x-ratelimit-reset": 2,
 }
+# Up to here (the year 3000) a Unix time is a datetime on every platform (Windows stops
+# soon after): a time below it needs no trial conversion to know that it reads.
+_SURE_TIMESTAMP = 32_503_680_000
 
 
-def parse_rate_limit(headers: Iterable[tuple[bytes, bytes]], now: float) -> RateLimit | None:
+class RateLimitHeaders:
+    """The ``X-RateLimit-*`` values of one response, checked; the ``RateLimit`` made when asked.
+
+    Every response carries them and few callers look: building the model (a datetime and a
+    pydantic validation) on each would cost more than the rest of reading a result. The
+    model is built on first use and kept, so every reader of one response gets the same
+    object.
+    """
+
+    __slots__ = ("_model", "at", "limit", "remaining", "reset")
+
+    def __init__(self, limit: int, remaining: int, reset: int, at: float) -> None:
+        self.limit = limit
+        self.remaining = remaining
+        self.reset = reset
+        self.at = at  # reset_at, as a Unix time
+        self._model: RateLimit | None = None
+
+    def model(self) -> RateLimit:
+        """Return the ``RateLimit`` these values stand for (the same object every time)."""
+        model = self._model
+        if model is None:
+            reset_at = datetime.fromtimestamp(self.at, tz=timezone.utc)
+            # Validating four plain values is cheaper than model_construct (~0.9 us against ~2 us).
+            model = self._model = RateLimit(
+                limit=self.limit, remaining=self.remaining, reset=self.reset, reset_at=reset_at
+            )
+        return model
+
+
+def rate_limit_model(value: RateLimit | RateLimitHeaders | None) -> RateLimit | None:
+    """The ``RateLimit`` of what ``parse_rate_limit`` read (or of a model already made)."""
+    return value.model() if isinstance(value, RateLimitHeaders) else value
+
+
+def parse_rate_limit(headers: httpx.Headers, now: float) -> RateLimitHeaders | None:
     """Read the ``X-RateLimit-*`` headers; ``None`` unless all three are integers.
 
     Args:
-        headers: The raw header list (``httpx.Headers.raw``): one pass over it
-            costs half as much as three look-ups by name.
+        headers: The response's headers. Their list of (name, lower-case name, value)
+            is read in one pass: that costs a third of three look-ups by name.
         now: The time the response arrived, for a reset given in seconds.
     """
+    items = getattr(headers, "_list", None)  # httpx's own list: names already folded
+    if items is None:  # not an httpx.Headers of the shape known (a newer httpx?)
+        items = [(name, name.lower(), value) for name, value in headers.raw]
     values: list[bytes | None] = [None, None, None]
-    for name, value in headers:
-        index = _RATE_LIMIT_HEADERS.get(name.lower())
+    for _, name, value in items:
+        index = _RATE_LIMIT_HEADERS.get(name)
         if index is not None:
             # A header sent twice is as unreadable as a malformed one.
             values[index] = value if values[index] is None else b"?"
+    raw_limit, raw_remaining, raw_reset = values
+    if raw_limit is None or raw_remaining is None or raw_reset is None:
+        return None
     try:
-        limit, remaining, reset = (int(value) for value in values)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        limit, remaining, reset = int(raw_limit), int(raw_remaining), int(raw_reset)
+    except ValueError:
         return None
     at = reset if reset > _UNIX_TIME_THRESHOLD else now + max(reset, 0)
-    try:
-        reset_at = datetime.fromtimestamp(at, tz=timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return None
-    # Validating four plain values is cheaper than model_construct (~0.9 us against ~2 us).
-    return RateLimit(limit=limit, remaining=remaining, reset=reset, reset_at=reset_at)
+    if not 0 <= at < _SURE_TIMESTAMP:
+        try:  # far off (or before 1970, on a fake clock): whether it reads is the platform's
+            datetime.fromtimestamp(at, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None
+    return RateLimitHeaders(limit, remaining, reset, at)
 
 
 def ready(name: str) -> object:
@@ -197,7 +240,8 @@ class Origin:
     the response.
 
     Args:
-        rate_limit: The rate-limit state the response reported.
+        rate_limit: The rate-limit state the response reported (its headers as
+            ``parse_rate_limit`` read them, or the model).
         response: The response, its body read; ``None`` once detached.
         mask: Masks the API key in what the server sent, for the request id.
         request_id: The request id of a detached origin (one with a response reads
@@ -205,19 +249,24 @@ class Origin:
             reading a result, and few callers look).
     """
 
-    __slots__ = ("_mask", "_request_id", "rate_limit", "response")
+    __slots__ = ("_mask", "_rate_limit", "_request_id", "response")
 
     def __init__(
         self,
-        rate_limit: RateLimit | None,
+        rate_limit: RateLimit | RateLimitHeaders | None,
         response: httpx.Response | None,
         mask: Callable[[str], str] | None,
         request_id: str | None = None,
     ) -> None:
-        self.rate_limit = rate_limit
+        self._rate_limit = rate_limit
         self.response = response
         self._mask = mask
         self._request_id = request_id
+
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        """The rate-limit state the response reported (built on first use)."""
+        return rate_limit_model(self._rate_limit)
 
     @property
     def request_id(self) -> str | None:
@@ -251,7 +300,19 @@ class _Result(BaseModel):
     # Each result is built when first used (see ready): a call builds only its own.
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow", defer_build=True)
 
-    _origin: Origin | None = PrivateAttr(default=None)
+    # The Origin, in a slot of its own rather than a pydantic private attribute: pydantic
+    # sets those up on every validation, which cost more than validating a translation.
+    # Unset on a result built by hand (read through ``origin``).
+    __slots__ = ("_origin",)
+    if TYPE_CHECKING:
+        _origin: Origin | None
+
+    @property
+    def _origin_or_none(self) -> Origin | None:
+        try:
+            return _get_origin(self)
+        except AttributeError:  # built by hand, not read from a response
+            return None
 
     def __eq__(self, other: object) -> bool:
         # Two results are equal when the service said the same thing; the
@@ -266,13 +327,35 @@ class _Result(BaseModel):
 
     __hash__ = None  # type: ignore[assignment]
 
+    # A copy (copy.copy, model_copy()), a deep copy or a pickle keeps the rate limit and
+    # request id, not the response (see Origin): pydantic copies none of the slot.
+
     def __copy__(self) -> Self:
-        # pydantic shares the private attributes with a shallow copy (model_copy() too):
-        # the copy keeps the rate limit and request id, not the response (see Origin).
         copied = super().__copy__()
-        if self._origin is not None:
-            copied._origin = self._origin.detached()
+        origin = self._origin_or_none
+        if origin is not None:
+            set_origin(copied, origin.detached())
         return copied
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        copied = super().__deepcopy__(memo)
+        origin = self._origin_or_none
+        if origin is not None:
+            set_origin(copied, origin.detached())
+        return copied
+
+    def __getstate__(self) -> dict[Any, Any]:
+        state = super().__getstate__()
+        origin = self._origin_or_none
+        if origin is not None:
+            state["_origin"] = origin  # pickled detached: see Origin.__reduce__
+        return state
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        origin = state.pop("_origin", None)
+        super().__setstate__(state)
+        if origin is not None:
+            set_origin(self, origin)
 
     @property
     def rate_limit(self) -> RateLimit | None:
@@ -281,7 +364,7 @@ class _Result(BaseModel):
         ``None`` if the response sent no readable ``X-RateLimit-*`` headers, or for a
         result you built yourself.
         """
-        origin = self._origin
+        origin = self._origin_or_none
         return None if origin is None else origin.rate_limit
 
     @property
@@ -293,7 +376,7 @@ class _Result(BaseModel):
         result keep it. ``None`` if the response sent none, or for a result you built
         yourself.
         """
-        origin = self._origin
+        origin = self._origin_or_none
         return None if origin is None else origin.request_id
 
     @property
@@ -313,8 +396,13 @@ class _Result(BaseModel):
         Also ``None`` for the status an exception carries
         (``TranslationFailed.status``, ``WaitTimeout.status``).
         """
-        origin = self._origin
+        origin = self._origin_or_none
         return None if origin is None else origin.response
+
+
+# The slot's own accessors: quicker than the attribute through pydantic's __setattr__.
+_get_origin: Callable[[_Result], Origin] = _Result.__dict__["_origin"].__get__
+set_origin: Callable[[_Result, Origin], None] = _Result.__dict__["_origin"].__set__
 
 
 class TextTranslation(_Result):

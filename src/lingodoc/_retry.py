@@ -17,14 +17,13 @@ jitter, capped, unless the response said how long to wait (``Retry-After``,
 or the rate-limit reset for a 429); a wait longer than 60 s is not waited out,
 and a wait of 0 (or a time already past) is backed off like no wait at all.
 
-Each call runs in a plain tenacity loop whose options come from ``policy``.
-tenacity decides; the client sleeps the waits it asks for, on the SDK clock
-(awaiting them in ``AsyncClient``), so both flavours run the same loop:
+Each call runs in a plain tenacity loop (``retrying``) whose options come from
+``policy``. tenacity decides; the client sleeps the waits it asks for, on the SDK
+clock (awaiting them in ``AsyncClient``), so both flavours run the same loop:
 
-    waits = []
-    for attempt in tenacity.Retrying(sleep=waits.append, **policy(...)):
-        if waits:
-            _clock.sleep(waits.pop())
+    for attempt in retrying(...):
+        if attempt.retry_state.attempt_number > 1:
+            _clock.sleep(attempt.retry_state.upcoming_sleep)
         with attempt:
             ...  # one attempt
 """
@@ -148,6 +147,49 @@ def policy(
         "before_sleep": log,
         "reraise": True,
     }
+
+
+# The Retrying objects of calls without a deadline of their own, by their settings.
+_retryings: dict[tuple[int, bool, str], tenacity.Retrying] = {}
+# Settings kept at most: polling many translation ids must not grow it for ever.
+RETRYING_CACHE_SIZE = 256
+
+
+def retrying(
+    max_retries: int, *, idempotent: bool, description: str, deadline: float | None = None
+) -> tenacity.Retrying:
+    """Return tenacity's loop for one call, with the options of ``policy``.
+
+    It does not sleep: each attempt after the first comes after a wait of
+    ``attempt.retry_state.upcoming_sleep``, which the caller sleeps on the SDK clock.
+
+    A call without a ``deadline`` gets the loop kept for its settings: a ``Retrying`` holds
+    no state of its own between loops (each loop's is in its ``RetryCallState``, the rest
+    is per thread and set afresh on every step, between which no other code runs), so
+    calls in other threads and tasks may share it; making one costs more than the loop.
+    """
+    import tenacity  # here, not at the top: `import lingodoc` stays light
+
+    if deadline is not None:  # a poll with a deadline: its stop reads that deadline
+        return tenacity.Retrying(
+            sleep=_no_sleep,
+            **policy(
+                max_retries, idempotent=idempotent, description=description, deadline=deadline
+            ),
+        )
+    key = (max_retries, idempotent, description)
+    found = _retryings.get(key)
+    if found is None:
+        if len(_retryings) >= RETRYING_CACHE_SIZE:
+            _retryings.clear()
+        found = _retryings[key] = tenacity.Retrying(
+            sleep=_no_sleep, **policy(max_retries, idempotent=idempotent, description=description)
+        )
+    return found
+
+
+def _no_sleep(seconds: float) -> None:
+    pass
 
 
 def _summary(error: BaseException | None) -> str:

@@ -611,9 +611,7 @@ class Client(BaseClient[httpx.Client]):
         self._check_open()
         check_http_loggers()  # mask the key in http loggers made since the last call
         request = self._build_request(call)
-        import tenacity  # here, not at the top: `import lingodoc` stays light
-
-        policy = _retry.policy(
+        retrying = _retry.retrying(
             self.max_retries,
             idempotent=call.idempotent,
             description=call.description,
@@ -621,16 +619,16 @@ class Client(BaseClient[httpx.Client]):
         )
         # tenacity decides; the waits it asks for are slept here, on the SDK clock, so
         # one loop serves both flavours (tenacity's own async loop costs twice as much).
-        waits: list[float] = []
         shared = self._shared
         failed: BaseException | None = None
-        for attempt in tenacity.Retrying(sleep=waits.append, **policy):
-            if waits:
+        for attempt in retrying:
+            if attempt.retry_state.attempt_number > 1:  # a retry, after the wait asked for
+                wait = attempt.retry_state.upcoming_sleep
                 if self.is_closed:  # no wait for a retry that would be refused
                     raise_scrubbed(self._closed_in_flight(call, failed))
                 if stop is None:
-                    _clock.sleep(waits.pop())
-                elif stop.is_set() or _clock.wait(stop, waits.pop()):
+                    _clock.sleep(wait)
+                elif stop.is_set() or _clock.wait(stop, wait):
                     assert failed is not None  # a wait comes only after a failed attempt
                     raise_scrubbed(failed)
             # Closed meanwhile (this client, or the one it was copied from): no attempt, no
