@@ -4,7 +4,7 @@ lingodoc's ``Client.translate()`` against two hand-written raw httpx calls, thro
 transport returning the spec's envelope; the same for ``AsyncClient`` against
 ``httpx.AsyncClient``:
 
-- ``raw``, the baseline: the best hand-written equivalent. The URL and the headers are built
+- ``tuned``, the baseline: the best hand-written equivalent. The URL and the headers are built
   once; each call encodes its JSON body to bytes, makes the ``httpx.Request`` itself,
   ``send()``s it and reads ``json.loads(response.content)["data"]["translated_text"]``.
 - ``naive``: what most code writes, ``post(url, json=...)`` and ``.json()``, which makes
@@ -120,7 +120,7 @@ def main() -> None:
 
     sync = interleaved(
         {
-            "raw": per_op(raw_call, args.calls),
+            "tuned": per_op(raw_call, args.calls),
             "naive": per_op(naive_call, args.calls),
             "lingodoc": per_op(sdk_call, args.calls),
         },
@@ -128,7 +128,7 @@ def main() -> None:
     )
     asynchronous = interleaved(
         {
-            "raw": async_case(araw_call, args.calls),
+            "tuned": async_case(araw_call, args.calls),
             "naive": async_case(anaive_call, args.calls),
             "lingodoc": async_case(asdk_call, args.calls),
         },

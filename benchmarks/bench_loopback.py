@@ -105,7 +105,7 @@ def sequential(base_url: str, key: str, args: argparse.Namespace) -> dict[str, A
     cases: dict[str, Callable[[], str]] = {
         "socket": floor.call,
         "tuned": tuned_call,
-        "raw": naive_call,
+        "naive": naive_call,
         "lingodoc": sdk_call,
     }
     answers = {name: case() for name, case in cases.items()}

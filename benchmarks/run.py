@@ -339,7 +339,7 @@ def loopback_section(loopback: dict[str, Any]) -> list[str]:
     names = {
         "socket": "plain socket (the floor)",
         "tuned": "tuned raw httpx",
-        "raw": "naive raw httpx",
+        "naive": "naive raw httpx",
         "lingodoc": "lingodoc `Client.translate()`",
     }
     for server, rows in loopback["servers"].items():
@@ -448,18 +448,49 @@ def report(results: dict[str, Any], before: dict[str, Any] | None, args: argpars
     add("| # | measurement | lingodoc | baseline | ratio | goal | result |")
     add("|---|---|---|---|---|---|---|")
     inprocess = results["inprocess"]
+    for kind, client, raw in (
+        ("sync", "Client", "Client"),
+        ("async", "AsyncClient", "AsyncClient"),
+    ):
+        add(
+            throughput_row(
+                "1", f"in-process `{client}.translate()` vs tuned raw `httpx.{raw}` (per call)",
+                inprocess[kind], "lingodoc", "tuned", 0.9, us,
+            )[0]
+        )  # fmt: skip
+        add(
+            throughput_row(
+                "1", f"in-process `{client}.translate()` vs naive raw `httpx.{raw}` (per call)",
+                inprocess[kind], "lingodoc", "naive", 0.9, us,
+            )[0]
+        )  # fmt: skip
+    read = results["read"]["read"]
+    read_ratio = paired(read, "lingodoc", "json.loads")
     add(
-        throughput_row(
-            "1", "in-process `Client.translate()` vs raw `httpx.Client` (per call)",
-            inprocess["sync"], "lingodoc", "raw", 0.8, us,
-        )[0]
-    )  # fmt: skip
+        f"| 1 | reading a response into a `TextTranslation` vs `json.loads(body)['data']` "
+        f"(time ratio; issue 16: halve 4.2 x) | {us(read['lingodoc']['median'])} "
+        f"| {us(read['json.loads']['median'])} | {spread(read, 'lingodoc', 'json.loads')} "
+        f"| <= 2.1 x | {verdict(read_ratio <= 2.1)} |"
+    )
+    cold = results["coldstart"]
+    first = cold["first_result"]["ratio"]
     add(
-        throughput_row(
-            "1", "in-process `AsyncClient.translate()` vs raw `httpx.AsyncClient` (per call)",
-            inprocess["async"], "lingodoc", "raw", 0.8, us,
-        )[0]
-    )  # fmt: skip
+        f"| 3 | time to the first result (import + client + first call, whole processes) "
+        f"vs raw httpx (time ratio) | {ms(cold['first_result']['cases']['lingodoc']['median'])} "
+        f"| {ms(cold['first_result']['cases']['httpx']['median'])} | {range_cell(first)} "
+        f"| <= 1.15 x | {verdict(first['median'] <= 1.15)} |"
+    )
+    built = cold["construction"]
+    per_client = built["cases"]["lingodoc"]["median"]
+    kib = built["memory_kib_per_client"]["lingodoc"]["rss"]["median"]
+    add(
+        f"| 3 | building a `Client` (median of {built['clients']:,}): time, and process memory "
+        f"kept | {ms(per_client)}, {kib:,.0f} KiB "
+        f"| `httpx.Client()`: {ms(built['cases']['httpx']['median'])}, "
+        f"{built['memory_kib_per_client']['httpx']['rss']['median']:,.0f} KiB "
+        f"| {range_cell(built['ratio'])} | <= 1 ms, <= 50 KiB "
+        f"| {verdict(per_client <= 0.001 and kib <= 50)} |"
+    )
     loopback = results["loopback"]
     for server, label in (("fast", "a fast server"), ("emulator", "the emulator")):
         rows = loopback["servers"][server]
