@@ -353,6 +353,13 @@ class _Result(BaseModel):
 
     def __setstate__(self, state: dict[Any, Any]) -> None:
         origin = state.pop("_origin", None)
+        # A result pickled by an earlier lingodoc kept its origin as a pydantic private
+        # attribute: read it from there, and leave no private attribute behind.
+        private = state.get("__pydantic_private__")
+        if isinstance(private, dict) and "_origin" in private:
+            private = dict(private)
+            origin = origin or private.pop("_origin")
+            state["__pydantic_private__"] = private or None
         super().__setstate__(state)
         if origin is not None:
             set_origin(self, origin)

@@ -40,7 +40,7 @@ CERTIFICATE_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 # that keeps changing SSL_CERT_FILE must not keep every context it ever built).
 MAX_CONTEXTS = 8
 
-Setting = tuple[str, str, tuple[int, int] | None]
+Setting = tuple[str, str, tuple[int, ...] | None]
 _DEFAULT: Setting = ("", "", None)
 
 # A context for no handshake: it stands for the default context until the first one.
@@ -74,7 +74,10 @@ def setting(trust_env: bool) -> Setting:
                 stat = os.stat(value)
             except OSError:  # building the context will say what is wrong
                 return (name, value, None)
-            return (name, value, (stat.st_mtime_ns, stat.st_size))
+            # ctime and the inode too: a bundle replaced by one of the same size with its
+            # mtime kept (cp -p, rsync -a, reproducible images) must not get the old context.
+            identity = (stat.st_dev, stat.st_ino, stat.st_ctime_ns, stat.st_mtime_ns, stat.st_size)
+            return (name, value, identity)
     return _DEFAULT
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import ssl
 import threading
@@ -277,6 +278,28 @@ async def test_a_changed_certificate_setting_gets_a_context_of_its_own(
     assert counts[1] > 100
     assert counts[3] == counts[1] + 1
     for client in (ours, certifis, before, after):
+        await close(client)
+
+
+async def test_a_bundle_swapped_for_one_of_the_same_size_and_mtime_gets_a_context_of_its_own(
+    client_class: type[lingodoc.Client],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # cp -p, rsync -a and reproducible images keep a file's mtime: a rotated bundle of the
+    # same size must still be read again.
+    bundle, rotated = tmp_path / "bundle.pem", tmp_path / "rotated.pem"
+    bundle.write_text(Path(CA).read_text())
+    rotated.write_text(Path(CA).read_text())
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    before = client_class(API_KEY, base_url="https://api.lingodoc.test/v1")
+    stat = bundle.stat()
+    os.utime(rotated, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    os.replace(rotated, bundle)
+    assert (bundle.stat().st_size, bundle.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    after = client_class(API_KEY, base_url="https://api.lingodoc.test/v1")
+    assert context_of(after) is not context_of(before)
+    for client in (before, after):
         await close(client)
 
 
