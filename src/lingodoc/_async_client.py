@@ -638,19 +638,26 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                     assert failed is not None  # a wait comes only after a failed attempt
                     raise_scrubbed(failed)
             # Closed meanwhile (this client, or the one it was copied from): no attempt, no
-            # new connection. Raised outside `with attempt`, so never retried.
-            if self._view_closed or not shared.enter():
+            # new connection. Raised outside `with attempt`, so never retried. Past the
+            # client's limit on calls in flight, this waits for a turn: before the attempt,
+            # so the wait is not part of its timeout.
+            if self._view_closed or not await shared.async_enter():
                 raise_scrubbed(self._closed_in_flight(call, failed))
+            rtt: float | None = None
+            started = time.perf_counter()
             try:
+                if self._view_closed:  # this copy was closed while the call waited
+                    raise_scrubbed(self._closed_in_flight(call, failed))
                 with attempt:
                     outcome = await self._send_once(
                         call, request, attempt.retry_state.attempt_number, deadline
                     )
+                    rtt = time.perf_counter() - started
                     if isinstance(outcome, Failure):
                         raise_scrubbed(outcome.error)
                     return outcome
             finally:
-                if shared.leave():  # closed while in flight, and the last attempt out
+                if shared.leave(rtt):  # closed while in flight, and the last attempt out
                     await shared.http.aclose()
             failed = (
                 attempt.retry_state.outcome.exception() if attempt.retry_state.outcome else None
