@@ -64,7 +64,8 @@ def test_the_adaptive_limit_starts_small_and_within_the_pool() -> None:
 def test_on_a_cpu_bound_server_the_limit_stays_small() -> None:
     limiter = Limiter(100)
     limits = run(limiter, cpu_bound, 5000)
-    assert 1 <= min(limits[1000:]) and max(limits[1000:]) <= 6
+    assert min(limits[1000:]) >= 1
+    assert max(limits[1000:]) <= 6
 
 
 def test_a_limit_grown_on_a_distant_server_comes_down_when_the_cpu_becomes_the_bottleneck() -> None:
@@ -79,7 +80,8 @@ def test_on_a_distant_server_the_limit_grows_to_what_the_round_trip_holds() -> N
     limits = run(limiter, distant, 5000)
     # 20 in flight fill the CPU (20 ms / 1 ms): not throttled far below, nor far above
     # (but for the windows that measure the round trip afresh, at a quarter of the limit).
-    assert 16 <= statistics.median(limits[-1000:]) and max(limits[-1000:]) <= 30
+    assert statistics.median(limits[-1000:]) >= 16
+    assert max(limits[-1000:]) <= 30
     assert sum(limit < 16 for limit in limits[-1000:]) < 50
 
 
@@ -132,10 +134,12 @@ async def test_tasks_past_the_limit_wait_and_get_their_turn_first_come_first_ser
         for number in range(5):
             tasks.start_soon(waiter, number)
             await anyio.wait_all_tasks_blocked()
-        assert order == [] and len(state._waiters) == 5
+        assert order == []
+        assert len(state._waiters) == 5
         state.leave(0.001)
     assert order == [0, 1, 2, 3, 4]
-    assert state._slots == 0 and state._in_flight == 0
+    assert state._slots == 0
+    assert state._in_flight == 0
 
 
 async def test_a_cancelled_task_leaves_the_queue_and_a_woken_one_passes_its_turn_on() -> None:
@@ -167,7 +171,8 @@ async def test_a_cancelled_task_leaves_the_queue_and_a_woken_one_passes_its_turn
         await anyio.wait_all_tasks_blocked()
         assert entered == ["c"]
         state.leave(None)
-    assert state._slots == 0 and state._waiters == type(state._waiters)()
+    assert state._slots == 0
+    assert state._waiters == type(state._waiters)()
 
 
 async def test_closing_wakes_every_waiting_task_to_be_refused() -> None:
@@ -228,7 +233,8 @@ def test_threads_past_the_limit_wait_and_get_their_turn_first_come_first_served(
     for thread in threads:
         thread.join(10)
     assert results == [(0, True), (1, True), (2, True), (3, True)]
-    assert state._slots == 0 and state._in_flight == 0
+    assert state._slots == 0
+    assert state._in_flight == 0
 
 
 def test_closing_wakes_every_waiting_thread_to_be_refused() -> None:
@@ -300,7 +306,8 @@ async def test_a_gather_far_past_the_limit_waits_its_turn_instead_of_failing(
             ]
         assert all(result.translated_text == "Hallo" for result in results)
         assert route.call_count == len(results)
-        assert client._shared._slots == 0 and client._shared._in_flight == 0
+        assert client._shared._slots == 0
+        assert client._shared._in_flight == 0
     finally:
         await close(client)
 
@@ -342,7 +349,8 @@ async def test_the_wait_for_a_turn_is_not_part_of_the_attempts_timeout(
             await anyio.wait_all_tasks_blocked()
             tasks.start_soon(one)
             await anyio.wait_all_tasks_blocked()
-            assert len(client._shared._waiters) == 1 and starts == [0.0]
+            assert len(client._shared._waiters) == 1
+            assert starts == [0.0]
             release.set()
     else:
         gate = threading.Event()

@@ -74,6 +74,13 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             such as ``"emulator"`` (a docker-compose service); defaults to
             ``LINGODOC_ALLOW_HTTP_HOST``. The key then goes in clear text to that
             host, which is logged as a warning; never through a proxy.
+        max_in_flight: The most calls sent at once (shared with the copies made by
+            ``with_options``); past it, a call waits for its turn, first come first
+            served, before its attempt starts (so the wait is not part of its
+            ``timeout``). ``None`` adapts it to the round trips measured, between 1
+            and the connection pool's size (100, or the ``http_client``'s): few on a
+            server that answers at once, more on a distant one. See "Concurrency" in
+            the configuration guide.
 
     Raises:
         ConfigurationError: If the key or the base URL is missing or unusable
