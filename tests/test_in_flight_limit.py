@@ -447,3 +447,18 @@ def test_the_adaptive_limit_is_bounded_by_the_pool_of_an_http_client_passed_in(
     assert own._shared.limiter.ceiling == 100
     # A copy shares the limit, as it shares the pool.
     assert own.with_options(timeout=5)._shared.limiter is own._shared.limiter
+
+
+async def test_translate_manys_batches_take_a_turn_past_the_limit_and_count_in_it() -> None:
+    # Its max_concurrency (the caller's choice) bounds its batches; a call then waits.
+    state = shared(_Shared, 1)
+    assert await state.async_enter()
+    assert await state.async_enter(queue=False)
+    assert state._slots == 2
+    state.leave(None)
+    state.leave(None)
+    assert state._slots == 0
+    threaded = shared(_ThreadShared, 1)
+    assert threaded.enter()
+    assert threaded.enter(queue=False)
+    assert threaded._slots == 2

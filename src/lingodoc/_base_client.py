@@ -228,11 +228,11 @@ class _Shared(Generic[HttpClientT]):
         if self._process is not _process:
             self._after_fork(closing=closing)
 
-    def _take(self) -> bool | None:
+    def _take(self, queue: bool) -> bool | None:
         """Enter at once: ``True``; ``False`` if the client is closed; ``None``: wait."""
         if self.closed:
             return False
-        if self._slots < self.limiter.limit and not self._waiters:
+        if not queue or (self._slots < self.limiter.limit and not self._waiters):
             self._slots += 1
             self._in_flight += 1
             return True
@@ -267,12 +267,16 @@ class _Shared(Generic[HttpClientT]):
             self._slots += 1
             ticket.event.set()
 
-    async def async_enter(self) -> bool:
+    async def async_enter(self, *, queue: bool = True) -> bool:
         """Count an attempt in flight, waiting for a slot; ``False`` if the client is closed.
 
         For tasks (asyncio or trio) of the loop the client belongs to.
+
+        Args:
+            queue: Wait for a slot past the limit; ``False`` takes one at once, past the
+                limit if need be (``translate_many``, whose ``max_concurrency`` bounds it).
         """
-        entered = self._take()
+        entered = self._take(queue)
         if entered is not None:
             return entered
         import anyio  # here: only a call that has to wait needs it
@@ -286,13 +290,14 @@ class _Shared(Generic[HttpClientT]):
             raise
         return self._admit(ticket)
 
-    def enter(self) -> bool:
+    def enter(self, *, queue: bool = True) -> bool:
         """Count an attempt in flight, waiting for a slot; ``False`` if the client is closed.
 
-        For threads; Ctrl-C (KeyboardInterrupt) ends the wait.
+        For threads; Ctrl-C (KeyboardInterrupt) ends the wait. ``queue`` as for
+        ``async_enter``.
         """
         with self._lock:
-            entered = self._take()
+            entered = self._take(queue)
             if entered is not None:
                 return entered
             ticket = _Ticket(threading.Event())

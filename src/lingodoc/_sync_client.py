@@ -643,8 +643,9 @@ class Client(BaseClient[httpx.Client]):
             # Closed meanwhile (this client, or the one it was copied from): no attempt, no
             # new connection. Raised outside `with attempt`, so never retried. Past the
             # client's limit on calls in flight, this waits for a turn: before the attempt,
-            # so the wait is not part of its timeout.
-            if self._view_closed or not shared.enter():
+            # so the wait is not part of its timeout. translate_many's batches (stop) do
+            # not: its max_concurrency, the caller's choice, bounds them.
+            if self._view_closed or not shared.enter(queue=stop is None):
                 raise_scrubbed(self._closed_in_flight(call, failed))
             rtt: float | None = None
             started = time.perf_counter()
@@ -655,7 +656,8 @@ class Client(BaseClient[httpx.Client]):
                     outcome = self._send_once(
                         call, request, attempt.retry_state.attempt_number, deadline
                     )
-                    rtt = time.perf_counter() - started
+                    if stop is None:  # a batch's round trip is not a call's
+                        rtt = time.perf_counter() - started
                     if isinstance(outcome, Failure):
                         raise_scrubbed(outcome.error)
                     return outcome
