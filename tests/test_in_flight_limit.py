@@ -56,7 +56,8 @@ def test_a_fixed_limit_never_moves() -> None:
 
 
 def test_the_adaptive_limit_starts_small_and_within_the_pool() -> None:
-    assert Limiter(100).limit == _limiter.INITIAL_LIMIT == 1
+    assert Limiter(100).limit == _limiter.INITIAL_LIMIT == 16
+    assert Limiter(4).limit == 4
     assert Limiter(0).limit == 1
     assert Limiter(0).ceiling == 1
 
@@ -94,7 +95,7 @@ def test_a_limit_not_filled_does_not_grow() -> None:
     limiter = Limiter(100)
     for _ in range(2000):
         limiter.sample(0.020, 1)  # one call at a time: nothing says more would help
-    assert limiter.limit <= 2  # filled at 1 (so grown once), never filled at 2
+    assert limiter.limit <= _limiter.INITIAL_LIMIT  # never filled: never grown
 
 
 def test_a_server_that_became_slower_is_not_taken_for_queueing() -> None:

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import math
 
-# The limit a client starts with: one at a time, so the first window measures the round
-# trip with nothing queued (``base``), and a first burst opens one connection; the limit
-# then grows by half each window while nothing queues (to 20 in about 8 windows).
-INITIAL_LIMIT = 1
+# The limit a client starts with: enough that a burst to a slow server is not held to one
+# call at a time while the first round trips are measured (nothing is learnt before they
+# end), few enough that a burst opens few connections. The first window after it is a
+# probe (below), so ``base`` is soon measured with few calls in flight.
+INITIAL_LIMIT = 16
 # Attempts measured before each update: at least this many, and at least the limit (about
 # one round trip of every attempt in flight).
 MIN_WINDOW = 16
@@ -60,7 +61,7 @@ class Limiter:
         self._total = 0.0
         self._shortest = math.inf
         self._busiest = 0
-        self._windows = 0
+        self._windows = PROBE_EVERY - 1  # the first window is followed by a probe
         self._probing: float | None = None  # the limit to return to after a probe window
 
     def sample(self, rtt: float, in_flight: int) -> None:
