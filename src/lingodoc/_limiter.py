@@ -12,7 +12,7 @@ server on this machine is answered fastest with a few calls in flight (the clien
 the bottleneck), a distant one needs as many as fit in its round trip.
 
 The rule is TCP Vegas's, counted in attempts: ``base`` is the round trip with nothing
-queued (the shortest seen), ``rtt`` the mean of the last window of attempts, and
+queued (the shortest seen), ``rtt`` the shortest of the last window of attempts, and
 ``limit * (1 - base / rtt)`` estimates how many of the attempts in flight are queued (on
 this machine's CPU, or the server's) rather than being served. Few queued: the limit
 grows; many: it shrinks toward the point where more in flight only adds waiting.
@@ -33,8 +33,8 @@ MIN_WINDOW = 16
 # Queued attempts (Vegas's alpha and beta) below which the limit grows, above which it
 # shrinks; between them it holds. Scaled with the limit's logarithm, as in Netflix's
 # concurrency-limits, so a large limit is not held to a queue of two or three.
-ALPHA = 2.0
-BETA = 4.0
+ALPHA = 1.0
+BETA = 2.0
 # Every this many windows, one window runs at a quarter of the limit to measure ``base``
 # afresh (as TCP BBR's ProbeRTT): the server, or the path to it, may have become slower,
 # and an old, shorter ``base`` would read that as queueing and throttle the client. With
@@ -58,7 +58,6 @@ class Limiter:
         self._estimate = float(self.limit)
         self.base = math.inf  # the shortest round trip seen (since the last re-basing)
         self._count = 0
-        self._total = 0.0
         self._shortest = math.inf
         self._busiest = 0
         self._windows = PROBE_EVERY - 1  # the first window is followed by a probe
@@ -74,16 +73,17 @@ class Limiter:
         if not self.adaptive:
             return
         self._count += 1
-        self._total += rtt
         self._shortest = min(self._shortest, rtt)
         self._busiest = max(self._busiest, in_flight)
         if self._count >= max(MIN_WINDOW, self.limit):
             self._update()
 
     def _update(self) -> None:
-        rtt = self._total / self._count
+        # The window's shortest round trip, as Vegas takes the last round's: a mean would
+        # read the jitter of a distant server (or of a loaded machine) as queueing.
+        rtt = self._shortest
         shortest, busiest = self._shortest, self._busiest
-        self._count, self._total, self._shortest, self._busiest = 0, 0.0, math.inf, 0
+        self._count, self._shortest, self._busiest = 0, math.inf, 0
         if self._probing is not None:  # the probe window: base measured afresh
             if shortest > 0.0:
                 self.base = shortest
