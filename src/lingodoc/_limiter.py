@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import math
 
-# The limit a client starts with: enough that a burst to a slow server is not held to one
-# call at a time while the first round trips are measured (nothing is learnt before they
-# end), few enough that a burst opens few connections. The first window after it is a
-# probe (below), so ``base`` is soon measured with few calls in flight.
-INITIAL_LIMIT = 16
+# The limit a client starts with: few, because every connection a burst opens stays in
+# httpcore's scans until it has been idle for 5 s (a first window at 16 made a loopback
+# gather some 25% slower); it grows by half each window while nothing queues, and the
+# first window after it is a probe (below), so ``base`` is soon measured with few in flight.
+INITIAL_LIMIT = 4
 # Attempts measured before each update: at least this many, and at least the limit (about
-# one round trip of every attempt in flight).
-MIN_WINDOW = 16
+# one round trip of every attempt in flight). Few, so a slow server is not held long at the
+# initial limit.
+MIN_WINDOW = 8
 # Queued attempts (Vegas's alpha and beta) below which the limit grows, above which it
 # shrinks; between them it holds. Scaled with the limit's logarithm, as in Netflix's
 # concurrency-limits, so a large limit is not held to a queue of two or three.
