@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/run.py [all] [--quick] [--before REV] [--output PATH] [--json PATH]
-    python benchmarks/run.py inprocess|read|loopback|import|bulk|memory|corpus|peers|profile
+    python benchmarks/run.py inprocess|read|loopback|import|coldstart|gather|bulk|memory|corpus|peers|profile
 
 ``all`` (the default) runs every benchmark, each in a fresh interpreter, and writes the
 report; a single name runs that benchmark and prints its JSON. ``--before REV`` also measures
@@ -65,6 +65,11 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     ),
     "peers": ("bench_peers.py", [], ["--rounds", "3", "--calls", "200"]),
     "profile": ("bench_profile.py", [], ["--calls", "2000"]),
+    "gather": (
+        "bench_gather.py",
+        [],
+        ["--calls", "1000", "--rounds", "1", "--distant-calls", "300", "--distant-rounds", "1"],
+    ),
 }
 BEFORE_BENCHMARKS = ("inprocess", "read", "loopback", "import")
 

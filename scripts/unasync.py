@@ -112,6 +112,7 @@ NAMES = {
     "__aexit__": "__exit__",
     "aclose": "close",
     "aiter_raw": "iter_raw",
+    "async_enter": "enter",
     "async_sleep": "sleep",
     "async_wait": "wait",
     "async_run_workers": "run_workers",

@@ -74,6 +74,13 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             such as ``"emulator"`` (a docker-compose service); defaults to
             ``LINGODOC_ALLOW_HTTP_HOST``. The key then goes in clear text to that
             host, which is logged as a warning; never through a proxy.
+        max_in_flight: The most calls sent at once (shared with the copies made by
+            ``with_options``); past it, a call waits for its turn, first come first
+            served, before its attempt starts (so the wait is not part of its
+            ``timeout``). ``None`` adapts it to the round trips measured, between 1
+            and the connection pool's size (100, or the ``http_client``'s): few on a
+            server that answers at once, more on a distant one. See "Concurrency" in
+            the configuration guide.
 
     Raises:
         ConfigurationError: If the key or the base URL is missing or unusable
@@ -636,19 +643,28 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                     assert failed is not None  # a wait comes only after a failed attempt
                     raise_scrubbed(failed)
             # Closed meanwhile (this client, or the one it was copied from): no attempt, no
-            # new connection. Raised outside `with attempt`, so never retried.
-            if self._view_closed or not shared.enter():
+            # new connection. Raised outside `with attempt`, so never retried. Past the
+            # client's limit on calls in flight, this waits for a turn: before the attempt,
+            # so the wait is not part of its timeout. translate_many's batches (stop) do
+            # not: its max_concurrency, the caller's choice, bounds them.
+            if self._view_closed or not await shared.async_enter(queue=stop is None):
                 raise_scrubbed(self._closed_in_flight(call, failed))
+            rtt: float | None = None
+            started = time.perf_counter()
             try:
+                if self._view_closed:  # this copy was closed while the call waited
+                    raise_scrubbed(self._closed_in_flight(call, failed))
                 with attempt:
                     outcome = await self._send_once(
                         call, request, attempt.retry_state.attempt_number, deadline
                     )
+                    if stop is None:  # a batch's round trip is not a call's
+                        rtt = time.perf_counter() - started
                     if isinstance(outcome, Failure):
                         raise_scrubbed(outcome.error)
                     return outcome
             finally:
-                if shared.leave():  # closed while in flight, and the last attempt out
+                if shared.leave(rtt):  # closed while in flight, and the last attempt out
                     await shared.http.aclose()
             failed = (
                 attempt.retry_state.outcome.exception() if attempt.retry_state.outcome else None

@@ -18,6 +18,7 @@ import re
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -57,6 +58,7 @@ from lingodoc._exceptions import (
     UnexpectedResponse,
     WaitTimeout,
 )
+from lingodoc._limiter import Limiter
 from lingodoc._logging import configure_from_env, logger
 from lingodoc._redaction import KeyMask, mask, raise_scrubbed, watch_http_logs
 from lingodoc._validation import shown
@@ -110,6 +112,25 @@ USER_AGENT = (
 _process = object()
 
 
+class _Ticket:
+    """A call waiting for its turn: woken with a slot (``granted``), or by close without one."""
+
+    __slots__ = ("event", "granted")
+
+    def __init__(self, event: Any) -> None:
+        self.event = event  # an anyio.Event (tasks) or a threading.Event (threads)
+        self.granted = False
+
+
+def _pool_size(http: httpx.Client | httpx.AsyncClient) -> int:
+    """The most connections ``http``'s pool opens: httpx's own transport's; else the default."""
+    pool = getattr(getattr(http, "_transport", None), "_pool", None)  # httpx -> httpcore
+    size = getattr(pool, "_max_connections", None)
+    if isinstance(size, int) and size > 0:
+        return size
+    return DEFAULT_LIMITS.max_connections or 1
+
+
 class _Shared(Generic[HttpClientT]):
     """What a client shares with its ``with_options`` copies: the HTTP client and live state.
 
@@ -122,6 +143,13 @@ class _Shared(Generic[HttpClientT]):
     and so bound to one event loop, one thread (``_check_open`` refuses the others).
     ``_ThreadShared`` is a Client's.
 
+    Entering also takes one of ``limiter.limit`` slots: past them, a call waits for its
+    turn, first come first served, before its attempt starts (so the wait is not part of
+    the attempt's timeout, opens no connection and is never retried). A waiter cancelled
+    (or interrupted) leaves the queue, or passes on the slot it was just given; closing
+    wakes every waiter, to be refused. Tasks wait with ``async_enter`` (anyio, asyncio or
+    trio), threads with ``enter``.
+
     A child process made by ``os.fork()`` must not use the connections it
     inherited: the parent uses the same sockets, and either could read the
     other's response. So ``http``, on first use in another process, replaces
@@ -130,7 +158,13 @@ class _Shared(Generic[HttpClientT]):
     refuses a caller's one that was used before the fork.
     """
 
-    def __init__(self, http: HttpClientT, *, new_http: Callable[[], HttpClientT] | None) -> None:
+    def __init__(
+        self,
+        http: HttpClientT,
+        *,
+        new_http: Callable[[], HttpClientT] | None,
+        max_in_flight: int | None = None,
+    ) -> None:
         self._http: HttpClientT = http
         self._new_http: Callable[[], HttpClientT] | None = new_http
         self.owned = new_http is not None
@@ -147,6 +181,9 @@ class _Shared(Generic[HttpClientT]):
         # The last response's rate-limit headers; the RateLimit is made when asked for.
         self.rate_limit: RateLimitHeaders | None = None
         self._in_flight = 0
+        self.limiter = Limiter(_pool_size(http), max_in_flight)
+        self._slots = 0  # taken: by the attempts in flight, and by waiters given one
+        self._waiters: deque[_Ticket] = deque()
         self._pool_closing = False
         self._lock = threading.Lock()  # taken by _ThreadShared, and to bind a loop
         self._process = _process
@@ -182,6 +219,8 @@ class _Shared(Generic[HttpClientT]):
             # in the child, and the lock may have been held by one of them at the fork.
             self._lock = threading.Lock()
             self._in_flight = 0
+            self._slots = 0
+            self._waiters = deque()
             self._pool_closing = closing  # a pool still the parent's is never closed here
             self.loop = None
             self._process = _process
@@ -191,16 +230,100 @@ class _Shared(Generic[HttpClientT]):
         if self._process is not _process:
             self._after_fork(closing=closing)
 
-    def enter(self) -> bool:
-        """Count an attempt in flight; ``False`` (and not counted) if the client is closed."""
+    def _take(self, queue: bool) -> bool | None:
+        """Enter at once: ``True``; ``False`` if the client is closed; ``None``: wait."""
         if self.closed:
             return False
-        self._in_flight += 1
-        return True
+        if not queue or (self._slots < self.limiter.limit and not self._waiters):
+            self._slots += 1
+            self._in_flight += 1
+            return True
+        return None
 
-    def leave(self) -> bool:
-        """End an attempt; ``True`` if the caller must now close the pool (it was the last)."""
+    def _admit(self, ticket: _Ticket) -> bool:
+        """Enter with the slot a waiter was woken with; ``False`` if closed meanwhile."""
+        if ticket.granted and not self.closed:
+            self._in_flight += 1
+            return True
+        if ticket.granted:
+            self._release()
+        return False
+
+    def _give_up(self, ticket: _Ticket) -> None:
+        """A waiter cancelled or interrupted: out of the queue, or its slot passed on."""
+        if ticket.granted:
+            self._release()
+        else:
+            self._waiters.remove(ticket)
+
+    def _release(self) -> None:
+        self._slots -= 1
+        self._grant()
+
+    def _grant(self) -> None:
+        """Wake the first waiters, as many as the limit lets in, each with a slot."""
+        waiters, limit = self._waiters, self.limiter.limit
+        while waiters and self._slots < limit:
+            ticket = waiters.popleft()
+            ticket.granted = True
+            self._slots += 1
+            ticket.event.set()
+
+    async def async_enter(self, *, queue: bool = True) -> bool:
+        """Count an attempt in flight, waiting for a slot; ``False`` if the client is closed.
+
+        For tasks (asyncio or trio) of the loop the client belongs to.
+
+        Args:
+            queue: Wait for a slot past the limit; ``False`` takes one at once, past the
+                limit if need be (``translate_many``, whose ``max_concurrency`` bounds it).
+        """
+        entered = self._take(queue)
+        if entered is not None:
+            return entered
+        import anyio  # here: only a call that has to wait needs it
+
+        ticket = _Ticket(anyio.Event())
+        self._waiters.append(ticket)
+        try:
+            await ticket.event.wait()
+        except BaseException:  # cancelled: anyio's cancellation, whatever its class
+            self._give_up(ticket)
+            raise
+        return self._admit(ticket)
+
+    def enter(self, *, queue: bool = True) -> bool:
+        """Count an attempt in flight, waiting for a slot; ``False`` if the client is closed.
+
+        For threads; Ctrl-C (KeyboardInterrupt) ends the wait. ``queue`` as for
+        ``async_enter``.
+        """
+        with self._lock:
+            entered = self._take(queue)
+            if entered is not None:
+                return entered
+            ticket = _Ticket(threading.Event())
+            self._waiters.append(ticket)
+        try:
+            ticket.event.wait()
+        except BaseException:  # KeyboardInterrupt
+            with self._lock:
+                self._give_up(ticket)
+            raise
+        with self._lock:
+            return self._admit(ticket)
+
+    def leave(self, rtt: float | None = None) -> bool:
+        """End an attempt; ``True`` if the caller must now close the pool (it was the last).
+
+        Args:
+            rtt: Seconds the attempt took to get its answer, for the adaptive limit;
+                ``None`` if it got none.
+        """
+        if rtt is not None:
+            self.limiter.sample(rtt, self._in_flight)
         self._in_flight -= 1
+        self._release()
         return self.closed and self._take_pool_close()
 
     def close(self, *, loop_gone: bool = False) -> bool:
@@ -213,8 +336,12 @@ class _Shared(Generic[HttpClientT]):
         """
         self.in_this_process(closing=True)
         self.closed = True
-        if loop_gone:
-            self._in_flight = 0
+        waiters, self._waiters = self._waiters, deque()
+        if loop_gone:  # their loop cannot run them: nothing to wake
+            self._in_flight = self._slots = 0
+        else:  # each wakes without a slot, and is refused
+            for ticket in waiters:
+                ticket.event.set()
         take = self._take_pool_close()
         if take and loop_gone:
             _close_dead_sockets(self._http)
@@ -238,20 +365,16 @@ class _Shared(Generic[HttpClientT]):
 class _ThreadShared(_Shared[HttpClientT]):
     """A Client's shared state: the same, each step under the lock, for threads."""
 
-    # enter and leave run on every attempt: written out, not through super().
+    # leave runs on every attempt: written out, not through super(). (``enter``, the
+    # threads' way in, is the base class's: it waits under this lock.)
 
-    def enter(self) -> bool:
-        """Count an attempt in flight; ``False`` (and not counted) if the client is closed."""
-        with self._lock:
-            if self.closed:
-                return False
-            self._in_flight += 1
-            return True
-
-    def leave(self) -> bool:
+    def leave(self, rtt: float | None = None) -> bool:
         """End an attempt; ``True`` if the caller must now close the pool (it was the last)."""
         with self._lock:
+            if rtt is not None:
+                self.limiter.sample(rtt, self._in_flight)
             self._in_flight -= 1
+            self._release()
             return self.closed and self._take_pool_close()
 
     def close(self, *, loop_gone: bool = False) -> bool:
@@ -859,6 +982,17 @@ def _check_max_retries(max_retries: object) -> int:
     return max_retries
 
 
+def _check_max_in_flight(max_in_flight: object) -> int | None:
+    if max_in_flight is None:
+        return None
+    if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1:
+        raise ConfigurationError(
+            "max_in_flight must be an int >= 1, or None to adapt it to the round trips "
+            f"measured, not {_validation.shown(max_in_flight)}"
+        )
+    return max_in_flight
+
+
 def _check_relative_path(path: object) -> str:
     """Return ``path`` with a leading slash if it stays under ``base_url``.
 
@@ -1200,6 +1334,7 @@ class BaseClient(Generic[HttpClientT]):
         default_headers: Mapping[str, str] | None = None,
         http_client: HttpClientT | None = None,
         allow_http_host: str | None = None,
+        max_in_flight: int | None = None,
     ) -> None:
         configure_from_env()
         refused = self._use_api_key(api_key)
@@ -1220,6 +1355,7 @@ class BaseClient(Generic[HttpClientT]):
             self._check_http_opt_in(http_client)
         self.timeout = _check_timeout(timeout, http_client)
         self.max_retries = _check_max_retries(max_retries)
+        in_flight = _check_max_in_flight(max_in_flight)
         self._headers = _headers(default_headers)
         # Set last, and case-insensitively, so no default header can replace the key.
         self._headers["Authorization"] = f"Bearer {self._api_key}"
@@ -1235,9 +1371,11 @@ class BaseClient(Generic[HttpClientT]):
                 self.timeout,
                 trust_env=not self.base_url.startswith("http://"),
             )
-            self._shared: _Shared[HttpClientT] = shared(new_http(), new_http=new_http)
+            self._shared: _Shared[HttpClientT] = shared(
+                new_http(), new_http=new_http, max_in_flight=in_flight
+            )
         else:
-            self._shared = shared(http_client, new_http=None)
+            self._shared = shared(http_client, new_http=None, max_in_flight=in_flight)
         watch_http_logs(self._key_mask)  # after the http client made its loggers
         self._view_closed = False
         self._is_copy = False

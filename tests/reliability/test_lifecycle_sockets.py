@@ -58,7 +58,8 @@ def outcome(value: object) -> object:
 def test_close_while_16_threads_send_ends_every_call_cleanly_and_leaves_no_socket(
     server: EmulatorServer, emulator: Emulator
 ) -> None:
-    client = lingodoc.Client(server.api_key, base_url=server.base_url)
+    # Every call in flight at once (the adaptive limit would start with fewer).
+    client = lingodoc.Client(server.api_key, base_url=server.base_url, max_in_flight=16)
     # Each thread's first call is held by the server, so all 16 are in flight at close().
     emulator.inject("slow", times=SENDERS, method="POST", path="/translate", delay=SLOW)
     outcomes: dict[int, list[object]] = {}
@@ -97,7 +98,8 @@ def test_close_while_16_threads_send_ends_every_call_cleanly_and_leaves_no_socke
 async def test_aclose_while_16_tasks_send_ends_every_call_cleanly_and_leaves_no_socket(
     server: EmulatorServer, emulator: Emulator
 ) -> None:
-    client = lingodoc.AsyncClient(server.api_key, base_url=server.base_url)
+    # Every call in flight at once (the adaptive limit would start with fewer).
+    client = lingodoc.AsyncClient(server.api_key, base_url=server.base_url, max_in_flight=16)
     emulator.inject("slow", times=SENDERS, method="POST", path="/translate", delay=SLOW)
 
     async def sender(task: int) -> list[object]:
@@ -188,7 +190,8 @@ def test_an_async_client_of_a_finished_trio_run_is_refused_and_its_sockets_close
 def test_aclose_from_a_new_loop_closes_the_sockets_of_the_closed_first_loop(
     server: EmulatorServer,
 ) -> None:
-    client = lingodoc.AsyncClient(server.api_key, base_url=server.base_url)
+    # Every call in flight at once (the adaptive limit would start with fewer).
+    client = lingodoc.AsyncClient(server.api_key, base_url=server.base_url, max_in_flight=16)
 
     async def translate_all() -> list[str]:
         results = await asyncio.gather(

@@ -36,6 +36,8 @@ def on_bulk(progress: lingodoc.BulkProgress) -> None:
 
 
 def sync_client() -> None:
+    lingodoc.Client(max_in_flight=8).close()
+    lingodoc.Client(max_in_flight="8").close()  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     with lingodoc.Client() as client:
         assert_type(client, lingodoc.Client)
         assert_type(client.base_url, str)
@@ -158,7 +160,11 @@ def sync_client() -> None:
 
 async def async_client() -> None:
     async with lingodoc.AsyncClient(
-        "ld_key", base_url="https://api.example.test/v1", timeout=httpx.Timeout(10), max_retries=2
+        "ld_key",
+        base_url="https://api.example.test/v1",
+        timeout=httpx.Timeout(10),
+        max_retries=2,
+        max_in_flight=None,
     ) as client:
         assert_type(client, lingodoc.AsyncClient)
         text = await client.translate("Hello", source_language="en", target_language="de")

@@ -1,0 +1,121 @@
+"""How many attempts a client lets in flight at once: the limit, and how it adapts.
+
+No I/O and no clock: the clients time each attempt and hand the durations in, and the
+waiting (threads or tasks) lives in ``_base_client._Shared``. So the algorithm is tested
+with plain numbers.
+
+Why a limit at all: httpcore's pool scans its connections and its queue of waiting
+requests on every request and every response, so a ``gather`` of thousands of calls
+spends its time in those scans (and may end in ``PoolTimeout``), and every connection
+opened stays in the scans. A call waiting here costs nothing of the kind. Why adaptive: a
+server on this machine is answered fastest with a few calls in flight (the client's CPU is
+the bottleneck), a distant one needs as many as fit in its round trip.
+
+The rule is TCP Vegas's, counted in attempts: ``base`` is the round trip with nothing
+queued (the shortest seen), ``rtt`` the shortest of the last window of attempts, and
+``limit * (1 - base / rtt)`` estimates how many of the attempts in flight are queued (on
+this machine's CPU, or the server's) rather than being served. Few queued: the limit
+grows; many: it shrinks toward the point where more in flight only adds waiting.
+"""
+
+from __future__ import annotations
+
+import math
+
+# The limit a client starts with: few, because every connection a burst opens stays in
+# httpcore's scans until it has been idle for 5 s (a first window at 16 made a loopback
+# gather some 25% slower); it grows by half each window while nothing queues, and the
+# first window after it is a probe (below), so ``base`` is soon measured with few in flight.
+INITIAL_LIMIT = 4
+# Attempts measured before each update: at least this many, and at least the limit (about
+# one round trip of every attempt in flight). Few, so a slow server is not held long at the
+# initial limit.
+MIN_WINDOW = 8
+# Queued attempts (Vegas's alpha and beta) below which the limit grows, above which it
+# shrinks; between them it holds. Scaled with the limit's logarithm, as in Netflix's
+# concurrency-limits, so a large limit is not held to a queue of two or three.
+ALPHA = 1.0
+BETA = 2.0
+# Every this many windows, one window runs at a quarter of the limit to measure ``base``
+# afresh (as TCP BBR's ProbeRTT): the server, or the path to it, may have become slower,
+# and an old, shorter ``base`` would read that as queueing and throttle the client. With
+# few calls queued, that window's shortest round trip is the one with nothing queued.
+PROBE_EVERY = 32
+
+
+class Limiter:
+    """The limit on attempts in flight: fixed, or adapted to the round trips measured.
+
+    Args:
+        ceiling: The largest limit (the connection pool's size).
+        fixed: A fixed limit (``max_in_flight=``); ``None`` adapts it within
+            ``[1, ceiling]``.
+    """
+
+    def __init__(self, ceiling: int, fixed: int | None = None) -> None:
+        self.ceiling = max(1, ceiling)
+        self.adaptive = fixed is None
+        self.limit = fixed if fixed is not None else min(INITIAL_LIMIT, self.ceiling)
+        self._estimate = float(self.limit)
+        self.base = math.inf  # the shortest round trip seen (since the last re-basing)
+        self._count = 0
+        self._shortest = math.inf
+        self._busiest = 0
+        self._windows = PROBE_EVERY - 1  # the first window is followed by a probe
+        self._probing: float | None = None  # the limit to return to after a probe window
+
+    def sample(self, rtt: float, in_flight: int) -> None:
+        """Record one attempt's round trip; update the limit once a window is full.
+
+        Args:
+            rtt: Seconds from the attempt's start to its end (response read).
+            in_flight: Attempts in flight when it ended, itself included.
+        """
+        if not self.adaptive:
+            return
+        self._count += 1
+        self._shortest = min(self._shortest, rtt)
+        self._busiest = max(self._busiest, in_flight)
+        if self._count >= max(MIN_WINDOW, self.limit):
+            self._update()
+
+    def _update(self) -> None:
+        # The window's shortest round trip, as Vegas takes the last round's: a mean would
+        # read the jitter of a distant server (or of a loaded machine) as queueing.
+        rtt = self._shortest
+        shortest, busiest = self._shortest, self._busiest
+        self._count, self._shortest, self._busiest = 0, math.inf, 0
+        if self._probing is not None:  # the probe window: base measured afresh
+            if shortest > 0.0:
+                self.base = shortest
+            self._estimate, self._probing = self._probing, None
+            self.limit = int(self._estimate)
+            return
+        if shortest < self.base:
+            self.base = shortest
+        base = self.base
+        if rtt <= 0.0 or base <= 0.0:  # a clock too coarse to tell: nothing learnt
+            return
+        self._windows += 1
+        if self._windows >= PROBE_EVERY:
+            self._windows = 0
+            self._probing = self._estimate
+            self.limit = max(1, int(self._estimate / 4))
+            return
+        queued = self._estimate * (1.0 - base / rtt)
+        scale = max(1.0, math.log10(self._estimate))
+        alpha, beta = ALPHA * scale, BETA * scale
+        estimate = self._estimate
+        if queued < alpha:
+            # Not limited by this limit (too few calls to fill it): no evidence to grow on.
+            if busiest < self.limit:
+                return
+            # Nothing queued at all: far below the best, grow fast (as Vegas's slow start).
+            estimate += max(1.0, estimate / 2) if queued < alpha / 2 else 1.0
+        elif queued > beta:
+            estimate -= max(1.0, (queued - beta) / 2)
+        self._estimate = min(max(estimate, 1.0), float(self.ceiling))
+        self.limit = int(self._estimate)
+
+
+__all__ = ["Limiter"]

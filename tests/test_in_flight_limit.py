@@ -1,0 +1,465 @@
+"""The limit on calls in flight: the adaptive algorithm, and the wait for a turn.
+
+The algorithm (``_limiter.Limiter``) is fed round trips as numbers, from simulated servers:
+no clock, no sockets. The waiting is tested on the shared state of both flavours (threads
+for ``Client``, tasks on asyncio and trio for ``AsyncClient``) and through the clients.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+import respx
+
+import lingodoc
+from lingodoc import _limiter
+from lingodoc._base_client import _Shared, _ThreadShared
+from lingodoc._limiter import Limiter
+from lingodoc.testing import FakeClock
+from tests.conftest import API_KEY, BASE_URL, call, close, envelope
+
+RESULT = envelope({"translated_text": "Hallo", "source_language": "en", "target_language": "de"})
+
+
+# The algorithm.
+
+
+def run(limiter: Limiter, rtt_of: Any, samples: int) -> list[int]:
+    """Feed ``samples`` round trips, each ``rtt_of(limit)`` with the limit in flight."""
+    seen = []
+    for _ in range(samples):
+        limit = limiter.limit
+        limiter.sample(rtt_of(limit), limit)
+        seen.append(limiter.limit)
+    return seen
+
+
+def cpu_bound(in_flight: int) -> float:
+    """A server on this machine: the client's CPU serves one attempt at a time (1 ms each)."""
+    return 0.001 * max(in_flight, 1) + 0.0002
+
+
+def distant(in_flight: int) -> float:
+    """A server 20 ms away: round trips stay at 20 ms until the CPU (1 ms a call) is full."""
+    return max(0.020, 0.001 * in_flight)
+
+
+def test_a_fixed_limit_never_moves() -> None:
+    limiter = Limiter(100, fixed=7)
+    assert run(limiter, cpu_bound, 500)[-1] == 7
+    assert not limiter.adaptive
+
+
+def test_the_adaptive_limit_starts_small_and_within_the_pool() -> None:
+    assert Limiter(100).limit == _limiter.INITIAL_LIMIT == 4
+    assert Limiter(2).limit == 2
+    assert Limiter(0).limit == 1
+    assert Limiter(0).ceiling == 1
+
+
+def test_on_a_cpu_bound_server_the_limit_stays_small() -> None:
+    limiter = Limiter(100)
+    limits = run(limiter, cpu_bound, 5000)
+    assert min(limits[1000:]) >= 1
+    assert max(limits[1000:]) <= 6
+
+
+def test_a_limit_grown_on_a_distant_server_comes_down_when_the_cpu_becomes_the_bottleneck() -> None:
+    limiter = Limiter(100)
+    assert statistics.median(run(limiter, distant, 3000)[-500:]) >= 16
+    limits = run(limiter, cpu_bound, 5000)
+    assert max(limits[-1000:]) <= 6
+
+
+def test_on_a_distant_server_the_limit_grows_to_what_the_round_trip_holds() -> None:
+    limiter = Limiter(100)
+    limits = run(limiter, distant, 5000)
+    # 20 in flight fill the CPU (20 ms / 1 ms): not throttled far below, nor far above
+    # (but for the windows that measure the round trip afresh, at a quarter of the limit).
+    assert statistics.median(limits[-1000:]) >= 16
+    assert max(limits[-1000:]) <= 30
+    assert sum(limit < 16 for limit in limits[-1000:]) < 50
+
+
+def test_the_pool_size_bounds_the_limit() -> None:
+    limiter = Limiter(8)
+    assert max(run(limiter, distant, 2000)) == 8
+
+
+def test_a_limit_not_filled_does_not_grow() -> None:
+    limiter = Limiter(100)
+    for _ in range(2000):
+        limiter.sample(0.020, 1)  # one call at a time: nothing says more would help
+    assert limiter.limit <= _limiter.INITIAL_LIMIT  # never filled: never grown
+
+
+def test_a_server_that_became_slower_is_not_taken_for_queueing() -> None:
+    limiter = Limiter(100)
+    run(limiter, distant, 3000)
+    before = limiter.limit
+    # The same server, now 100 ms away: the old 20 ms minimum would read as a long queue.
+    limits = run(limiter, lambda n: max(0.100, 0.001 * n), 5000)
+    assert before >= 16
+    assert statistics.median(limits[-1000:]) >= before
+
+
+def test_round_trips_a_clock_cannot_tell_apart_change_nothing() -> None:
+    limiter = Limiter(100)
+    assert set(run(limiter, lambda n: 0.0, 500)) == {_limiter.INITIAL_LIMIT}
+
+
+# Waiting for a turn: the shared state, in each flavour.
+
+
+def shared(kind: type[_Shared[Any]], limit: int) -> _Shared[Any]:
+    http = httpx.AsyncClient() if kind is _Shared else httpx.Client()
+    return kind(http, new_http=None, max_in_flight=limit)
+
+
+async def test_tasks_past_the_limit_wait_and_get_their_turn_first_come_first_served() -> None:
+    state = shared(_Shared, 1)
+    assert await state.async_enter()
+    order: list[int] = []
+
+    async def waiter(number: int) -> None:
+        assert await state.async_enter()
+        order.append(number)
+        state.leave(0.001)
+
+    async with anyio.create_task_group() as tasks:
+        for number in range(5):
+            tasks.start_soon(waiter, number)
+            await anyio.wait_all_tasks_blocked()
+        assert order == []
+        assert len(state._waiters) == 5
+        state.leave(0.001)
+    assert order == [0, 1, 2, 3, 4]
+    assert state._slots == 0
+    assert state._in_flight == 0
+
+
+async def test_a_cancelled_task_leaves_the_queue_and_a_woken_one_passes_its_turn_on() -> None:
+    state = shared(_Shared, 1)
+    assert await state.async_enter()
+    entered: list[str] = []
+
+    async def waiter(name: str) -> None:
+        assert await state.async_enter()
+        entered.append(name)
+
+    async with anyio.create_task_group() as tasks:
+        scopes: dict[str, anyio.CancelScope] = {}
+        for name in ("a", "b", "c"):
+
+            async def scoped(name: str = name) -> None:
+                with anyio.CancelScope() as scope:
+                    scopes[name] = scope
+                    await waiter(name)
+
+            tasks.start_soon(scoped)
+            await anyio.wait_all_tasks_blocked()
+        scopes["a"].cancel()  # still queued: leaves the queue
+        await anyio.wait_all_tasks_blocked()
+        assert len(state._waiters) == 2
+        # b is cancelled, and given the slot before it runs: it passes the slot on to c.
+        scopes["b"].cancel()
+        state.leave(None)
+        await anyio.wait_all_tasks_blocked()
+        assert entered == ["c"]
+        state.leave(None)
+    assert state._slots == 0
+    assert state._waiters == type(state._waiters)()
+
+
+async def test_closing_wakes_every_waiting_task_to_be_refused() -> None:
+    state = shared(_Shared, 1)
+    assert await state.async_enter()
+    answers: list[bool] = []
+
+    async def waiter() -> None:
+        answers.append(await state.async_enter())
+
+    async with anyio.create_task_group() as tasks:
+        for _ in range(3):
+            tasks.start_soon(waiter)
+            await anyio.wait_all_tasks_blocked()
+        state.close()
+    assert answers == [False, False, False]
+    assert state.leave(None) is False  # the caller's own pool: not the SDK's to close
+
+
+def start_waiting(state: _Shared[Any], results: list[Any], name: object) -> threading.Thread:
+    """A thread that enters ``state`` (waiting for its turn), records it and leaves."""
+
+    def enter() -> None:
+        try:
+            entered = state.enter()
+        except KeyboardInterrupt:
+            results.append((name, "interrupted"))
+            return
+        results.append((name, entered))
+        if entered:
+            state.leave(0.001)
+
+    thread = threading.Thread(target=enter)
+    thread.start()
+    return thread
+
+
+def wait_for_queue(state: _Shared[Any], length: int) -> None:
+    """Until ``length`` threads wait (each thread queues at once, or enters)."""
+    for _ in range(10_000_000):
+        with state._lock:
+            if len(state._waiters) >= length:
+                return
+        threading.Event().wait(0.0001)
+    raise AssertionError("the threads never queued")
+
+
+def test_threads_past_the_limit_wait_and_get_their_turn_first_come_first_served() -> None:
+    state = shared(_ThreadShared, 1)
+    assert state.enter()
+    results: list[Any] = []
+    threads = []
+    for number in range(4):
+        threads.append(start_waiting(state, results, number))
+        wait_for_queue(state, number + 1)
+    assert results == []
+    state.leave(0.001)
+    for thread in threads:
+        thread.join(10)
+    assert results == [(0, True), (1, True), (2, True), (3, True)]
+    assert state._slots == 0
+    assert state._in_flight == 0
+
+
+def test_closing_wakes_every_waiting_thread_to_be_refused() -> None:
+    state = shared(_ThreadShared, 1)
+    assert state.enter()
+    results: list[Any] = []
+    threads = []
+    for number in range(3):
+        threads.append(start_waiting(state, results, number))
+        wait_for_queue(state, number + 1)
+    state.close()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(results) == [(0, False), (1, False), (2, False)]
+
+
+def test_an_interrupted_thread_leaves_the_queue_or_passes_its_turn_on() -> None:
+    state = shared(_ThreadShared, 1)
+    assert state.enter()
+
+    class Interrupted:
+        """An event whose wait is ended by Ctrl-C, after the slot may have been given."""
+
+        def __init__(self) -> None:
+            self.set_called = False
+
+        def set(self) -> None:
+            self.set_called = True
+
+        def wait(self) -> None:
+            raise KeyboardInterrupt
+
+    original = threading.Event
+    try:
+        threading.Event = Interrupted  # type: ignore[misc]
+        with pytest.raises(KeyboardInterrupt):
+            state.enter()
+    finally:
+        threading.Event = original  # type: ignore[misc]
+    assert len(state._waiters) == 0  # left the queue
+    assert state._slots == 1  # only the first call's
+    state.leave(None)
+    assert state._slots == 0
+
+
+# Through the clients.
+
+
+async def test_a_gather_far_past_the_limit_waits_its_turn_instead_of_failing(
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient], api: respx.MockRouter
+) -> None:
+    route = api.post("/translate").mock(return_value=httpx.Response(200, json=RESULT))
+    client = client_class(API_KEY, base_url=BASE_URL, max_in_flight=2)
+    try:
+        if isinstance(client, lingodoc.AsyncClient):
+            results: list[Any] = []
+
+            async def one() -> None:
+                results.append(
+                    await client.translate("Hi", source_language="en", target_language="de")
+                )
+
+            async with anyio.create_task_group() as tasks:
+                for _ in range(50):
+                    tasks.start_soon(one)
+        else:
+            results = [
+                client.translate("Hi", source_language="en", target_language="de") for _ in range(5)
+            ]
+        assert all(result.translated_text == "Hallo" for result in results)
+        assert route.call_count == len(results)
+        assert client._shared._slots == 0
+        assert client._shared._in_flight == 0
+    finally:
+        await close(client)
+
+
+async def test_the_wait_for_a_turn_is_not_part_of_the_attempts_timeout(
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient],
+    api: respx.MockRouter,
+    clock: FakeClock,
+) -> None:
+    # Two calls, one at a time: the first holds the only turn for 100 s of the fake clock
+    # (past the 30 s timeout); the second's attempt starts, and its deadline with it, after.
+    client = client_class(API_KEY, base_url=BASE_URL, max_in_flight=1)
+    starts: list[float] = []
+    attempt = client._attempt
+
+    def spy(*args: Any) -> Any:
+        starts.append(clock.monotonic())
+        return attempt(*args)
+
+    client._attempt = spy  # type: ignore[method-assign]
+    holder: dict[str, Any] = {}
+    if isinstance(client, lingodoc.AsyncClient):
+        release = anyio.Event()
+
+        async def slow(request: httpx.Request) -> httpx.Response:
+            if not starts[1:]:
+                holder.setdefault("first", True)
+                await release.wait()
+                clock.advance(100)
+            return httpx.Response(200, json=RESULT)
+
+        api.post("/translate").mock(side_effect=slow)
+
+        async def one() -> None:
+            await client.translate("Hi", source_language="en", target_language="de")
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(one)
+            await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(one)
+            await anyio.wait_all_tasks_blocked()
+            assert len(client._shared._waiters) == 1
+            assert starts == [0.0]
+            release.set()
+    else:
+        gate = threading.Event()
+
+        def slow_sync(request: httpx.Request) -> httpx.Response:
+            if len(starts) == 1 and "first" not in holder:
+                holder["first"] = True
+                gate.wait(10)
+                clock.advance(100)
+            return httpx.Response(200, json=RESULT)
+
+        api.post("/translate").mock(side_effect=slow_sync)
+        first = threading.Thread(
+            target=client.translate,
+            args=("Hi",),
+            kwargs={"source_language": "en", "target_language": "de"},
+        )
+        first.start()
+        for _ in range(100_000):
+            if holder:
+                break
+            threading.Event().wait(0.0001)
+        second = threading.Thread(
+            target=client.translate,
+            args=("Hi",),
+            kwargs={"source_language": "en", "target_language": "de"},
+        )
+        second.start()
+        wait_for_queue(client._shared, 1)
+        assert starts == [0.0]
+        gate.set()
+        first.join(10)
+        second.join(10)
+    assert starts == [0.0, 100.0]
+    assert api.calls.call_count == 2
+    await close(client)
+
+
+async def test_a_call_waiting_for_its_turn_when_the_client_closes_is_refused(
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient], api: respx.MockRouter
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, max_in_flight=1)
+    shared = client._shared
+    assert shared.enter() if client_class is lingodoc.Client else await shared.async_enter()
+    errors: list[BaseException] = []
+    route = api.post("/translate").mock(return_value=httpx.Response(200, json=RESULT))
+
+    async def waiting_call() -> None:
+        try:
+            await call(client, "translate", "Hi", source_language="en", target_language="de")
+        except lingodoc.LingodocError as exc:
+            errors.append(exc)
+
+    if isinstance(client, lingodoc.AsyncClient):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(waiting_call)
+            await anyio.wait_all_tasks_blocked()
+            await client.aclose()
+    else:
+
+        def run_call() -> None:
+            try:
+                client.translate("Hi", source_language="en", target_language="de")
+            except lingodoc.LingodocError as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=run_call)
+        thread.start()
+        wait_for_queue(shared, 1)
+        client.close()
+        thread.join(10)
+    assert [str(error) for error in errors] == ["POST /translate was not sent: client closed"]
+    assert isinstance(errors[0], lingodoc.APIConnectionError)
+    assert route.call_count == 0
+    assert shared.leave(None) is True  # the turn taken above: the last out closes the pool
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "4", True])
+def test_max_in_flight_must_be_a_positive_int_or_none(
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient], bad: object
+) -> None:
+    with pytest.raises(lingodoc.ConfigurationError, match="max_in_flight must be an int >= 1"):
+        client_class(API_KEY, base_url=BASE_URL, max_in_flight=bad)  # type: ignore[arg-type]
+
+
+def test_the_adaptive_limit_is_bounded_by_the_pool_of_an_http_client_passed_in(
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient],
+) -> None:
+    http_class = httpx.AsyncClient if client_class is lingodoc.AsyncClient else httpx.Client
+    http = http_class(limits=httpx.Limits(max_connections=3))
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http)  # type: ignore[arg-type]
+    assert client._shared.limiter.ceiling == 3
+    own = client_class(API_KEY, base_url=BASE_URL)
+    assert own._shared.limiter.ceiling == 100
+    # A copy shares the limit, as it shares the pool.
+    assert own.with_options(timeout=5)._shared.limiter is own._shared.limiter
+
+
+async def test_translate_manys_batches_take_a_turn_past_the_limit_and_count_in_it() -> None:
+    # Its max_concurrency (the caller's choice) bounds its batches; a call then waits.
+    state = shared(_Shared, 1)
+    assert await state.async_enter()
+    assert await state.async_enter(queue=False)
+    assert state._slots == 2
+    state.leave(None)
+    state.leave(None)
+    assert state._slots == 0
+    threaded = shared(_ThreadShared, 1)
+    assert threaded.enter()
+    assert threaded.enter(queue=False)
+    assert threaded._slots == 2
