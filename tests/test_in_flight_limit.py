@@ -56,7 +56,7 @@ def test_a_fixed_limit_never_moves() -> None:
 
 
 def test_the_adaptive_limit_starts_small_and_within_the_pool() -> None:
-    assert Limiter(100).limit == _limiter.INITIAL_LIMIT == 4
+    assert Limiter(100).limit == _limiter.INITIAL_LIMIT == 16
     assert Limiter(2).limit == 2
     assert Limiter(0).limit == 1
     assert Limiter(0).ceiling == 1
