@@ -3,7 +3,8 @@
 Usage::
 
     python benchmarks/run.py [all] [--quick] [--before REV] [--output PATH] [--json PATH]
-    python benchmarks/run.py inprocess|read|loopback|import|coldstart|gather|bulk|memory|corpus|peers|profile
+    python benchmarks/run.py inprocess|read|loopback|import|coldstart|gather
+    python benchmarks/run.py bulk|memory|corpus|peers|profile
 
 ``all`` (the default) runs every benchmark, each in a fresh interpreter, and writes the
 report; a single name runs that benchmark and prints its JSON. ``--before REV`` also measures
@@ -409,6 +410,39 @@ def coldstart_section(cold: dict[str, Any]) -> list[str]:
     return lines
 
 
+def gather_section(gather: dict[str, Any]) -> list[str]:
+    """The rows of ``bench_gather.py``: a naive gather against each pool setting."""
+    lines = [
+        "## A naive gather (issue 16)",
+        "",
+        f"`asyncio.gather` of {gather['calls']:,} `AsyncClient.translate()` calls at once, a fresh "
+        "client per round, against the fast server; the SDK with its defaults (`default`: "
+        "the adaptive limit on calls in flight) and with an `http_client` whose pool holds "
+        "the given number of connections; raw httpx with the best hand-written set-up (URL "
+        "and headers built once, `send()`, a pool of 4 and a semaphore of 4). Then against "
+        f"the same server answering after {gather['distant']['delay'] * 1000:.0f} ms, as a "
+        f"distant one does ({gather['distant']['calls']:,} calls). Requests per second: "
+        "median (slowest-fastest round); default / best is taken round by round against "
+        "that round's best setting.",
+        "",
+        "| server | setting | requests per second |",
+        "|---|---|---|",
+    ]
+    for part, label in (("loopback", "loopback"), ("distant", "distant")):
+        for name, rate in gather[part]["req_per_s"].items():
+            low, median, high = rate["min"], rate["median"], rate["max"]
+            lines.append(f"| {label} | {name} | {median:,.0f} ({low:,.0f}-{high:,.0f}) |")
+    lines.append("")
+    for part in ("loopback", "distant"):
+        ratio = gather[part]["default_over_best"]
+        lines.append(
+            f"- {part}: default / best ({gather[part]['best_setting']} the best of the others) "
+            f"{ratio['median']:.2f} x ({ratio['min']:.2f}-{ratio['max']:.2f})."
+        )
+    lines.append("")
+    return lines
+
+
 def report(results: dict[str, Any], before: dict[str, Any] | None, args: argparse.Namespace) -> str:
     lines: list[str] = []
     add = lines.append
@@ -496,6 +530,16 @@ def report(results: dict[str, Any], before: dict[str, Any] | None, args: argpars
         f"| {range_cell(built['ratio'])} | <= 1 ms, <= 50 KiB "
         f"| {verdict(per_client <= 0.001 and kib <= 50)} |"
     )
+    gather = results["gather"]["loopback"]
+    gathered, best = gather["default_over_best"], gather["best_setting"]
+    add(
+        f"| 2 | a naive `asyncio.gather` of {results['gather']['calls']:,} calls, default "
+        f"`AsyncClient`, vs the best pool setting (req/s, loopback, fast server) "
+        f"| {gather['req_per_s']['default']['median']:,.0f}/s "
+        f"| {best}: {gather['req_per_s'][best]['median']:,.0f}/s "
+        f"| {gathered['median']:.2f} x ({gathered['min']:.2f}-{gathered['max']:.2f}) | >= 0.9 x "
+        f"| {verdict(gathered['median'] >= 0.9)} |"
+    )
     loopback = results["loopback"]
     for server, label in (("fast", "a fast server"), ("emulator", "the emulator")):
         rows = loopback["servers"][server]
@@ -554,6 +598,7 @@ def report(results: dict[str, Any], before: dict[str, Any] | None, args: argpars
 
     lines.extend(loopback_section(loopback))
     lines.extend(coldstart_section(results["coldstart"]))
+    lines.extend(gather_section(results["gather"]))
 
     # Corpus ---------------------------------------------------------------------------
     if "corpus" in results:
