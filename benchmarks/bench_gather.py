@@ -130,6 +130,9 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.02, help="the distant server's delay")
     parser.add_argument("--distant-calls", type=int, default=1_000)
     parser.add_argument("--distant-rounds", type=int, default=3)
+    parser.add_argument("--burst-delay", type=float, default=0.1, help="the bursts' server delay")
+    parser.add_argument("--bursts", default="20,50", help="sizes of the small bursts")
+    parser.add_argument("--burst-rounds", type=int, default=3)
     args = parser.parse_args()
     pools = [int(size) for size in args.pools.split(",")]
 
@@ -162,6 +165,24 @@ def main() -> None:
         )
         result["distant"]["delay"] = args.delay
         result["distant"]["calls"] = calls
+    # What most code does: a small gather to a distant server. Without a limit every call
+    # goes out at once (max_in_flight=100, the pool's size); the default must not hold the
+    # burst back while it learns.
+    with fast_server_process(delay=args.burst_delay) as server:
+        bursts: dict[str, Any] = {"delay": args.burst_delay}
+        for size in (int(size) for size in args.bursts.split(",")):
+            cases = {
+                "default": sdk_case(loop, server, size, None),
+                "max_in_flight 100": sdk_case(loop, server, size, None, max_in_flight=100),
+            }
+            samples = interleaved(cases, args.burst_rounds)
+            bursts[str(size)] = {
+                "seconds": {
+                    name: summary([per_call * size for per_call in values])
+                    for name, values in samples.items()
+                },
+            }
+        result["bursts"] = bursts
     loop.close()
     emit(result)
 

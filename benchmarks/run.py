@@ -433,6 +433,20 @@ def gather_section(gather: dict[str, Any]) -> list[str]:
             low, median, high = rate["min"], rate["median"], rate["max"]
             lines.append(f"| {label} | {name} | {median:,.0f} ({low:,.0f}-{high:,.0f}) |")
     lines.append("")
+    bursts = gather.get("bursts")
+    if bursts is not None:
+        lines.append(
+            f"Small bursts to a server answering after {bursts['delay'] * 1000:.0f} ms, a fresh "
+            "client each (wall time, median over rounds): "
+            + "; ".join(
+                f"{size} calls: default {ms(part['seconds']['default']['median'])}, no limit "
+                f"(`max_in_flight=100`) {ms(part['seconds']['max_in_flight 100']['median'])}"
+                for size, part in bursts.items()
+                if size != "delay"
+            )
+            + "."
+        )
+        lines.append("")
     for part in ("loopback", "distant"):
         ratio = gather[part]["default_over_best"]
         lines.append(

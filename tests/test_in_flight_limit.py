@@ -86,6 +86,19 @@ def test_on_a_distant_server_the_limit_grows_to_what_the_round_trip_holds() -> N
     assert sum(limit < 16 for limit in limits[-1000:]) < 50
 
 
+def test_a_first_burst_to_a_distant_server_is_not_held_back_by_a_probe() -> None:
+    limiter = Limiter(100)
+    limits = run(limiter, lambda n: 0.100, 64)  # 100 ms away: the first windows of a burst
+    assert min(limits) >= _limiter.INITIAL_LIMIT
+    assert limits[-1] > _limiter.INITIAL_LIMIT
+
+
+def test_a_first_window_on_this_machine_is_followed_by_a_probe() -> None:
+    limiter = Limiter(100)
+    limits = run(limiter, cpu_bound, _limiter.INITIAL_LIMIT)
+    assert limits[-1] == _limiter.INITIAL_LIMIT // 4
+
+
 def test_the_pool_size_bounds_the_limit() -> None:
     limiter = Limiter(8)
     assert max(run(limiter, distant, 2000)) == 8
