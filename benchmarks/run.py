@@ -353,6 +353,7 @@ def loopback_section(loopback: dict[str, Any]) -> list[str]:
             for name, case in cases.items():
                 label = names[name]
                 if kind == "concurrent":
+                    label = label.replace("`Client.", "`AsyncClient.")
                     label += f", {loopback['concurrency']} async workers"
                 versus = "" if name == "lingodoc" else spread(cases, name, "lingodoc")
                 lines.append(
