@@ -7,8 +7,11 @@ for ``Client``, tasks on asyncio and trio for ``AsyncClient``) and through the c
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import threading
+import time
+from collections import deque
 from typing import Any
 
 import anyio
@@ -463,16 +466,89 @@ def test_the_adaptive_limit_is_bounded_by_the_pool_of_an_http_client_passed_in(
     assert own.with_options(timeout=5)._shared.limiter is own._shared.limiter
 
 
-async def test_translate_manys_batches_take_a_turn_past_the_limit_and_count_in_it() -> None:
-    # Its max_concurrency (the caller's choice) bounds its batches; a call then waits.
+async def test_translate_manys_batches_take_no_turn_so_a_run_of_them_keeps_no_call_waiting() -> (
+    None
+):
+    # Its max_concurrency (the caller's choice) bounds its batches: they enter at once and
+    # hold no slot, so a call still gets the client's turns while batches come and go.
+    for state in (shared(_Shared, 1), shared(_ThreadShared, 1)):
+        for _ in range(3):
+            assert state._take(queue=False)
+        assert (state._slots, state._in_flight) == (0, 3)
+        assert state._take(queue=True)  # a call: the one turn is free
+        assert state._take(queue=True) is None  # the next waits
+        for _ in range(3):
+            state.leave(None, slot=False)
+        assert (state._slots, state._in_flight) == (1, 1)
+        state.leave(None)
+        assert (state._slots, state._in_flight) == (0, 0)
+
+
+@pytest.mark.asyncio_only  # asyncio's race: a task cancelled after it was woken
+async def test_a_task_woken_by_close_and_then_cancelled_raises_its_cancellation() -> None:
     state = shared(_Shared, 1)
     assert await state.async_enter()
-    assert await state.async_enter(queue=False)
-    assert state._slots == 2
-    state.leave(None)
-    state.leave(None)
-    assert state._slots == 0
-    threaded = shared(_ThreadShared, 1)
-    assert threaded.enter()
-    assert threaded.enter(queue=False)
-    assert threaded._slots == 2
+    waiter = asyncio.ensure_future(state.async_enter())
+    await asyncio.sleep(0)  # it waits for a turn
+    state.close()  # wakes it, without a slot
+    waiter.cancel()  # before it runs again
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert state._waiters == deque()
+
+
+def test_a_thread_interrupted_as_it_is_admitted_gives_its_slot_back() -> None:
+    state = shared(_ThreadShared, 1)
+    assert state.enter()
+    admit = state._admit
+
+    def interrupted(ticket: Any) -> bool:
+        admit(ticket)  # entered...
+        raise KeyboardInterrupt  # ...and Ctrl-C before the caller knew
+
+    state._admit = interrupted  # type: ignore[method-assign]
+    outcome: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            state.enter()
+        except KeyboardInterrupt as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    while not state._waiters:
+        time.sleep(0.001)
+    state.leave(None)  # its turn
+    thread.join(5)
+    assert len(outcome) == 1
+    assert (state._slots, state._in_flight) == (0, 0)
+    state._admit = admit  # type: ignore[method-assign]
+    assert state.enter()  # the turn was not lost
+
+
+async def test_only_an_answered_call_teaches_the_adaptive_limit(
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient], api: respx.MockRouter
+) -> None:
+    # A failure may come back fast (a refused connection, a proxy's 503, a 404): taken for
+    # the unloaded round trip, it would make every later call look queued.
+    route = api.post("/translate")
+    client = client_class(API_KEY, base_url=BASE_URL, max_retries=0)
+    sampled: list[float] = []
+    client._shared.limiter.sample = lambda rtt, in_flight: sampled.append(rtt)  # type: ignore[method-assign]
+    try:
+        route.mock(return_value=httpx.Response(404, json={"success": False, "error": {
+            "code": "NOT_FOUND", "message": "no such thing"}}))  # fmt: skip
+        with pytest.raises(lingodoc.APIError):
+            await call(client, "translate", "Hi", source_language="en", target_language="de")
+        route.mock(side_effect=httpx.ConnectError("refused"))
+        with pytest.raises(lingodoc.APIConnectionError):
+            await call(client, "translate", "Hi", source_language="en", target_language="de")
+        assert sampled == []
+        route.mock(return_value=httpx.Response(200, json=RESULT))
+        await call(client, "translate", "Hi", source_language="en", target_language="de")
+        assert len(sampled) == 1
+        assert sampled[0] >= 0.0
+        assert (client._shared._slots, client._shared._in_flight) == (0, 0)
+    finally:
+        await close(client)

@@ -646,25 +646,33 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             # new connection. Raised outside `with attempt`, so never retried. Past the
             # client's limit on calls in flight, this waits for a turn: before the attempt,
             # so the wait is not part of its timeout. translate_many's batches (stop) do
-            # not: its max_concurrency, the caller's choice, bounds them.
-            if self._view_closed or not await shared.async_enter(queue=stop is None):
+            # not, and take no turn: its max_concurrency, the caller's choice, bounds them.
+            if self._view_closed:
                 raise_scrubbed(self._closed_in_flight(call, failed))
+            queued = stop is None
             rtt: float | None = None
-            started = time.perf_counter()
+            entered = False
             try:
-                if self._view_closed:  # this copy was closed while the call waited
+                # Entered inside the try, so that an interruption as it returns cannot
+                # keep the slot from the calls waiting for one.
+                entered = await shared.async_enter(queue=queued)
+                if not entered or self._view_closed:  # closed while the call waited
                     raise_scrubbed(self._closed_in_flight(call, failed))
+                started = time.perf_counter()
                 with attempt:
                     outcome = await self._send_once(
                         call, request, attempt.retry_state.attempt_number, deadline
                     )
-                    if stop is None:  # a batch's round trip is not a call's
-                        rtt = time.perf_counter() - started
                     if isinstance(outcome, Failure):
                         raise_scrubbed(outcome.error)
+                    # Only a call's answered round trip teaches the limit: a failure may be
+                    # fast (refused, a proxy's 503), a batch is not a call.
+                    if queued:
+                        rtt = time.perf_counter() - started
                     return outcome
             finally:
-                if shared.leave(rtt):  # closed while in flight, and the last attempt out
+                # Closed while in flight, and the last attempt out: the pool is closed.
+                if entered and shared.leave(rtt, slot=queued):
                     await shared.http.aclose()
             failed = (
                 attempt.retry_state.outcome.exception() if attempt.retry_state.outcome else None

@@ -113,13 +113,17 @@ _process = object()
 
 
 class _Ticket:
-    """A call waiting for its turn: woken with a slot (``granted``), or by close without one."""
+    """A call waiting for its turn: woken with a slot (``granted``), or by close without one.
 
-    __slots__ = ("event", "granted")
+    ``admitted``: the call took its slot and counts in flight (see ``_give_up``).
+    """
+
+    __slots__ = ("admitted", "event", "granted")
 
     def __init__(self, event: Any) -> None:
         self.event = event  # an anyio.Event (tasks) or a threading.Event (threads)
         self.granted = False
+        self.admitted = False
 
 
 def _pool_size(http: httpx.Client | httpx.AsyncClient) -> int:
@@ -231,10 +235,18 @@ class _Shared(Generic[HttpClientT]):
             self._after_fork(closing=closing)
 
     def _take(self, queue: bool) -> bool | None:
-        """Enter at once: ``True``; ``False`` if the client is closed; ``None``: wait."""
+        """Enter at once: ``True``; ``False`` if the client is closed; ``None``: wait.
+
+        ``queue=False`` (a batch of ``translate_many``) enters at once and takes no slot:
+        its ``max_concurrency`` bounds it, and a run of batches must not keep the other
+        calls of the client waiting until it ends.
+        """
         if self.closed:
             return False
-        if not queue or (self._slots < self.limiter.limit and not self._waiters):
+        if not queue:
+            self._in_flight += 1
+            return True
+        if self._slots < self.limiter.limit and not self._waiters:
             self._slots += 1
             self._in_flight += 1
             return True
@@ -242,19 +254,32 @@ class _Shared(Generic[HttpClientT]):
 
     def _admit(self, ticket: _Ticket) -> bool:
         """Enter with the slot a waiter was woken with; ``False`` if closed meanwhile."""
-        if ticket.granted and not self.closed:
-            self._in_flight += 1
-            return True
-        if ticket.granted:
+        if not ticket.granted:
+            return False
+        if self.closed:
+            ticket.granted = False
             self._release()
-        return False
+            return False
+        ticket.admitted = True
+        self._in_flight += 1
+        return True
 
     def _give_up(self, ticket: _Ticket) -> None:
-        """A waiter cancelled or interrupted: out of the queue, or its slot passed on."""
-        if ticket.granted:
+        """A waiter cancelled or interrupted: out of the queue, or its slot passed on.
+
+        Also after it was woken (a task cancelled before it ran again, Ctrl-C in a thread
+        before it returned), and after close took it out of the queue.
+        """
+        if ticket.admitted:
+            ticket.admitted = ticket.granted = False
+            self._in_flight -= 1
+            self._release()
+        elif ticket.granted:
+            ticket.granted = False
             self._release()
         else:
-            self._waiters.remove(ticket)
+            with contextlib.suppress(ValueError):  # close() emptied the queue
+                self._waiters.remove(ticket)
 
     def _release(self) -> None:
         self._slots -= 1
@@ -287,10 +312,10 @@ class _Shared(Generic[HttpClientT]):
         self._waiters.append(ticket)
         try:
             await ticket.event.wait()
+            return self._admit(ticket)
         except BaseException:  # cancelled: anyio's cancellation, whatever its class
             self._give_up(ticket)
             raise
-        return self._admit(ticket)
 
     def enter(self, *, queue: bool = True) -> bool:
         """Count an attempt in flight, waiting for a slot; ``False`` if the client is closed.
@@ -306,24 +331,26 @@ class _Shared(Generic[HttpClientT]):
             self._waiters.append(ticket)
         try:
             ticket.event.wait()
-        except BaseException:  # KeyboardInterrupt
+            with self._lock:
+                return self._admit(ticket)
+        except BaseException:  # KeyboardInterrupt, also once woken or admitted
             with self._lock:
                 self._give_up(ticket)
             raise
-        with self._lock:
-            return self._admit(ticket)
 
-    def leave(self, rtt: float | None = None) -> bool:
+    def leave(self, rtt: float | None = None, *, slot: bool = True) -> bool:
         """End an attempt; ``True`` if the caller must now close the pool (it was the last).
 
         Args:
             rtt: Seconds the attempt took to get its answer, for the adaptive limit;
                 ``None`` if it got none.
+            slot: The attempt held a slot (it entered with ``queue=True``).
         """
         if rtt is not None:
             self.limiter.sample(rtt, self._in_flight)
         self._in_flight -= 1
-        self._release()
+        if slot:
+            self._release()
         return self.closed and self._take_pool_close()
 
     def close(self, *, loop_gone: bool = False) -> bool:
@@ -368,14 +395,10 @@ class _ThreadShared(_Shared[HttpClientT]):
     # leave runs on every attempt: written out, not through super(). (``enter``, the
     # threads' way in, is the base class's: it waits under this lock.)
 
-    def leave(self, rtt: float | None = None) -> bool:
+    def leave(self, rtt: float | None = None, *, slot: bool = True) -> bool:
         """End an attempt; ``True`` if the caller must now close the pool (it was the last)."""
         with self._lock:
-            if rtt is not None:
-                self.limiter.sample(rtt, self._in_flight)
-            self._in_flight -= 1
-            self._release()
-            return self.closed and self._take_pool_close()
+            return super().leave(rtt, slot=slot)
 
     def close(self, *, loop_gone: bool = False) -> bool:
         """Mark the client closed; ``True`` if the caller must now close the pool."""
