@@ -16,8 +16,9 @@ setting:
 - With ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` set, the context is built when the
   client is (an unusable file must be refused there, naming the variable), and
   shared with the later clients of the same setting: the same variable, the same
-  value, and the same file (its modification time and size), so a changed variable,
-  or a certificate file replaced in place, gives new clients a new context.
+  value, and the same file (its inode, change and modification times, and size), so a
+  changed variable, or a certificate file replaced in place, gives new clients a new
+  context.
 
 A caller's own ``http_client`` keeps the context it was made with: nothing here
 touches it. The contexts are built by ``httpx.create_ssl_context``, so they verify
