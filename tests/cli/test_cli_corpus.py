@@ -593,8 +593,9 @@ def test_ctrl_c_keeps_the_finished_texts_and_resume_sends_none_twice(
     checkpoint = tmp_path / "out.txt.checkpoint"
     first = emulator.sent()
     done = checkpoint_lines(checkpoint)
-    assert sorted(texts[i] for i in done) == sorted(first)  # the ones in flight kept too
-    assert len(first) == 50
+    # The ones in flight kept too. (On failure: the texts of each request, as they came.)
+    assert sorted(texts[i] for i in done) == sorted(first), emulator.received
+    assert len(first) == 50, emulator.received
     assert err == (
         f"lingodoc: interrupted; 50 of 100 texts are done, kept in {checkpoint}: add "
         "--resume to the same command to go on without sending them again\n"

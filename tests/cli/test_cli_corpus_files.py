@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -371,6 +372,67 @@ def test_an_append_the_disk_refuses_is_cut_off_and_stays_queued(
     checkpoint.close()
     assert read(str(path), 5)[1] == {0: "Hallo", 1: "eins", 2: "zwei", 3: "drei"}
     assert finished.kept() == 4
+
+
+class Interrupted:
+    """``os`` for the checkpoint, where Ctrl-C comes as the next write has taken ``room`` bytes.
+
+    ``signal`` sends a real SIGINT (the command is stopped by one); otherwise the write
+    raises KeyboardInterrupt itself, as it would where Ctrl-C cannot be held back.
+    """
+
+    def __init__(self, room: int, *, signal: bool) -> None:
+        self.room, self.signal = room, signal
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    def write(self, fd: int, data: memoryview) -> int:
+        written = os.write(fd, data[: self.room])
+        if self.signal:
+            signal.raise_signal(signal.SIGINT)
+        else:
+            raise KeyboardInterrupt
+        return written
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+def test_ctrl_c_during_an_append_waits_until_it_is_whole_and_off_the_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.checkpoint"
+    checkpoint = Checkpoint.create(str(path), HEADER)
+    finished = Finished(checkpoint, {})
+    monkeypatch.setattr(_checkpoint, "os", Interrupted(room=30, signal=True))
+    finished[0], finished[1] = "Hallo", "eins"
+    with pytest.raises(KeyboardInterrupt):
+        finished.flush()
+    monkeypatch.undo()
+    assert finished.kept() == 2
+    finished.flush()  # as the command does after the interruption: nothing more to write
+    checkpoint.close()
+    assert read(str(path), 5)[1] == {0: "Hallo", 1: "eins"}
+    assert path.read_text().count("\n") == 3  # the header and two lines, each once
+
+
+def test_ctrl_c_that_cuts_an_append_short_leaves_whole_lines_and_keeps_it_queued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.checkpoint"
+    checkpoint = Checkpoint.create(str(path), HEADER)
+    finished = Finished(checkpoint, {})
+    finished[0] = "Hallo"
+    finished.flush()
+    monkeypatch.setattr(_checkpoint, "os", Interrupted(room=30, signal=False))
+    finished[1], finished[2] = "eins", "zwei"
+    with pytest.raises(KeyboardInterrupt):
+        finished.flush()
+    monkeypatch.undo()
+    assert read(str(path), 5)[1:] == ({0: "Hallo"}, path.stat().st_size)  # whole lines only
+    assert finished.kept() == 1
+    finished.flush()
+    checkpoint.close()
+    assert read(str(path), 5)[1] == {0: "Hallo", 1: "eins", 2: "zwei"}
 
 
 def test_a_translation_stored_twice_is_written_once(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ The first line says which run it belongs to; each further line is one finished t
 (``i``: the text's index in the file, from 0), appended and flushed as its batch completes.
 A process killed while appending leaves at most a torn last line, which reading ignores
 (and resuming cuts off before it appends). An append that fails (a full disk) is undone,
-so the file holds whole lines only, and what it did not take stays queued. The file is
+so the file holds whole lines only, and what it did not take stays queued; Ctrl-C waits
+until an append is whole and off the queue. The file is
 created with its header whole (written aside, then renamed), so an existing checkpoint
 always says whose it is.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import threading
 from collections.abc import Iterator, MutableMapping
 from dataclasses import asdict, dataclass
@@ -204,12 +206,14 @@ class Checkpoint:
         try:
             while data:  # a write may take part of it only
                 data = data[os.write(fd, data) :]
-        except OSError as exc:
+        except BaseException as exc:  # a refusal, or Ctrl-C where it cannot be held back
             try:
                 os.ftruncate(fd, size)  # a torn line would make the appends after it damage
-            except OSError:
-                self._torn = exc
-            raise self._error(exc) from exc
+            except OSError as cut:
+                self._torn = cut
+            if isinstance(exc, OSError):
+                raise self._error(exc) from exc
+            raise
 
     def _error(self, exc: OSError) -> CheckpointError:
         return CheckpointError(f"cannot write the checkpoint {self.path}: {exc.strerror or exc}")
@@ -223,6 +227,25 @@ class Checkpoint:
         self._stream.close()
         with contextlib.suppress(OSError):
             os.unlink(self.path)
+
+
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) back until the block ends, if this is the main thread.
+
+    Its KeyboardInterrupt is raised as the block ends. Elsewhere (another thread, or a
+    system without signal masks) the block runs as it is.
+    """
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
+        threading.main_thread()
+    ):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 class Finished(MutableMapping[int, str]):
@@ -271,16 +294,15 @@ class Finished(MutableMapping[int, str]):
         Raises:
             CheckpointError: If they could not be written: they stay queued, for the next.
         """
-        with self._lock:
-            new, self._new = self._new, []
-        if self._checkpoint is None:
-            return
-        try:
-            self._checkpoint.append(new)
-        except CheckpointError:
-            with self._lock:  # first, before any stored meanwhile
-                self._new[:0] = new
-            raise
+        # Ctrl-C waits until the file and the queue agree: an append cut short would lose
+        # its translations from both (the run's end flushes again, so they would be missing).
+        with _ctrl_c_held():
+            with self._lock:
+                new = self._new[:]
+            if self._checkpoint is not None:
+                self._checkpoint.append(new)  # if this raises, they stay queued
+            with self._lock:  # written: only now off the queue (more may be queued behind)
+                del self._new[: len(new)]
 
     def kept(self) -> int:
         """Return how many translations the checkpoint holds: all stored but those queued."""
