@@ -4,6 +4,9 @@ Time to the first result: each sample is a fresh interpreter that times itself f
 its first import to the first result, against ``fast_server_process()`` (started once, here):
 
 - ``httpx``: ``import httpx``, ``httpx.Client()``, one POST to the server, ``.json()``;
+- ``httpx+pydantic``: the same with a typed result, the least a hand-written typed client
+  does: ``pydantic.BaseModel`` imported, a three-field model defined and the answer validated
+  into it (the floor for the SDK, whose results are pydantic models);
 - ``lingodoc``: ``import lingodoc``, ``lingodoc.Client(base_url=server)``, ``translate``.
 
 Both also report their own split (import, client, first call). "Import + first model":
@@ -48,6 +51,26 @@ response = client.post(
     headers={"Authorization": "Bearer " + KEY},
 )
 text = response.json()["data"]["translated_text"]
+done = time.perf_counter()
+""",
+    "httpx+pydantic": """
+import time
+started = time.perf_counter()
+import httpx
+from pydantic import BaseModel
+class Translation(BaseModel):
+    translated_text: str
+    source_language: str
+    target_language: str
+imported = time.perf_counter()
+client = httpx.Client()
+built = time.perf_counter()
+response = client.post(
+    BASE_URL + "/translate",
+    json={"text": TEXT, "source_language": "en", "target_language": "de"},
+    headers={"Authorization": "Bearer " + KEY},
+)
+text = Translation.model_validate(response.json()["data"]).translated_text
 done = time.perf_counter()
 """,
     "lingodoc": """
@@ -128,6 +151,8 @@ def first_results(server: dict[str, str], rounds: int) -> dict[str, Any]:
     return {
         "cases": {name: summary(values) for name, values in samples.items()},
         "ratio": ratios(samples["lingodoc"], samples["httpx"]),
+        "ratio_typed": ratios(samples["lingodoc"], samples["httpx+pydantic"]),
+        "floor": ratios(samples["httpx+pydantic"], samples["httpx"]),
         "split_median_s": {
             name: {part: statistics.median(run[part] for run in runs) for part in parts}
             for name, runs in splits.items()
