@@ -21,6 +21,7 @@ import pytest
 import respx
 
 import lingodoc
+from lingodoc import _bulk
 from lingodoc.emulator import Emulator, translate_text
 from lingodoc.testing import FakeClock, fake_clock
 from tests.conftest import (
@@ -210,19 +211,27 @@ async def test_the_first_error_is_raised_as_is_and_no_further_batch_starts(
 
 
 async def test_the_first_error_stops_concurrent_workers_and_leaves_nothing_running(
-    client: Client, api: respx.MockRouter
+    client: Client, api: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gates = Gates(client, 1)
     seen: list[str] = []
+    record_failure = _bulk.Bulk.failed
+
+    def failed(bulk: _bulk.Bulk, batch: _bulk.Batch, error: BaseException) -> float | None:
+        wait = record_failure(bulk, batch, error)
+        # t0-t2 are answered only once t3, handed to the fourth worker, has failed: its
+        # failure recorded, not only answered (answered, the run has not seen it yet).
+        gates.events[0].set()
+        return wait
+
+    monkeypatch.setattr(_bulk.Bulk, "failed", failed)
 
     def hold(request: httpx.Request) -> Any:
         seen.extend(sent_texts(request))
-        # t0-t2 are answered only once t3, handed to the fourth worker, has failed.
         return None if sent_texts(request) == ["t3"] else gates.events[0]
 
     def respond(request: httpx.Request) -> httpx.Response:
         if sent_texts(request) == ["t3"]:
-            gates.events[0].set()
             return httpx.Response(404, json=failure("NOT_FOUND", "gone"))
         return answer(request)
 
