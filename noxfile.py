@@ -40,9 +40,9 @@ nox.options.error_on_missing_interpreters = False
 nox.options.reuse_existing_virtualenvs = True
 
 ROOT = Path(__file__).resolve().parent
-# The last commit before issue 12 (one source for the request path, plain tenacity): `nox -s
-# bench` measures it as well, for the before/after table of docs/performance.md.
-BENCH_BEFORE = "fb57f3b"
+# The last commit before issue 16 (performance round 2): `nox -s bench` measures it as well,
+# for the before/after table of docs/performance.md. (Issue 12's was fb57f3b.)
+BENCH_BEFORE = "c8a525f"
 # Only the bench session installs these: the peers measured against, and the profiler.
 BENCH_DEPS = ["openai", "deepl", "pyinstrument"]
 # The development tools are PEP 735 dependency groups of pyproject.toml (test, lint, docs),
