@@ -1411,6 +1411,11 @@ class BaseClient(Generic[HttpClientT]):
         )
         # The Host header of every request: all go to base_url's host and port.
         self._host_header: bytes | None = None
+        # The headers of direct requests, made for the merged list they hold (_header_forms).
+        self._header_templates: (
+            tuple[list[tuple[bytes, bytes]], tuple[httpx.Headers, httpx.Headers, httpx.Headers]]
+            | None
+        ) = None
         self._extensions: tuple[httpx.Timeout, dict[str, Any]] = (self.timeout, {})
         self._attempt_plan: _deadline.Plan | None = None
 
@@ -1843,39 +1848,73 @@ class BaseClient(Generic[HttpClientT]):
         httpx encodes the body with a new JSON encoder, then looks up and adds the
         ``Content-Length``, ``Content-Type`` and ``Host`` headers one at a time, and
         normalises every header twice. Here the body is encoded with one encoder
-        configured as httpx's, and the headers are listed once, in the order httpx gives
-        them (``Host``, the merged headers, then the body's). Only for merged headers
-        that hold none of those (``_headers_for``'s ``plain``).
+        configured as httpx's, and the headers are copied from ones made once, in the
+        order httpx gives them (see ``_header_forms``). Only for merged headers that hold
+        none of those (``_headers_for``'s ``plain``).
 
         Raises:
             TypeError: If the body cannot be encoded as JSON.
             ValueError: If the body holds NaN or an infinity, or a lone surrogate.
         """
-        body = b"" if call.json is None else _JSON.encode(call.json).encode("utf-8")
-        host = self._host_header
-        if host is None:
-            host = self._host_header = url.netloc
+        json_form, empty_form, bare_form = self._header_forms(url, headers)
         if call.json is not None:
-            listed = [
-                (b"Host", host),
-                *headers,
-                (b"Content-Length", str(len(body)).encode("ascii")),
-                (b"Content-Type", b"application/json"),
-            ]
-        elif call.method in ("POST", "PUT", "PATCH"):  # httpx puts this one up front
-            listed = [(b"Host", host), (b"Content-Length", b"0"), *headers]
+            body = _JSON.encode(call.json).encode("utf-8")
+            form = json_form
         else:
-            listed = [(b"Host", host), *headers]
+            body = b""
+            form = empty_form if call.method in ("POST", "PUT", "PATCH") else bare_form
         request = httpx.Request(
             call.method,
             url,
             params=call.params,
-            headers=listed,
+            headers=form,  # copied by httpx.Request: the kept form is never changed
             stream=httpx.ByteStream(body),
             extensions=extensions,
         )
-        request.read()  # as httpx does for a body in memory: request.content is set
+        if call.json is not None:
+            # Replaced where it stands, between the merged headers and Content-Type.
+            request.headers["Content-Length"] = str(len(body))
+        # The encoding httpx works out from all the headers on first use (reading them
+        # for the cookie jar, on every response): the form's, as only ASCII digits differ.
+        request.headers.encoding = form.encoding
+        # What request.read() sets for a body in memory (request.content), without its
+        # generic checks of the stream: this one is the body, whole.
+        request._content = body
         return request
+
+    def _header_forms(
+        self, url: httpx.URL, headers: list[tuple[bytes, bytes]]
+    ) -> tuple[httpx.Headers, httpx.Headers, httpx.Headers]:
+        """The headers of a direct request, made once for ``headers`` (a merged list).
+
+        In the order httpx gives them: for a JSON body, ``Host``, the merged headers,
+        ``Content-Length`` (a stand-in, replaced for each body) and ``Content-Type``; for
+        a POST, PUT or PATCH without one, ``Host``, ``Content-Length: 0`` (httpx puts it
+        up front) and the merged headers; else ``Host`` and the merged headers.
+        ``httpx.Request`` copies an ``httpx.Headers`` as it is, where it normalises a
+        list of pairs one by one: a third of building a request.
+        """
+        kept = self._header_templates
+        if kept is not None and kept[0] is headers:
+            return kept[1]
+        host = self._host_header
+        if host is None:
+            host = self._host_header = url.netloc
+        forms = (
+            httpx.Headers(
+                [
+                    (b"Host", host),
+                    *headers,
+                    (b"Content-Length", b"0"),
+                    (b"Content-Type", b"application/json"),
+                ]
+            ),
+            httpx.Headers([(b"Host", host), (b"Content-Length", b"0"), *headers]),
+            httpx.Headers([(b"Host", host), *headers]),
+        )
+        # One tuple, swapped whole: threads that race here each get a consistent one.
+        self._header_templates = (headers, forms)
+        return forms
 
     def _attempt(
         self, request: httpx.Request, deadline: float | None, options: Options | None = None
