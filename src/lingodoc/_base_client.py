@@ -349,8 +349,10 @@ class _Shared(Generic[HttpClientT]):
         if rtt is not None:
             self.limiter.sample(rtt, self._in_flight)
         self._in_flight -= 1
-        if slot:
-            self._release()
+        if slot:  # _release, written out: this runs on every attempt
+            self._slots -= 1
+            if self._waiters:
+                self._grant()
         return self.closed and self._take_pool_close()
 
     def close(self, *, loop_gone: bool = False) -> bool:
