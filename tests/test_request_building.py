@@ -210,3 +210,34 @@ async def test_each_request_gets_its_own_copy_of_the_kept_headers(
     assert client._build_request(calls[0]).headers["X-Proxy-Token"] == "p"
     assert "x-proxy-token" not in built[0].headers
     await close(client)
+
+
+async def test_the_headers_of_a_request_read_as_httpxs_own(
+    client_class: type[Any], api: respx.MockRouter
+) -> None:
+    # A direct request's headers are looked up by name in C (httpx's cookie jar reads them
+    # all after every response): every way of reading them answers as httpx.Headers does,
+    # a header sent twice included.
+    http = http_client(
+        client_class, headers=[("X-Dup", "a"), ("X-Team", "Grüße".encode()), ("x-dup", "b")]
+    )
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http)
+    request = client._build_request(client._translate_call("Hi", "en", "de", None))
+    sent = request.headers
+    plain = httpx.Headers(sent.raw)
+    assert isinstance(sent, httpx.Headers)
+    assert type(sent) is not httpx.Headers  # the direct path was taken
+    assert dict(sent) == dict(plain)
+    assert list(sent.keys()) == list(plain.keys())
+    assert list(sent) == list(plain)
+    assert sent["x-dup"] == plain["x-dup"] == "a, b"
+    for name in [*plain.keys(), "HOST", "Content-length", "x-team"]:
+        assert sent[name] == plain[name]
+        assert sent.get(name) == plain.get(name)
+    with pytest.raises(KeyError):
+        sent["X-Missing"]
+    assert sent.get("x-missing") is None
+    assert "x-missing" not in sent
+    assert repr(sent) == repr(plain)
+    assert API_KEY not in repr(sent)
+    await close(client)

@@ -19,7 +19,9 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, KeysView, Mapping, MutableMapping, Sequence
+from itertools import repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
@@ -1068,6 +1070,37 @@ def _merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, Mapping[str
     )
 
 
+# The lower-case name of an item of httpx.Headers's list (name, lower-case name, value).
+_folded_name = itemgetter(1)
+
+
+class _SentHeaders(httpx.Headers):
+    """The headers of the SDK's direct requests: ``httpx.Headers``, read by name in C.
+
+    After every response, httpx's cookie jar copies the request's headers into a dict
+    (``dict(request.headers)``): it lists the names, then looks each one up, and httpx
+    scans the whole list in Python for each. For the SDK's eight headers that was more
+    work than its retry loop. Here the names are listed and found with list methods; the
+    answers are httpx's (a name sent twice is left to httpx, which joins the values).
+    """
+
+    def keys(self) -> KeysView[str]:
+        """The header names, lower case and in order, as ``httpx.Headers.keys``."""
+        names = map(bytes.decode, map(_folded_name, self._list), repeat(self.encoding))
+        return dict.fromkeys(names).keys()
+
+    def __getitem__(self, key: str) -> str:
+        folded = key.lower().encode(self.encoding)
+        names = list(map(_folded_name, self._list))
+        if names.count(folded) == 1:
+            return self._list[names.index(folded)][2].decode(self.encoding)
+        return super().__getitem__(key)  # none (KeyError), or several
+
+    def __repr__(self) -> str:
+        # As httpx.Headers shows itself (the key masked), under its name.
+        return "Headers" + super().__repr__()[len(type(self).__name__) :]
+
+
 # Headers httpx sets on a request itself (or reads to decide whether to): with any of them
 # among the merged headers, a request is made by httpx.Request, not _direct_request.
 _AUTO_HEADERS = frozenset({b"host", b"content-length", b"content-type", b"transfer-encoding"})
@@ -1865,20 +1898,21 @@ class BaseClient(Generic[HttpClientT]):
         else:
             body = b""
             form = empty_form if call.method in ("POST", "PUT", "PATCH") else bare_form
+        sent = _SentHeaders(form)  # a copy: the kept form is never changed
+        if call.json is not None:
+            # Replaced where it stands, between the merged headers and Content-Type.
+            sent["Content-Length"] = str(len(body))
+        # The encoding httpx works out from all the headers on first use (reading them
+        # for the cookie jar, on every response): the form's, as only ASCII digits differ.
+        sent.encoding = form.encoding
         request = httpx.Request(
             call.method,
             url,
             params=call.params,
-            headers=form,  # copied by httpx.Request: the kept form is never changed
             stream=httpx.ByteStream(body),
             extensions=extensions,
         )
-        if call.json is not None:
-            # Replaced where it stands, between the merged headers and Content-Type.
-            request.headers["Content-Length"] = str(len(body))
-        # The encoding httpx works out from all the headers on first use (reading them
-        # for the cookie jar, on every response): the form's, as only ASCII digits differ.
-        request.headers.encoding = form.encoding
+        request.headers = sent
         # What request.read() sets for a body in memory (request.content), without its
         # generic checks of the stream: this one is the body, whole.
         request._content = body
