@@ -1086,14 +1086,16 @@ class _SentHeaders(httpx.Headers):
 
     def keys(self) -> KeysView[str]:
         """The header names, lower case and in order, as ``httpx.Headers.keys``."""
-        names = map(bytes.decode, map(_folded_name, self._list), repeat(self.encoding))
+        encoding = self._encoding or self.encoding  # the property works it out once
+        names = map(bytes.decode, map(_folded_name, self._list), repeat(encoding))
         return dict.fromkeys(names).keys()
 
     def __getitem__(self, key: str) -> str:
-        folded = key.lower().encode(self.encoding)
+        encoding = self._encoding or self.encoding
+        folded = key.lower().encode(encoding)
         names = list(map(_folded_name, self._list))
         if names.count(folded) == 1:
-            return self._list[names.index(folded)][2].decode(self.encoding)
+            return self._list[names.index(folded)][2].decode(encoding)
         return super().__getitem__(key)  # none (KeyError), or several
 
     def __repr__(self) -> str:
@@ -1898,10 +1900,12 @@ class BaseClient(Generic[HttpClientT]):
         else:
             body = b""
             form = empty_form if call.method in ("POST", "PUT", "PATCH") else bare_form
-        sent = _SentHeaders(form)  # a copy: the kept form is never changed
+        sent = _SentHeaders(form)  # a copy of its list: the kept form is never changed
         if call.json is not None:
-            # Replaced where it stands, between the merged headers and Content-Type.
-            sent["Content-Length"] = str(len(body))
+            # Replaced where it stands, second to last (see _header_forms): what
+            # sent["Content-Length"] = ... does after a scan of the list for it.
+            length = str(len(body)).encode("ascii")
+            sent._list[-2] = (b"Content-Length", b"content-length", length)
         # The encoding httpx works out from all the headers on first use (reading them
         # for the cookie jar, on every response): the form's, as only ASCII digits differ.
         sent.encoding = form.encoding
