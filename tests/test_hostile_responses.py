@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import traceback
 
 import httpx
@@ -89,6 +90,39 @@ async def test_a_gzipped_envelope_is_read(client: lingodoc.Client, api: respx.Mo
         client, "translate_batch", ["x", "y"], source_language="en", target_language="de"
     )
     assert result.translations == ["a", "b"]
+
+
+DATA = '{"success": true, "data": {"text": "Grüße ☃", "n": [1, 2.5, null]}}'
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        DATA.encode(),
+        DATA.encode("utf-8-sig"),
+        DATA.encode("utf-16"),  # with a BOM
+        DATA.encode("utf-16-le"),  # none: "{" then NUL
+        DATA.encode("utf-32-be"),
+        # A lone surrogate, as json.loads reads UTF-8 (its "surrogatepass").
+        b'{"success": true, "data": {"text": "a\xed\xa0\x80b", "n": []}}',
+    ],
+)
+async def test_a_body_is_read_as_json_loads_reads_it(
+    client: lingodoc.Client, api: respx.MockRouter, body: bytes
+) -> None:
+    # A body that starts with "{" and no NUL is decoded as UTF-8 without json.loads's look
+    # at its first bytes: every other one still gets that look.
+    api.get("/echo").respond(200, content=body)
+    assert await call(client, "request", "GET", "/echo") == json.loads(body)["data"]
+
+
+@pytest.mark.parametrize("body", [b'{"success": true, "data": ', b"{\xff}", b"{"])
+async def test_a_body_that_starts_as_json_and_is_not_is_unexpected(
+    client: lingodoc.Client, api: respx.MockRouter, body: bytes
+) -> None:
+    api.get("/echo").respond(200, content=body)
+    with pytest.raises(lingodoc.UnexpectedResponse, match="not JSON"):
+        await call(client, "request", "GET", "/echo")
 
 
 async def test_a_bodiless_204_answers_request_with_none(

@@ -111,10 +111,19 @@ async def test_rate_limit_fields_have_the_contract_types(
             id="reset-http-date",
         ),
         pytest.param({**rate_limit_headers(), "X-RateLimit-Reset": str(10**30)}, id="reset-huge"),
+        # A header sent twice: which of the two is meant cannot be told.
+        pytest.param(
+            [*rate_limit_headers().items(), ("x-ratelimit-remaining", "4")], id="remaining-twice"
+        ),
+        pytest.param(
+            [*rate_limit_headers().items(), ("X-RateLimit-Reset", "60")], id="reset-twice"
+        ),
     ],
 )
 async def test_missing_partial_or_non_integer_headers_give_no_rate_limit(
-    client: lingodoc.Client, api: respx.MockRouter, headers: dict[str, str]
+    client: lingodoc.Client,
+    api: respx.MockRouter,
+    headers: dict[str, str] | list[tuple[str, str]],
 ) -> None:
     api.post("/translate").respond(json=envelope(TRANSLATION), headers=headers)
     result = await translate(client)

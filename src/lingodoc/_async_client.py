@@ -622,18 +622,14 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         self._check_open()
         check_http_loggers()  # mask the key in http loggers made since the last call
         request = self._build_request(call)
-        retrying = _retry.retrying(
-            self.max_retries,
-            idempotent=call.idempotent,
-            description=call.description,
-            deadline=deadline,
-        )
+        retrying = _retry.retrying(self.max_retries, call, deadline)
         # tenacity decides; the waits it asks for are slept here, on the SDK clock, so
         # one loop serves both flavours (tenacity's own async loop costs twice as much).
         shared = self._shared
         failed: BaseException | None = None
         for attempt in retrying:
-            if attempt.retry_state.attempt_number > 1:  # a retry, after the wait asked for
+            number = attempt.retry_state.attempt_number
+            if number > 1:  # a retry, after the wait asked for
                 wait = attempt.retry_state.upcoming_sleep
                 if self.is_closed:  # no wait for a retry that would be refused
                     raise_scrubbed(self._closed_in_flight(call, failed))
@@ -660,9 +656,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                     raise_scrubbed(self._closed_in_flight(call, failed))
                 started = time.perf_counter()
                 with attempt:
-                    outcome = await self._send_once(
-                        call, request, attempt.retry_state.attempt_number, deadline
-                    )
+                    outcome = await self._send_once(call, request, number, deadline, started)
                     if isinstance(outcome, Failure):
                         raise_scrubbed(outcome.error)
                     # Only a call's answered round trip teaches the limit: a failure may be
@@ -680,11 +674,16 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         raise AssertionError("unreachable: tenacity reraises the last error")
 
     async def _send_once(
-        self, call: Call[T], request: httpx.Request, attempt: int, deadline: float | None
+        self,
+        call: Call[T],
+        request: httpx.Request,
+        attempt: int,
+        deadline: float | None,
+        started: float,
     ) -> T | Failure:
         # The response and its body are as the server sent them, key echoes and all, so
-        # this frame returns its error for _send to raise (see raise_scrubbed).
-        started = time.perf_counter()
+        # this frame returns its error for _send to raise (see raise_scrubbed). started:
+        # when the attempt started (time.perf_counter()), for the log.
         try:
             # One deadline for all of the attempt: connecting, sending, headers and body.
             with self._attempt(request, deadline, call.options) as limits:

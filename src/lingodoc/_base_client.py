@@ -19,7 +19,9 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, KeysView, Mapping, MutableMapping, Sequence
+from itertools import repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
@@ -349,8 +351,10 @@ class _Shared(Generic[HttpClientT]):
         if rtt is not None:
             self.limiter.sample(rtt, self._in_flight)
         self._in_flight -= 1
-        if slot:
-            self._release()
+        if slot:  # _release, written out: this runs on every attempt
+            self._slots -= 1
+            if self._waiters:
+                self._grant()
         return self.closed and self._take_pool_close()
 
     def close(self, *, loop_gone: bool = False) -> bool:
@@ -1066,6 +1070,39 @@ def _merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, Mapping[str
     )
 
 
+# The lower-case name of an item of httpx.Headers's list (name, lower-case name, value).
+_folded_name = itemgetter(1)
+
+
+class _SentHeaders(httpx.Headers):
+    """The headers of the SDK's direct requests: ``httpx.Headers``, read by name in C.
+
+    After every response, httpx's cookie jar copies the request's headers into a dict
+    (``dict(request.headers)``): it lists the names, then looks each one up, and httpx
+    scans the whole list in Python for each. For the SDK's eight headers that was more
+    work than its retry loop. Here the names are listed and found with list methods; the
+    answers are httpx's (a name sent twice is left to httpx, which joins the values).
+    """
+
+    def keys(self) -> KeysView[str]:
+        """The header names, lower case and in order, as ``httpx.Headers.keys``."""
+        encoding = self._encoding or self.encoding  # the property works it out once
+        names = map(bytes.decode, map(_folded_name, self._list), repeat(encoding))
+        return dict.fromkeys(names).keys()
+
+    def __getitem__(self, key: str) -> str:
+        encoding = self._encoding or self.encoding
+        folded = key.lower().encode(encoding)
+        names = list(map(_folded_name, self._list))
+        if names.count(folded) == 1:
+            return self._list[names.index(folded)][2].decode(encoding)
+        return super().__getitem__(key)  # none (KeyError), or several
+
+    def __repr__(self) -> str:
+        # As httpx.Headers shows itself (the key masked), under its name.
+        return "Headers" + super().__repr__()[len(type(self).__name__) :]
+
+
 # Headers httpx sets on a request itself (or reads to decide whether to): with any of them
 # among the merged headers, a request is made by httpx.Request, not _direct_request.
 _AUTO_HEADERS = frozenset({b"host", b"content-length", b"content-type", b"transfer-encoding"})
@@ -1411,6 +1448,11 @@ class BaseClient(Generic[HttpClientT]):
         )
         # The Host header of every request: all go to base_url's host and port.
         self._host_header: bytes | None = None
+        # The headers of direct requests, made for the merged list they hold (_header_forms).
+        self._header_templates: (
+            tuple[list[tuple[bytes, bytes]], tuple[httpx.Headers, httpx.Headers, httpx.Headers]]
+            | None
+        ) = None
         self._extensions: tuple[httpx.Timeout, dict[str, Any]] = (self.timeout, {})
         self._attempt_plan: _deadline.Plan | None = None
 
@@ -1843,39 +1885,76 @@ class BaseClient(Generic[HttpClientT]):
         httpx encodes the body with a new JSON encoder, then looks up and adds the
         ``Content-Length``, ``Content-Type`` and ``Host`` headers one at a time, and
         normalises every header twice. Here the body is encoded with one encoder
-        configured as httpx's, and the headers are listed once, in the order httpx gives
-        them (``Host``, the merged headers, then the body's). Only for merged headers
-        that hold none of those (``_headers_for``'s ``plain``).
+        configured as httpx's, and the headers are copied from ones made once, in the
+        order httpx gives them (see ``_header_forms``). Only for merged headers that hold
+        none of those (``_headers_for``'s ``plain``).
 
         Raises:
             TypeError: If the body cannot be encoded as JSON.
             ValueError: If the body holds NaN or an infinity, or a lone surrogate.
         """
-        body = b"" if call.json is None else _JSON.encode(call.json).encode("utf-8")
-        host = self._host_header
-        if host is None:
-            host = self._host_header = url.netloc
+        json_form, empty_form, bare_form = self._header_forms(url, headers)
         if call.json is not None:
-            listed = [
-                (b"Host", host),
-                *headers,
-                (b"Content-Length", str(len(body)).encode("ascii")),
-                (b"Content-Type", b"application/json"),
-            ]
-        elif call.method in ("POST", "PUT", "PATCH"):  # httpx puts this one up front
-            listed = [(b"Host", host), (b"Content-Length", b"0"), *headers]
+            body = _JSON.encode(call.json).encode("utf-8")
+            form = json_form
         else:
-            listed = [(b"Host", host), *headers]
+            body = b""
+            form = empty_form if call.method in ("POST", "PUT", "PATCH") else bare_form
+        sent = _SentHeaders(form)  # a copy of its list: the kept form is never changed
+        if call.json is not None:
+            # Replaced where it stands, second to last (see _header_forms): what
+            # sent["Content-Length"] = ... does after a scan of the list for it.
+            length = str(len(body)).encode("ascii")
+            sent._list[-2] = (b"Content-Length", b"content-length", length)
+        # The encoding httpx works out from all the headers on first use (reading them
+        # for the cookie jar, on every response): the form's, as only ASCII digits differ.
+        sent.encoding = form.encoding
         request = httpx.Request(
             call.method,
             url,
             params=call.params,
-            headers=listed,
             stream=httpx.ByteStream(body),
             extensions=extensions,
         )
-        request.read()  # as httpx does for a body in memory: request.content is set
+        request.headers = sent
+        # What request.read() sets for a body in memory (request.content), without its
+        # generic checks of the stream: this one is the body, whole.
+        request._content = body
         return request
+
+    def _header_forms(
+        self, url: httpx.URL, headers: list[tuple[bytes, bytes]]
+    ) -> tuple[httpx.Headers, httpx.Headers, httpx.Headers]:
+        """The headers of a direct request, made once for ``headers`` (a merged list).
+
+        In the order httpx gives them: for a JSON body, ``Host``, the merged headers,
+        ``Content-Length`` (a stand-in, replaced for each body) and ``Content-Type``; for
+        a POST, PUT or PATCH without one, ``Host``, ``Content-Length: 0`` (httpx puts it
+        up front) and the merged headers; else ``Host`` and the merged headers.
+        ``httpx.Request`` copies an ``httpx.Headers`` as it is, where it normalises a
+        list of pairs one by one: a third of building a request.
+        """
+        kept = self._header_templates
+        if kept is not None and kept[0] is headers:
+            return kept[1]
+        host = self._host_header
+        if host is None:
+            host = self._host_header = url.netloc
+        forms = (
+            httpx.Headers(
+                [
+                    (b"Host", host),
+                    *headers,
+                    (b"Content-Length", b"0"),
+                    (b"Content-Type", b"application/json"),
+                ]
+            ),
+            httpx.Headers([(b"Host", host), (b"Content-Length", b"0"), *headers]),
+            httpx.Headers([(b"Host", host), *headers]),
+        )
+        # One tuple, swapped whole: threads that race here each get a consistent one.
+        self._header_templates = (headers, forms)
+        return forms
 
     def _attempt(
         self, request: httpx.Request, deadline: float | None, options: Options | None = None

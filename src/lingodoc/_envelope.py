@@ -94,8 +94,17 @@ def unwrap(
 _NOT_JSON = object()
 
 
+# What json.loads uses when given no options.
+_DECODER = json.JSONDecoder()
+
+
 def _decode(body: bytes) -> Any:
     try:
+        if body[:1] == b"{" and body[1:2] != b"\x00":
+            # What json.loads(body) does, without its look at the first bytes for a BOM
+            # or UTF-16/32 (a third of the time on a small body): starting with "{" and
+            # no NUL after it, json.detect_encoding says UTF-8.
+            return _DECODER.decode(body.decode("utf-8", "surrogatepass"))
         return json.loads(body)
     except (ValueError, RecursionError):
         return _NOT_JSON

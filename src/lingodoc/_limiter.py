@@ -82,10 +82,13 @@ class Limiter:
         """
         if not self.adaptive:
             return
+        # Compared, not min() and max(): this runs on every call.
         self._count += 1
-        self._shortest = min(self._shortest, rtt)
-        self._busiest = max(self._busiest, in_flight)
-        if self._count >= max(MIN_WINDOW, self.limit):
+        if rtt < self._shortest:
+            self._shortest = rtt
+        if in_flight > self._busiest:
+            self._busiest = in_flight
+        if self._count >= MIN_WINDOW and self._count >= self.limit:
             self._update()
 
     def _update(self) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timezone
 from enum import Enum
+from operator import itemgetter
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import (
@@ -134,11 +135,8 @@ def reset_delay(reset: int, now: float) -> float:
     return max(0.0, reset - now) if reset > _UNIX_TIME_THRESHOLD else float(max(reset, 0))
 
 
-_RATE_LIMIT_HEADERS = {
-    b"x-ratelimit-limit": 0,
-    b"x-ratelimit-remaining": 1,
-    b"x-ratelimit-reset": 2,
-}
+# The lower-case name of an item of httpx.Headers's list (name, lower-case name, value).
+_folded_name = itemgetter(1)
 # Up to here (the year 3000) a Unix time is a datetime on every platform (Windows stops
 # soon after): a time below it needs no trial conversion to know that it reads.
 _SURE_TIMESTAMP = 32_503_680_000
@@ -184,21 +182,24 @@ def parse_rate_limit(headers: httpx.Headers, now: float) -> RateLimitHeaders | N
 
     Args:
         headers: The response's headers. Their list of (name, lower-case name, value)
-            is read in one pass: that costs a third of three look-ups by name.
+            is read with list methods (in C): that costs a fifth of three look-ups by
+            name, and half of a loop over it.
         now: The time the response arrived, for a reset given in seconds.
     """
     items = getattr(headers, "_list", None)  # httpx's own list: names already folded
     if items is None:  # not an httpx.Headers of the shape known (a newer httpx?)
         items = [(name, name.lower(), value) for name, value in headers.raw]
-    values: list[bytes | None] = [None, None, None]
-    for _, name, value in items:
-        index = _RATE_LIMIT_HEADERS.get(name)
-        if index is not None:
-            # A header sent twice is as unreadable as a malformed one.
-            values[index] = value if values[index] is None else b"?"
-    raw_limit, raw_remaining, raw_reset = values
-    if raw_limit is None or raw_remaining is None or raw_reset is None:
+    names = list(map(_folded_name, items))
+    # A header missing, or sent twice (as unreadable as a malformed one): no rate limit.
+    if (
+        names.count(b"x-ratelimit-limit") != 1
+        or names.count(b"x-ratelimit-remaining") != 1
+        or names.count(b"x-ratelimit-reset") != 1
+    ):
         return None
+    raw_limit = items[names.index(b"x-ratelimit-limit")][2]
+    raw_remaining = items[names.index(b"x-ratelimit-remaining")][2]
+    raw_reset = items[names.index(b"x-ratelimit-reset")][2]
     try:
         limit, remaining, reset = int(raw_limit), int(raw_remaining), int(raw_reset)
     except ValueError:

@@ -43,6 +43,8 @@ from lingodoc._logging import logger
 if TYPE_CHECKING:
     import tenacity
 
+    from lingodoc._call import Call
+
 BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 8.0
 
@@ -149,15 +151,14 @@ def policy(
     }
 
 
-# The Retrying objects of calls without a deadline of their own, by their settings.
-_retryings: dict[tuple[int, bool, str], tenacity.Retrying] = {}
+# The Retrying objects of calls without a deadline of their own, by their settings
+# (max_retries, idempotent, method, path).
+_retryings: dict[tuple[int, bool, str, str], tenacity.Retrying] = {}
 # Settings kept at most: polling many translation ids must not grow it for ever.
 RETRYING_CACHE_SIZE = 256
 
 
-def retrying(
-    max_retries: int, *, idempotent: bool, description: str, deadline: float | None = None
-) -> tenacity.Retrying:
+def retrying(max_retries: int, call: Call[Any], deadline: float | None = None) -> tenacity.Retrying:
     """Return tenacity's loop for one call, with the options of ``policy``.
 
     It does not sleep: each attempt after the first comes after a wait of
@@ -167,6 +168,8 @@ def retrying(
     no state of its own between loops (each loop's is in its ``RetryCallState``, the rest
     is per thread and set afresh on every step, between which no other code runs), so
     calls in other threads and tasks may share it; making one costs more than the loop.
+    It is found by the call's method and path, so ``call.description`` (for the log) is
+    made only for a new one.
     """
     import tenacity  # here, not at the top: `import lingodoc` stays light
 
@@ -174,16 +177,20 @@ def retrying(
         return tenacity.Retrying(
             sleep=_no_sleep,
             **policy(
-                max_retries, idempotent=idempotent, description=description, deadline=deadline
+                max_retries,
+                idempotent=call.idempotent,
+                description=call.description,
+                deadline=deadline,
             ),
         )
-    key = (max_retries, idempotent, description)
+    key = (max_retries, call.idempotent, call.method, call.path)
     found = _retryings.get(key)
     if found is None:
         if len(_retryings) >= RETRYING_CACHE_SIZE:
             _retryings.clear()
         found = _retryings[key] = tenacity.Retrying(
-            sleep=_no_sleep, **policy(max_retries, idempotent=idempotent, description=description)
+            sleep=_no_sleep,
+            **policy(max_retries, idempotent=call.idempotent, description=call.description),
         )
     return found
 
