@@ -102,6 +102,22 @@ def test_a_first_window_on_this_machine_is_followed_by_a_probe() -> None:
     assert limits[-1] == _limiter.INITIAL_LIMIT // 4
 
 
+def test_a_first_window_slowed_by_a_large_gather_is_followed_by_a_probe() -> None:
+    # A gather of thousands on this machine: the event loop starts every call before it
+    # reads the first answer, so the first round trips look like a distant server's. With
+    # that many calls waiting, the first window is still followed by a probe.
+    limiter = Limiter(100)
+    waiting = _limiter.FEW_WAITING * _limiter.INITIAL_LIMIT + 1
+    for _ in range(_limiter.INITIAL_LIMIT):
+        limiter.sample(1.5, _limiter.INITIAL_LIMIT, waiting)
+    assert limiter.limit == _limiter.INITIAL_LIMIT // 4
+    # A small burst (as many waiting as FEW_WAITING times the limit) is not held back.
+    limiter = Limiter(100)
+    for _ in range(_limiter.INITIAL_LIMIT):
+        limiter.sample(0.100, _limiter.INITIAL_LIMIT, waiting - 1)
+    assert limiter.limit > _limiter.INITIAL_LIMIT
+
+
 def test_the_pool_size_bounds_the_limit() -> None:
     limiter = Limiter(8)
     assert max(run(limiter, distant, 2000)) == 8
@@ -527,6 +543,36 @@ def test_a_thread_interrupted_as_it_is_admitted_gives_its_slot_back() -> None:
     assert state.enter()  # the turn was not lost
 
 
+async def test_the_adaptive_limit_learns_how_many_calls_wait(
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient], api: respx.MockRouter
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, max_retries=0)
+    state = client._shared
+    waiting: list[object] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        state._waiters.extend(waiting)  # calls that queued while this one was in flight
+        return httpx.Response(200, json=RESULT)
+
+    api.post("/translate").mock(side_effect=answer)
+    seen: list[tuple[int, int]] = []
+
+    def sample(rtt: float, in_flight: int, queued: int) -> None:
+        seen.append((in_flight, queued))
+        state._waiters.clear()  # taken out before leave hands them a turn
+
+    state.limiter.sample = sample  # type: ignore[method-assign]
+    try:
+        await call(client, "translate", "Hi", source_language="en", target_language="de")
+        assert seen == [(1, 0)]
+        waiting.extend([object(), object()])
+        await call(client, "translate", "Hi", source_language="en", target_language="de")
+        assert seen[-1] == (1, 2)
+        assert (state._slots, state._in_flight) == (0, 0)
+    finally:
+        await close(client)
+
+
 async def test_only_an_answered_call_teaches_the_adaptive_limit(
     client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient], api: respx.MockRouter
 ) -> None:
@@ -535,7 +581,7 @@ async def test_only_an_answered_call_teaches_the_adaptive_limit(
     route = api.post("/translate")
     client = client_class(API_KEY, base_url=BASE_URL, max_retries=0)
     sampled: list[float] = []
-    client._shared.limiter.sample = lambda rtt, in_flight: sampled.append(rtt)  # type: ignore[method-assign]
+    client._shared.limiter.sample = lambda rtt, in_flight, waiting: sampled.append(rtt)  # type: ignore[method-assign]
     try:
         route.mock(return_value=httpx.Response(404, json={"success": False, "error": {
             "code": "NOT_FOUND", "message": "no such thing"}}))  # fmt: skip

@@ -349,7 +349,7 @@ class _Shared(Generic[HttpClientT]):
             slot: The attempt held a slot (it entered with ``queue=True``).
         """
         if rtt is not None:
-            self.limiter.sample(rtt, self._in_flight)
+            self.limiter.sample(rtt, self._in_flight, len(self._waiters))
         self._in_flight -= 1
         if slot:  # _release, written out: this runs on every attempt
             self._slots -= 1

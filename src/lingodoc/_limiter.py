@@ -49,6 +49,11 @@ PROBE_EVERY = 32
 # distant and the probe would only hold a first burst back (a gather of 50 calls to a
 # server 100 ms away took 560 ms with it, 230 ms without any limit).
 DISTANT_RTT = 0.020
+# ... and unless more than this many times the limit wait behind it. A gather of
+# thousands makes its first round trips long on any server (the event loop starts every
+# call before it reads the first answer), and the first window then says nothing of the
+# server; a burst that large is not held back much by one probe window either.
+FEW_WAITING = 8
 
 
 class Limiter:
@@ -69,19 +74,22 @@ class Limiter:
         self._count = 0
         self._shortest = math.inf
         self._busiest = 0
+        self._waiting = 0  # calls waiting for a turn when the last attempt ended
         self._windows = PROBE_EVERY - 1  # the first window is followed by a probe
         self._first = True  # the first window is not yet over
         self._probing: float | None = None  # the limit to return to after a probe window
 
-    def sample(self, rtt: float, in_flight: int) -> None:
+    def sample(self, rtt: float, in_flight: int, waiting: int = 0) -> None:
         """Record one attempt's round trip; update the limit once a window is full.
 
         Args:
             rtt: Seconds from the attempt's start to its end (response read).
             in_flight: Attempts in flight when it ended, itself included.
+            waiting: Calls waiting for a turn when it ended.
         """
         if not self.adaptive:
             return
+        self._waiting = waiting
         # Compared, not min() and max(): this runs on every call.
         self._count += 1
         if rtt < self._shortest:
@@ -109,7 +117,12 @@ class Limiter:
         if rtt <= 0.0 or base <= 0.0:  # a clock too coarse to tell: nothing learnt
             return
         self._windows += 1
-        if self._windows == PROBE_EVERY and self._first and shortest >= DISTANT_RTT:
+        if (
+            self._windows == PROBE_EVERY
+            and self._first
+            and shortest >= DISTANT_RTT
+            and self._waiting <= FEW_WAITING * self.limit
+        ):
             self._windows = 0  # a distant server: the first probe is not needed
         self._first = False
         if self._windows >= PROBE_EVERY:
