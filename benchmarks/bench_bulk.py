@@ -95,8 +95,8 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
         url = base_url + "/translate/batch"
         auth = {"Authorization": f"Bearer {key}"}
         loop = asyncio.new_event_loop()
-        http = httpx.Client(headers=auth, limits=LIMITS)
-        ahttp = httpx.AsyncClient(headers=auth, limits=LIMITS)
+        http = httpx.Client(headers=auth, limits=LIMITS, timeout=30.0)
+        ahttp = httpx.AsyncClient(headers=auth, limits=LIMITS, timeout=30.0)
         sdk = lingodoc.Client(key, base_url=base_url)
         asdk = lingodoc.AsyncClient(key, base_url=base_url)
         options = {"batch_size": BATCH, "max_concurrency": CONCURRENCY}
@@ -143,7 +143,7 @@ def memory(args: argparse.Namespace) -> dict[str, Any]:
         options = {"batch_size": BATCH, "max_concurrency": CONCURRENCY}
         langs = {"source_language": "en", "target_language": "de"}
         loop = asyncio.new_event_loop()
-        http = httpx.Client(headers={"Authorization": f"Bearer {key}"}, limits=LIMITS)
+        http = httpx.Client(headers={"Authorization": f"Bearer {key}"}, limits=LIMITS, timeout=30.0)
         sdk = lingodoc.Client(key, base_url=base_url)
         asdk = lingodoc.AsyncClient(key, base_url=base_url)
         runs: dict[str, Callable[[list[str]], list[str]]] = {

@@ -317,13 +317,16 @@ def server_process(max_seconds: float) -> Iterator[ServerProcess]:
 
 def raw_http(base_url: str, key: str) -> httpx.Client:
     return httpx.Client(
-        base_url=base_url, headers={"Authorization": f"Bearer {key}"}, limits=LIMITS
+        base_url=base_url,
+        headers={"Authorization": f"Bearer {key}"},
+        limits=LIMITS,
+        timeout=30.0,
     )
 
 
 def raw_async_http(base_url: str, key: str) -> httpx.AsyncClient:
     headers = {"Authorization": f"Bearer {key}"}
-    return httpx.AsyncClient(base_url=base_url, headers=headers, limits=LIMITS)
+    return httpx.AsyncClient(base_url=base_url, headers=headers, limits=LIMITS, timeout=30.0)
 
 
 def raw_sync(http: httpx.Client, texts: list[str]) -> list[str]:

@@ -41,6 +41,8 @@ import lingodoc
 
 # lingodoc's own pool limits: keep-alive for every connection the pool may open.
 LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+# and its timeout: with httpx's 5 s default, 64 connects at once on a loaded machine can time out
+TIMEOUT = httpx.Timeout(30.0)
 PAYLOAD = {"text": TEXT, "source_language": "en", "target_language": "de"}
 
 
@@ -86,8 +88,8 @@ class SocketClient:
 
 
 def sequential(base_url: str, key: str, args: argparse.Namespace) -> dict[str, Any]:
-    naive = httpx.Client(headers={"Authorization": f"Bearer {key}"}, limits=LIMITS)
-    tuned = httpx.Client(limits=LIMITS)
+    naive = httpx.Client(headers={"Authorization": f"Bearer {key}"}, limits=LIMITS, timeout=TIMEOUT)
+    tuned = httpx.Client(limits=LIMITS, timeout=TIMEOUT)
     url, headers = tuned_parts(tuned, base_url, key)
     sdk = lingodoc.Client(key, base_url=base_url)
     floor = SocketClient(base_url, key)
@@ -123,7 +125,7 @@ def sequential(base_url: str, key: str, args: argparse.Namespace) -> dict[str, A
 
 def concurrent(base_url: str, key: str, args: argparse.Namespace) -> dict[str, Any]:
     loop = asyncio.new_event_loop()
-    tuned = httpx.AsyncClient(limits=LIMITS)
+    tuned = httpx.AsyncClient(limits=LIMITS, timeout=TIMEOUT)
     url, headers = tuned_parts(tuned, base_url, key)
     sdk = lingodoc.AsyncClient(key, base_url=base_url)
 
