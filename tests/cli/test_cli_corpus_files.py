@@ -400,14 +400,19 @@ class Interrupted:
 def test_ctrl_c_during_an_append_waits_until_it_is_whole_and_off_the_queue(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Python's own Ctrl-C handler, even where this runs with SIGINT ignored (`pytest &`).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     path = tmp_path / "c.checkpoint"
     checkpoint = Checkpoint.create(str(path), HEADER)
     finished = Finished(checkpoint, {})
     monkeypatch.setattr(_checkpoint, "os", Interrupted(room=30, signal=True))
     finished[0], finished[1] = "Hallo", "eins"
-    with pytest.raises(KeyboardInterrupt):
-        finished.flush()
-    monkeypatch.undo()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            finished.flush()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        monkeypatch.undo()
     assert finished.kept() == 2
     finished.flush()  # as the command does after the interruption: nothing more to write
     checkpoint.close()
