@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,6 +23,8 @@ from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, Ra
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
 
 if TYPE_CHECKING:
+    import tenacity
+
     from lingodoc._bulk import BulkProgress
     from lingodoc._deadline import Attempt
     from lingodoc._models import (
@@ -618,15 +620,16 @@ class Client(BaseClient[httpx.Client]):
         self._check_open()
         check_http_loggers()  # mask the key in http loggers made since the last call
         request = self._build_request(call)
-        retrying = _retry.retrying(self.max_retries, call, deadline)
-        # tenacity decides; the waits it asks for are slept here, on the SDK clock, so
-        # one loop serves both flavours (tenacity's own async loop costs twice as much).
+        # tenacity decides whether and when to retry, from the first failure on: its loop
+        # starts there, so a call answered at once (most) never pays for it. The waits it
+        # asks for are slept here, on the SDK clock, so one loop serves both flavours.
+        attempts: Iterator[tenacity.AttemptManager] | None = None
         shared = self._shared
         failed: BaseException | None = None
-        for attempt in retrying:
-            number = attempt.retry_state.attempt_number
+        number = 1
+        wait = 0.0
+        while True:
             if number > 1:  # a retry, after the wait asked for
-                wait = attempt.retry_state.upcoming_sleep
                 if self.is_closed:  # no wait for a retry that would be refused
                     raise_scrubbed(self._closed_in_flight(call, failed))
                 if stop is None:
@@ -635,10 +638,10 @@ class Client(BaseClient[httpx.Client]):
                     assert failed is not None  # a wait comes only after a failed attempt
                     raise_scrubbed(failed)
             # Closed meanwhile (this client, or the one it was copied from): no attempt, no
-            # new connection. Raised outside `with attempt`, so never retried. Past the
-            # client's limit on calls in flight, this waits for a turn: before the attempt,
-            # so the wait is not part of its timeout. translate_many's batches (stop) do
-            # not, and take no turn: its max_concurrency, the caller's choice, bounds them.
+            # new connection, and no retry of this error. Past the client's limit on calls
+            # in flight, this waits for a turn: before the attempt, so the wait is not part
+            # of its timeout. translate_many's batches (stop) do not, and take no turn: its
+            # max_concurrency, the caller's choice, bounds them.
             if self._view_closed:
                 raise_scrubbed(self._closed_in_flight(call, failed))
             queued = stop is None
@@ -651,10 +654,8 @@ class Client(BaseClient[httpx.Client]):
                 if not entered or self._view_closed:  # closed while the call waited
                     raise_scrubbed(self._closed_in_flight(call, failed))
                 started = time.perf_counter()
-                with attempt:
-                    outcome = self._send_once(call, request, number, deadline, started)
-                    if isinstance(outcome, Failure):
-                        raise_scrubbed(outcome.error)
+                outcome = self._send_once(call, request, number, deadline, started)
+                if not isinstance(outcome, Failure):
                     # Only a call's answered round trip teaches the limit: a failure may be
                     # fast (refused, a proxy's 503), a batch is not a call.
                     if queued:
@@ -664,10 +665,16 @@ class Client(BaseClient[httpx.Client]):
                 # Closed while in flight, and the last attempt out: the pool is closed.
                 if entered and shared.leave(rtt, slot=queued):
                     shared.http.close()
-            failed = (
-                attempt.retry_state.outcome.exception() if attempt.retry_state.outcome else None
-            )
-        raise AssertionError("unreachable: tenacity reraises the last error")
+            if attempts is None:
+                attempts = iter(_retry.retrying(self.max_retries, call, deadline))
+                attempt = next(attempts)  # the one just made, for tenacity to judge
+            with attempt:
+                raise_scrubbed(outcome.error)
+            # The next attempt; or, none allowed, tenacity raises the error.
+            attempt = next(attempts)
+            failed = outcome.error
+            number = attempt.retry_state.attempt_number
+            wait = attempt.retry_state.upcoming_sleep
 
     def _send_once(
         self,
