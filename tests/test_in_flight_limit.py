@@ -21,7 +21,7 @@ import respx
 
 import lingodoc
 from lingodoc import _limiter
-from lingodoc._base_client import _Shared, _ThreadShared
+from lingodoc._base_client import _Shared, _ThreadShared, _Ticket
 from lingodoc._limiter import Limiter
 from lingodoc.testing import FakeClock
 from tests.conftest import API_KEY, BASE_URL, call, close, envelope
@@ -102,20 +102,31 @@ def test_a_first_window_on_this_machine_is_followed_by_a_probe() -> None:
     assert limits[-1] == _limiter.INITIAL_LIMIT // 4
 
 
-def test_a_first_window_slowed_by_a_large_gather_is_followed_by_a_probe() -> None:
-    # A gather of thousands on this machine: the event loop starts every call before it
-    # reads the first answer, so the first round trips look like a distant server's. With
-    # that many calls waiting, the first window is still followed by a probe.
+def test_a_large_first_burst_starts_at_a_lower_limit_and_grows_from_there() -> None:
     limiter = Limiter(100)
-    waiting = _limiter.FEW_WAITING * _limiter.INITIAL_LIMIT + 1
-    for _ in range(_limiter.INITIAL_LIMIT):
-        limiter.sample(1.5, _limiter.INITIAL_LIMIT, waiting)
-    assert limiter.limit == _limiter.INITIAL_LIMIT // 4
-    # A small burst (as many waiting as FEW_WAITING times the limit) is not held back.
+    limiter.first_burst(_limiter.LARGE_BURST)  # a burst that fits: not held back
+    assert limiter.limit == _limiter.INITIAL_LIMIT
+    limiter.first_burst(_limiter.LARGE_BURST + 1)
+    assert limiter.limit == _limiter.LARGE_BURST_LIMIT == 4
+    # To a distant server, it grows from there at once: the first window is no probe.
+    limits = run(limiter, distant, 200)
+    assert min(limits) == _limiter.LARGE_BURST_LIMIT
+    assert limits[-1] > _limiter.INITIAL_LIMIT
+    # A fixed limit, and a pool smaller than the lower start, are left as they are.
+    fixed = Limiter(100, fixed=50)
+    fixed.first_burst(10_000)
+    assert fixed.limit == 50
+    small = Limiter(2)
+    small.first_burst(10_000)
+    assert small.limit == 2
+
+
+def test_bursts_are_counted_only_until_the_first_window_is_over() -> None:
     limiter = Limiter(100)
-    for _ in range(_limiter.INITIAL_LIMIT):
-        limiter.sample(0.100, _limiter.INITIAL_LIMIT, waiting - 1)
-    assert limiter.limit > _limiter.INITIAL_LIMIT
+    assert limiter.opening
+    run(limiter, cpu_bound, _limiter.INITIAL_LIMIT)
+    assert not limiter.opening
+    assert not Limiter(100, fixed=7).opening
 
 
 def test_the_pool_size_bounds_the_limit() -> None:
@@ -543,34 +554,75 @@ def test_a_thread_interrupted_as_it_is_admitted_gives_its_slot_back() -> None:
     assert state.enter()  # the turn was not lost
 
 
-async def test_the_adaptive_limit_learns_how_many_calls_wait(
-    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient], api: respx.MockRouter
-) -> None:
-    client = client_class(API_KEY, base_url=BASE_URL, max_retries=0)
-    state = client._shared
-    waiting: list[object] = []
+class AsyncCounter:
+    """A server that answers after a few turns of the event loop, counting calls in flight."""
 
-    def answer(request: httpx.Request) -> httpx.Response:
-        state._waiters.extend(waiting)  # calls that queued while this one was in flight
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.seen: list[int] = []  # calls in flight as each arrived
+
+    async def answer(self, request: httpx.Request) -> httpx.Response:
+        self.in_flight += 1
+        self.seen.append(self.in_flight)
+        for _ in range(3):
+            await anyio.lowlevel.checkpoint()
+        self.in_flight -= 1
         return httpx.Response(200, json=RESULT)
 
-    api.post("/translate").mock(side_effect=answer)
-    seen: list[tuple[int, int]] = []
 
-    def sample(rtt: float, in_flight: int, queued: int) -> None:
-        seen.append((in_flight, queued))
-        state._waiters.clear()  # taken out before leave hands them a turn
+@pytest.mark.parametrize(
+    ("calls", "first_limit"),
+    [(_limiter.LARGE_BURST + 1, _limiter.LARGE_BURST_LIMIT), (20, _limiter.INITIAL_LIMIT)],
+)
+async def test_an_async_clients_first_gather_is_counted_and_a_large_one_starts_lower(
+    calls: int, first_limit: int
+) -> None:
+    # Every task of a gather reaches the client in the same turn of the event loop: the
+    # first waits one turn, so they are counted before any is let in. A large burst then
+    # opens a few connections, not 16 (on loopback they would all stay in httpcore's scans).
+    counter = AsyncCounter()
+    http = httpx.AsyncClient(transport=httpx.MockTransport(counter.answer))
+    client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, http_client=http)
+    results: list[Any] = []
 
-    state.limiter.sample = sample  # type: ignore[method-assign]
+    async def one() -> None:
+        results.append(await client.translate("Hi", source_language="en", target_language="de"))
+
+    async with client, anyio.create_task_group() as tasks:
+        for _ in range(calls):
+            tasks.start_soon(one)
+    assert len(results) == calls
+    assert all(result.translated_text == "Hallo" for result in results)
+    # Within the first window (as many answers as the limit, at least 8), no more than
+    # the first limit are in flight, and the burst fills it.
+    window = max(_limiter.MIN_WINDOW, first_limit)
+    assert max(counter.seen[:window]) == first_limit
+    assert not client._shared.limiter.opening or calls < window
+    assert (client._shared._slots, client._shared._in_flight) == (0, 0)
+
+
+async def test_a_call_cancelled_while_its_burst_is_counted_gives_its_turn_back() -> None:
+    # Cancelled (here: any BaseException) in the turn it waits while the others queue.
+    class Cancelled(BaseException):
+        pass
+
+    state = _Shared(httpx.AsyncClient(), new_http=None)
+    waiter = _Ticket(threading.Event())
+
+    async def cancelled_turn() -> None:
+        state._waiters.append(waiter)  # a call of the same burst, queued meanwhile
+        raise Cancelled
+
+    checkpoint = anyio.lowlevel.checkpoint
+    anyio.lowlevel.checkpoint = cancelled_turn  # type: ignore[assignment]
     try:
-        await call(client, "translate", "Hi", source_language="en", target_language="de")
-        assert seen == [(1, 0)]
-        waiting.extend([object(), object()])
-        await call(client, "translate", "Hi", source_language="en", target_language="de")
-        assert seen[-1] == (1, 2)
-        assert (state._slots, state._in_flight) == (0, 0)
+        with pytest.raises(Cancelled):
+            await state.async_enter()
     finally:
-        await close(client)
+        anyio.lowlevel.checkpoint = checkpoint  # type: ignore[assignment]
+    assert state.limiter.limit == _limiter.INITIAL_LIMIT  # restored, not left at 1
+    assert waiter.granted  # the queue was let go: it has the turn given back
+    assert (state._slots, state._in_flight) == (1, 0)  # the waiter's slot, not yet entered
 
 
 async def test_only_an_answered_call_teaches_the_adaptive_limit(
@@ -581,7 +633,7 @@ async def test_only_an_answered_call_teaches_the_adaptive_limit(
     route = api.post("/translate")
     client = client_class(API_KEY, base_url=BASE_URL, max_retries=0)
     sampled: list[float] = []
-    client._shared.limiter.sample = lambda rtt, in_flight, waiting: sampled.append(rtt)  # type: ignore[method-assign]
+    client._shared.limiter.sample = lambda rtt, in_flight: sampled.append(rtt)  # type: ignore[method-assign]
     try:
         route.mock(return_value=httpx.Response(404, json={"success": False, "error": {
             "code": "NOT_FOUND", "message": "no such thing"}}))  # fmt: skip

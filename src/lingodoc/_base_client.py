@@ -306,6 +306,8 @@ class _Shared(Generic[HttpClientT]):
                 limit if need be (``translate_many``, whose ``max_concurrency`` bounds it).
         """
         entered = self._take(queue)
+        if entered and queue and self._slots == 1 and self.limiter.opening:
+            await self._count_burst()
         if entered is not None:
             return entered
         import anyio  # here: only a call that has to wait needs it
@@ -318,6 +320,30 @@ class _Shared(Generic[HttpClientT]):
         except BaseException:  # cancelled: anyio's cancellation, whatever its class
             self._give_up(ticket)
             raise
+
+    async def _count_burst(self) -> None:
+        """Hold the other calls for one turn of the event loop, and count them.
+
+        The call that found the client idle, while the limit is still being learnt, has
+        its slot. The calls started with it (an ``asyncio.gather``: every task runs to
+        here in the same turn) queue behind it meanwhile, and their number decides where
+        the limit starts (``Limiter.first_burst``) before any of them is let in. A task
+        cancelled here gives its slot back, and lets the queue go.
+        """
+        import anyio  # httpx's dependency; its transport imports it on asyncio anyway
+
+        limiter = self.limiter
+        limit, limiter.limit = limiter.limit, 1  # no sample can come: no other slot is taken
+        try:
+            await anyio.lowlevel.checkpoint()
+        except BaseException:
+            self._in_flight -= 1
+            self._slots -= 1
+            raise
+        finally:
+            limiter.limit = limit
+            limiter.first_burst(len(self._waiters) + 1)
+            self._grant()
 
     def enter(self, *, queue: bool = True) -> bool:
         """Count an attempt in flight, waiting for a slot; ``False`` if the client is closed.
@@ -349,7 +375,7 @@ class _Shared(Generic[HttpClientT]):
             slot: The attempt held a slot (it entered with ``queue=True``).
         """
         if rtt is not None:
-            self.limiter.sample(rtt, self._in_flight, len(self._waiters))
+            self.limiter.sample(rtt, self._in_flight)
         self._in_flight -= 1
         if slot:  # _release, written out: this runs on every attempt
             self._slots -= 1

@@ -24,12 +24,18 @@ import math
 
 # The limit a client starts with: 16, so that a burst of up to 16 calls to a distant
 # server goes out at once, as without a limit (starting at 4 held a gather of 20 calls to
-# a server 100 ms away to ~950 ms instead of ~170 ms). The price is on loopback: the
-# connections a first burst opens stay in httpcore's scans until idle for 5 s (a loopback
-# gather of 10,000 calls some 25% slower than starting at 4). It grows by half each window
-# while nothing queues, and the first window after it is a probe (below), so ``base`` is
-# soon measured with few in flight.
+# a server 100 ms away to ~950 ms instead of ~170 ms). It grows by half each window while
+# nothing queues, and the first window after it is a probe (below), so ``base`` is soon
+# measured with few in flight.
 INITIAL_LIMIT = 16
+# ... unless the client's first burst of calls is larger than this (an AsyncClient counts
+# the tasks that call it within one turn of the event loop, see ``first_burst``): then it
+# starts at LARGE_BURST_LIMIT. On loopback the connections a first burst opens stay in
+# httpcore's scans until idle for 5 s, which made a gather of 10,000 calls some 25% slower
+# starting at 16 than at 4; to a distant server, a burst this large lasts many round trips,
+# and a few of them at a lower limit while it grows cost it little.
+LARGE_BURST = 128
+LARGE_BURST_LIMIT = 4
 # Attempts measured before each update: at least this many, and at least the limit (about
 # one round trip of every attempt in flight). Few, so a slow server is not held long at the
 # initial limit.
@@ -49,11 +55,6 @@ PROBE_EVERY = 32
 # distant and the probe would only hold a first burst back (a gather of 50 calls to a
 # server 100 ms away took 560 ms with it, 230 ms without any limit).
 DISTANT_RTT = 0.020
-# ... and unless more than this many times the limit wait behind it. A gather of
-# thousands makes its first round trips long on any server (the event loop starts every
-# call before it reads the first answer), and the first window then says nothing of the
-# server; a burst that large is not held back much by one probe window either.
-FEW_WAITING = 8
 
 
 class Limiter:
@@ -74,22 +75,31 @@ class Limiter:
         self._count = 0
         self._shortest = math.inf
         self._busiest = 0
-        self._waiting = 0  # calls waiting for a turn when the last attempt ended
         self._windows = PROBE_EVERY - 1  # the first window is followed by a probe
-        self._first = True  # the first window is not yet over
+        # The first window is not yet over: an AsyncClient then counts a burst of calls
+        # that finds it idle (``_Shared.async_enter``) and tells ``first_burst``.
+        self.opening = self.adaptive
         self._probing: float | None = None  # the limit to return to after a probe window
 
-    def sample(self, rtt: float, in_flight: int, waiting: int = 0) -> None:
+    def first_burst(self, calls: int) -> None:
+        """Start lower if a burst in the first window holds more than ``LARGE_BURST`` calls.
+
+        Args:
+            calls: The calls that came to the idle client together, before any was let in.
+        """
+        if self.adaptive and calls > LARGE_BURST and self.limit > LARGE_BURST_LIMIT:
+            self.limit = LARGE_BURST_LIMIT
+            self._estimate = float(LARGE_BURST_LIMIT)
+
+    def sample(self, rtt: float, in_flight: int) -> None:
         """Record one attempt's round trip; update the limit once a window is full.
 
         Args:
             rtt: Seconds from the attempt's start to its end (response read).
             in_flight: Attempts in flight when it ended, itself included.
-            waiting: Calls waiting for a turn when it ended.
         """
         if not self.adaptive:
             return
-        self._waiting = waiting
         # Compared, not min() and max(): this runs on every call.
         self._count += 1
         if rtt < self._shortest:
@@ -117,14 +127,9 @@ class Limiter:
         if rtt <= 0.0 or base <= 0.0:  # a clock too coarse to tell: nothing learnt
             return
         self._windows += 1
-        if (
-            self._windows == PROBE_EVERY
-            and self._first
-            and shortest >= DISTANT_RTT
-            and self._waiting <= FEW_WAITING * self.limit
-        ):
+        if self._windows == PROBE_EVERY and self.opening and shortest >= DISTANT_RTT:
             self._windows = 0  # a distant server: the first probe is not needed
-        self._first = False
+        self.opening = False
         if self._windows >= PROBE_EVERY:
             self._windows = 0
             self._probing = self._estimate
