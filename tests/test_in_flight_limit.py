@@ -625,6 +625,52 @@ async def test_a_call_cancelled_while_its_burst_is_counted_gives_its_turn_back()
     assert (state._slots, state._in_flight) == (1, 0)  # the waiter's slot, not yet entered
 
 
+async def test_a_call_cancelled_while_its_burst_is_counted_closes_the_pool_if_the_client_closed(
+    api: respx.MockRouter,
+) -> None:
+    # The usual shutdown: the client closed while the call holds its turn (so the last
+    # attempt out must close the pool), then the call's task cancelled.
+    class Cancelled(BaseException):
+        pass
+
+    api.post("/translate").mock(return_value=httpx.Response(200, json=RESULT))
+    client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, max_retries=0)
+    state = client._shared
+    checkpoint = anyio.lowlevel.checkpoint
+    calls: list[bool] = []
+
+    async def closed_then_cancelled() -> None:
+        if calls:  # httpx's own checkpoints, closing the pool
+            return await checkpoint()
+        calls.append(state.close())  # in flight: the pool is left to the last out
+        raise Cancelled
+
+    anyio.lowlevel.checkpoint = closed_then_cancelled  # type: ignore[assignment]
+    try:
+        with pytest.raises(Cancelled):
+            await client.translate("Hi", source_language="en", target_language="de")
+    finally:
+        anyio.lowlevel.checkpoint = checkpoint  # type: ignore[assignment]
+    assert calls == [False]
+    assert state._http.is_closed
+    assert (state._slots, state._in_flight) == (0, 0)
+    assert state.limiter.limit == _limiter.INITIAL_LIMIT
+
+
+def test_a_forked_child_learns_the_limit_afresh_even_if_forked_while_it_was_held() -> None:
+    # A fork (from another thread) in the turn an AsyncClient counts a burst in: the
+    # parent's stack holds the limit to restore, so the child must not inherit the 1.
+    state = _Shared(httpx.AsyncClient(), new_http=None)
+    state.limiter.limit = 1
+    state._process = object()  # as the child sees the state it inherited
+    state.in_this_process()
+    assert (state.limiter.limit, state.limiter.opening) == (_limiter.INITIAL_LIMIT, True)
+    fixed = _Shared(httpx.AsyncClient(), new_http=None, max_in_flight=7)
+    fixed._process = object()
+    fixed.in_this_process()
+    assert (fixed.limiter.limit, fixed.limiter.adaptive) == (7, False)
+
+
 async def test_only_an_answered_call_teaches_the_adaptive_limit(
     client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient], api: respx.MockRouter
 ) -> None:

@@ -227,6 +227,10 @@ class _Shared(Generic[HttpClientT]):
             self._in_flight = 0
             self._slots = 0
             self._waiters = deque()
+            # Learnt afresh, on the child's own connections; and a fork in the turn an
+            # AsyncClient counts a burst in would leave the child a limit held at 1.
+            limiter = self.limiter
+            self.limiter = Limiter(limiter.ceiling, None if limiter.adaptive else limiter.limit)
             self._pool_closing = closing  # a pool still the parent's is never closed here
             self.loop = None
             self._process = _process
@@ -328,7 +332,8 @@ class _Shared(Generic[HttpClientT]):
         its slot. The calls started with it (an ``asyncio.gather``: every task runs to
         here in the same turn) queue behind it meanwhile, and their number decides where
         the limit starts (``Limiter.first_burst``) before any of them is let in. A task
-        cancelled here gives its slot back, and lets the queue go.
+        cancelled here leaves as an attempt that got no answer: its slot goes to the queue,
+        and if the client was closed meanwhile, the last out closes the pool.
         """
         import anyio  # httpx's dependency; its transport imports it on asyncio anyway
 
@@ -337,13 +342,15 @@ class _Shared(Generic[HttpClientT]):
         try:
             await anyio.lowlevel.checkpoint()
         except BaseException:
-            self._in_flight -= 1
-            self._slots -= 1
-            raise
-        finally:
             limiter.limit = limit
-            limiter.first_burst(len(self._waiters) + 1)
-            self._grant()
+            if self.leave(None):
+                http = self.http
+                if isinstance(http, httpx.AsyncClient):  # always: only tasks count bursts
+                    await http.aclose()
+            raise
+        limiter.limit = limit
+        limiter.first_burst(len(self._waiters) + 1)
+        self._grant()
 
     def enter(self, *, queue: bool = True) -> bool:
         """Count an attempt in flight, waiting for a slot; ``False`` if the client is closed.
