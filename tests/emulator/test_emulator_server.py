@@ -420,7 +420,12 @@ def test_command_line_stops_at_once_with_a_keep_alive_connection_open(
         connection.sendall(b"GET /v1/documents HTTP/1.1\r\nHost: x\r\n\r\n")
         assert connection.recv(65536).startswith(b"HTTP/1.1 401")
         stderr = stop_command_line(process, *signals)
-    assert process.returncode == 0, stderr
+    # A second signal while it stops is not another interruption: exit 0, no traceback.
+    # One that comes after the stop is over (the sender descheduled between its two
+    # kills, on a loaded machine) finds the default handlers back, as any program's, and
+    # ends the process by that signal; the stop itself was as clean.
+    late = -signals[-1] if len(signals) > 1 else 0
+    assert process.returncode in {0, late}, stderr
     assert "Traceback" not in stderr
     assert stderr.strip() == "lingodoc emulator stopped"
 
