@@ -597,15 +597,18 @@ async def test_an_async_clients_first_gather_is_counted_and_a_large_one_starts_l
     # the first limit are in flight, and the burst fills it.
     window = max(_limiter.MIN_WINDOW, first_limit)
     assert max(counter.seen[:window]) == first_limit
-    assert not client._shared.limiter.opening or calls < window
+    assert not client._shared.limiter.opening  # the first window is over: no more counting
     assert (client._shared._slots, client._shared._in_flight) == (0, 0)
 
 
-async def test_a_call_cancelled_while_its_burst_is_counted_gives_its_turn_back() -> None:
-    # Cancelled (here: any BaseException) in the turn it waits while the others queue.
-    class Cancelled(BaseException):
-        pass
+class Cancelled(BaseException):
+    """A cancellation, as anyio's of any backend is to the code it interrupts."""
 
+
+async def test_a_call_cancelled_while_its_burst_is_counted_gives_its_turn_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Cancelled in the turn it waits while the others queue.
     state = _Shared(httpx.AsyncClient(), new_http=None)
     waiter = _Ticket(threading.Event())
 
@@ -613,26 +616,19 @@ async def test_a_call_cancelled_while_its_burst_is_counted_gives_its_turn_back()
         state._waiters.append(waiter)  # a call of the same burst, queued meanwhile
         raise Cancelled
 
-    checkpoint = anyio.lowlevel.checkpoint
-    anyio.lowlevel.checkpoint = cancelled_turn  # type: ignore[assignment]
-    try:
-        with pytest.raises(Cancelled):
-            await state.async_enter()
-    finally:
-        anyio.lowlevel.checkpoint = checkpoint  # type: ignore[assignment]
+    monkeypatch.setattr(anyio.lowlevel, "checkpoint", cancelled_turn)
+    with pytest.raises(Cancelled):
+        await state.async_enter()
     assert state.limiter.limit == _limiter.INITIAL_LIMIT  # restored, not left at 1
     assert waiter.granted  # the queue was let go: it has the turn given back
     assert (state._slots, state._in_flight) == (1, 0)  # the waiter's slot, not yet entered
 
 
 async def test_a_call_cancelled_while_its_burst_is_counted_closes_the_pool_if_the_client_closed(
-    api: respx.MockRouter,
+    api: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The usual shutdown: the client closed while the call holds its turn (so the last
     # attempt out must close the pool), then the call's task cancelled.
-    class Cancelled(BaseException):
-        pass
-
     api.post("/translate").mock(return_value=httpx.Response(200, json=RESULT))
     client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, max_retries=0)
     state = client._shared
@@ -645,12 +641,9 @@ async def test_a_call_cancelled_while_its_burst_is_counted_closes_the_pool_if_th
         calls.append(state.close())  # in flight: the pool is left to the last out
         raise Cancelled
 
-    anyio.lowlevel.checkpoint = closed_then_cancelled  # type: ignore[assignment]
-    try:
-        with pytest.raises(Cancelled):
-            await client.translate("Hi", source_language="en", target_language="de")
-    finally:
-        anyio.lowlevel.checkpoint = checkpoint  # type: ignore[assignment]
+    monkeypatch.setattr(anyio.lowlevel, "checkpoint", closed_then_cancelled)
+    with pytest.raises(Cancelled):
+        await client.translate("Hi", source_language="en", target_language="de")
     assert calls == [False]
     assert state._http.is_closed
     assert (state._slots, state._in_flight) == (0, 0)
