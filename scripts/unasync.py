@@ -69,6 +69,13 @@ PHRASES = [
     ),
     ("Safe while other tasks are sending", "Safe while other threads are sending"),
     (
+        # aclose from another event loop: a Client has none.
+        " With an ``http_client`` passed in, it may run in any event loop\n"
+        "        (another thread's too): the calls waiting for a turn are refused in their"
+        " own loop.",
+        "",
+    ),
+    (
         # aclose's Raises: only an AsyncClient belongs to an event loop.
         "\n\n        Raises:\n            LingodocError: If the client was first used in another"
         " event loop that is still\n                open: its connections belong to that loop,"

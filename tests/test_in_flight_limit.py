@@ -524,6 +524,54 @@ async def test_a_task_woken_by_close_and_then_cancelled_raises_its_cancellation(
     assert state._waiters == deque()
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_closing_from_another_threads_loop_refuses_the_waiting_calls_in_their_own_loop(
+    backend: str,
+) -> None:
+    # With an http_client passed in, aclose() may run in any event loop. The calls waiting
+    # for a turn in the loop that uses the client are woken there: setting their events
+    # from this thread left asyncio's asleep and made trio's raise out of aclose().
+    http = httpx.AsyncClient(transport=httpx.MockTransport(lambda _: httpx.Response(200)))
+    client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, http_client=http, max_in_flight=1)
+    queued, errors = threading.Event(), []
+
+    async def use_the_client() -> None:
+        assert await client._shared.async_enter()  # the one turn: the next call waits
+
+        async def waiting_call() -> None:
+            try:
+                await client.translate("Hi", source_language="en", target_language="de")
+            except lingodoc.LingodocError as exc:
+                errors.append(exc)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(waiting_call)
+            await anyio.wait_all_tasks_blocked()
+            queued.set()
+
+    loop_thread = threading.Thread(
+        target=anyio.run, args=(use_the_client,), kwargs={"backend": backend}, daemon=True
+    )
+    loop_thread.start()
+    assert queued.wait(10)
+    asyncio.run(client.aclose())
+    loop_thread.join(10)
+    assert not loop_thread.is_alive()
+    assert [str(error) for error in errors] == ["POST /translate was not sent: client closed"]
+
+
+def test_a_waiter_whose_loop_is_closed_is_not_woken_and_close_goes_on() -> None:
+    loop = asyncio.new_event_loop()
+    loop.close()
+    woken: list[bool] = []
+    ticket = _Ticket(type("Event", (), {"set": lambda self: woken.append(True)})(), loop)
+    state = shared(_Shared, 1)
+    state._waiters.append(ticket)
+    assert state.close() is False  # nothing in flight, and the pool is not the SDK's
+    assert woken == []
+    assert state._waiters == deque()
+
+
 def test_a_thread_interrupted_as_it_is_admitted_gives_its_slot_back() -> None:
     state = shared(_ThreadShared, 1)
     assert state.enter()

@@ -115,7 +115,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         Safe while other tasks are sending: calls started after it are refused, and calls
         in flight are not retried (they end with ``APIConnectionError``, "client closed").
         A connection in use is closed when its request ends, so none outlives the last
-        call in flight.
+        call in flight. With an ``http_client`` passed in, it may run in any event loop
+        (another thread's too): the calls waiting for a turn are refused in their own loop.
 
         Raises:
             LingodocError: If the client was first used in another event loop that is still

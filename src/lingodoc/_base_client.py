@@ -120,12 +120,31 @@ class _Ticket:
     ``admitted``: the call took its slot and counts in flight (see ``_give_up``).
     """
 
-    __slots__ = ("admitted", "event", "granted")
+    __slots__ = ("admitted", "event", "granted", "loop")
 
-    def __init__(self, event: Any) -> None:
+    def __init__(self, event: Any, loop: object | None = None) -> None:
         self.event = event  # an anyio.Event (tasks) or a threading.Event (threads)
+        self.loop = loop  # a task's event loop (``running_loop``); None for a thread
         self.granted = False
         self.admitted = False
+
+    def wake_from_anywhere(self) -> None:
+        """Wake the waiter, also from a thread other than its event loop's.
+
+        ``close`` may run there: an AsyncClient with an ``http_client`` passed in can be
+        closed from any event loop. An anyio event must be set in its own loop's thread
+        (from another, asyncio's waiter is not woken, trio's ``set`` raises), so it is
+        handed to that loop; if the loop is closed or its run over, nothing waits on it.
+        """
+        loop = self.loop
+        if loop is None or loop is running_loop():
+            self.event.set()
+            return
+        call_soon = getattr(loop, "call_soon_threadsafe", None)  # asyncio's loop
+        if call_soon is None:
+            call_soon = loop.run_sync_soon  # type: ignore[attr-defined]  # a trio token
+        with contextlib.suppress(RuntimeError):  # closed, or trio's RunFinishedError
+            call_soon(self.event.set)
 
 
 def _pool_size(http: httpx.Client | httpx.AsyncClient) -> int:
@@ -147,7 +166,9 @@ class _Shared(Generic[HttpClientT]):
     connection and read from), and none opened by an attempt already in flight outlives
     it. This class is an AsyncClient's, without a lock: the pool it closes is its own,
     and so bound to one event loop, one thread (``_check_open`` refuses the others).
-    ``_ThreadShared`` is a Client's.
+    Only ``close`` may come from another (an ``http_client`` passed in can be closed from
+    any loop): it wakes each waiter in the waiter's own loop. ``_ThreadShared`` is a
+    Client's.
 
     Entering also takes one of ``limiter.limit`` slots: past them, a call waits for its
     turn, first come first served, before its attempt starts (so the wait is not part of
@@ -295,7 +316,10 @@ class _Shared(Generic[HttpClientT]):
         """Wake the first waiters, as many as the limit lets in, each with a slot."""
         waiters, limit = self._waiters, self.limiter.limit
         while waiters and self._slots < limit:
-            ticket = waiters.popleft()
+            try:
+                ticket = waiters.popleft()
+            except IndexError:  # emptied meanwhile by close() in another thread
+                return
             ticket.granted = True
             self._slots += 1
             ticket.event.set()
@@ -316,7 +340,7 @@ class _Shared(Generic[HttpClientT]):
             return entered
         import anyio  # here: only a call that has to wait needs it
 
-        ticket = _Ticket(anyio.Event())
+        ticket = _Ticket(anyio.Event(), running_loop())
         self._waiters.append(ticket)
         try:
             await ticket.event.wait()
@@ -404,8 +428,14 @@ class _Shared(Generic[HttpClientT]):
         if loop_gone:  # their loop cannot run them: nothing to wake
             self._in_flight = self._slots = 0
         else:  # each wakes without a slot, and is refused
-            for ticket in waiters:
-                ticket.event.set()
+            # Popped, not iterated: from another thread (an AsyncClient's, see
+            # ``_Ticket.wake_from_anywhere``), its loop may be granting a slot meanwhile.
+            while waiters:
+                try:
+                    ticket = waiters.popleft()
+                except IndexError:
+                    break
+                ticket.wake_from_anywhere()
         take = self._take_pool_close()
         if take and loop_gone:
             _close_dead_sockets(self._http)
