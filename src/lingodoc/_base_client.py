@@ -34,6 +34,7 @@ from lingodoc._call import (
     Options,
     ShapeError,
     batch_call,
+    body_reader,
     job_parser,
     model_parser,
     parse_data,
@@ -1699,9 +1700,11 @@ class BaseClient(Generic[HttpClientT]):
         }
         if _validation.optional(style, "style", str) is not None:
             body["style"] = style  # type: ignore[assignment]
+        model = _lazy.TextTranslation
         return Call(
-            "POST", "/translate", model_parser(_lazy.TextTranslation), json=body, options=options
-        )
+            "POST", "/translate", model_parser(model), json=body, options=options,
+            read_body=body_reader(model),
+        )  # fmt: skip
 
     def _translate_batch_call(
         self,
@@ -2134,9 +2137,14 @@ class BaseClient(Generic[HttpClientT]):
                 rate_limit=_lazy.rate_limit_model(rate_limit),
                 request_id=_envelope.request_id(headers, self._key_mask),
             )
-        data = _envelope.unwrap(
-            status_code, headers, body, rate_limit=rate_limit, now=now, redact=self._key_mask
-        )
+        # The quick way first (translate, translate_batch): it returns a result only where
+        # unwrap and call.parse would return an equal one, so any error is theirs.
+        read_body = call.read_body
+        result = None if read_body is None or not 200 <= status_code < 300 else read_body(body)
+        if result is None:
+            data = _envelope.unwrap(
+                status_code, headers, body, rate_limit=rate_limit, now=now, redact=self._key_mask
+            )
         # The body was read through a BodyReader (from aiter_raw/iter_raw), so httpx holds
         # none: give the response the body read (decompressed, as httpx's own read keeps
         # it), and result.http_response.content, .text and .json() work without a request.
@@ -2146,6 +2154,9 @@ class BaseClient(Generic[HttpClientT]):
         response.stream = _EMPTY_STREAM
         response.extensions.pop("network_stream", None)
         origin = _lazy.Origin(rate_limit, response, self._key_mask)
+        if result is not None:
+            _lazy.set_origin(result, origin)  # type: ignore[arg-type]  # T is a _Result here
+            return result
         try:
             return call.parse(data, origin)
         except ShapeError as exc:
