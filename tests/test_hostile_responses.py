@@ -516,8 +516,13 @@ async def test_a_translation_the_one_pass_does_not_read_is_read_or_refused_the_u
 
 
 async def test_a_result_read_in_one_pass_carries_its_response(
-    client: lingodoc.Client, api: respx.MockRouter
+    client: lingodoc.Client, api: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    usual_way: list[bytes] = []
+    unwrap = _envelope.unwrap
+    monkeypatch.setattr(
+        _envelope, "unwrap", lambda *args, **kw: usual_way.append(args[2]) or unwrap(*args, **kw)
+    )
     api.post("/translate").respond(
         200,
         json=envelope(TRANSLATION),
@@ -531,3 +536,30 @@ async def test_a_result_read_in_one_pass_carries_its_response(
     assert (result.rate_limit.limit, result.rate_limit.remaining) == (10, 9)
     assert result.http_response is not None
     assert result.http_response.json() == envelope(TRANSLATION)
+    api.post("/translate/batch").respond(200, json=envelope({"translations": ["eins", "zwei"]}))
+    batch = await call(
+        client, "translate_batch", ["one", "two"], source_language="en", target_language="de"
+    )
+    assert batch.translations == ["eins", "zwei"]
+    assert batch.http_response is not None
+    assert batch.http_response.request.url.path.endswith("/translate/batch")
+    assert usual_way == []  # neither went the usual way
+
+
+def test_a_model_whose_validator_a_plugin_wraps_or_that_was_rebuilt_is_read_the_usual_way() -> None:
+    body = ('{"success": true, "data": {%s}}' % TEXT_DATA).encode()  # noqa: UP031
+
+    class Wrapped(lingodoc.TextTranslation):
+        pass
+
+    class Rebuilt(lingodoc.TextTranslation):
+        pass
+
+    # What pydantic does when a plugin is installed: the validator is its wrapper.
+    Wrapped.__pydantic_validator__ = type("Pluggable", (), {})()  # type: ignore[assignment]
+    assert body_reader(Wrapped)(body) is None
+    Rebuilt.model_rebuild()  # built, as lingodoc._lazy builds its models
+    read = body_reader(Rebuilt)
+    assert read(body) is not None
+    Rebuilt.model_rebuild(force=True)
+    assert read(body) is None

@@ -20,7 +20,7 @@ import pytest
 import respx
 
 import lingodoc
-from lingodoc import _limiter
+from lingodoc import _base_client, _limiter
 from lingodoc._base_client import _Shared, _ThreadShared, _Ticket
 from lingodoc._limiter import Limiter
 from lingodoc.testing import FakeClock
@@ -558,6 +558,26 @@ def test_closing_from_another_threads_loop_refuses_the_waiting_calls_in_their_ow
     loop_thread.join(10)
     assert not loop_thread.is_alive()
     assert [str(error) for error in errors] == ["POST /translate was not sent: client closed"]
+
+
+async def test_a_task_that_queues_as_another_thread_closes_the_client_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The close lands between the task's look at the queue and its place in it (here at
+    # the one call in between): nothing would ever wake it.
+    state = shared(_Shared, 1)
+    assert await state.async_enter()
+    find_loop = _base_client.running_loop
+
+    def closed_meanwhile() -> object | None:
+        state.close()
+        return find_loop()
+
+    monkeypatch.setattr(_base_client, "running_loop", closed_meanwhile)
+    with anyio.fail_after(10):
+        assert await state.async_enter() is False
+    assert state._waiters == deque()
+    assert (state._slots, state._in_flight) == (1, 1)  # only the turn taken above
 
 
 def test_a_waiter_whose_loop_is_closed_is_not_woken_and_close_goes_on() -> None:

@@ -343,6 +343,9 @@ class _Shared(Generic[HttpClientT]):
 
         ticket = _Ticket(anyio.Event(), running_loop())
         self._waiters.append(ticket)
+        if self.closed:  # by another thread's loop meanwhile, which may not have seen it
+            self._give_up(ticket)
+            return False
         try:
             await ticket.event.wait()
             return self._admit(ticket)

@@ -194,7 +194,11 @@ def body_reader(cls: type[ModelT]) -> Callable[[bytes], ModelT | None]:
     JSON, not a success envelope, data of another shape, a surrogate): the usual way
     then reads the body again and raises its error, the same as ever. Only for models
     whose fields are all strict strings (or lists of them), which the JSON and the Python
-    modes of pydantic read alike; the result has no origin yet.
+    modes of pydantic read alike; the result has no origin yet. Not used where pydantic's
+    plugins wrap the model's validator (they see every result validated), nor after the
+    model is rebuilt. (Where ``json.loads`` fails on a body that is valid JSON, as past a
+    lowered ``sys.set_int_max_str_digits`` or deep in the caller's recursion, the one
+    pass reads it: the only bodies read here and refused the usual way.)
     """
     read = _body_readers.get(cls)
     if read is None:
@@ -206,6 +210,9 @@ def _new_body_reader(cls: type[ModelT]) -> Callable[[bytes], ModelT | None]:
     from pydantic import ValidationError  # loaded with the models already
     from pydantic_core import SchemaValidator, core_schema
 
+    validator = cls.__pydantic_validator__
+    if not isinstance(validator, SchemaValidator):  # a plugin's wrapper: it sees every result
+        return _read_nothing
     # Strict: pydantic's lax mode would take 1 or "true" for true; unwrap wants true.
     success = core_schema.typed_dict_field(core_schema.bool_schema(strict=True))
     data = core_schema.typed_dict_field(cls.__pydantic_core_schema__)
@@ -213,6 +220,8 @@ def _new_body_reader(cls: type[ModelT]) -> Callable[[bytes], ModelT | None]:
     validate_json = envelope.validate_json
 
     def read(body: bytes) -> ModelT | None:
+        if cls.__pydantic_validator__ is not validator:  # rebuilt since: it may read otherwise
+            return None
         try:
             fields = validate_json(body)
         except ValidationError:  # anything the usual way reads otherwise, or refuses
@@ -221,6 +230,10 @@ def _new_body_reader(cls: type[ModelT]) -> Callable[[bytes], ModelT | None]:
         return result
 
     return read
+
+
+def _read_nothing(body: bytes) -> None:
+    return None
 
 
 def parse_documents(data: Any, origin: Origin) -> list[Document]:
