@@ -3,7 +3,9 @@
 The service answers ``{"success": true, "data": ...}`` or
 ``{"success": false, "error": {"code": ..., "message": ...}}``. This module is
 the one place that turns a response into either its ``data`` or the
-exception it stands for.
+exception it stands for. (``_call.body_reader`` reads the plain success case of
+``translate`` and ``translate_batch`` straight into a result, and leaves every other
+body to this module; ``tests/test_hostile_responses.py`` reads odd bodies both ways.)
 """
 
 from __future__ import annotations
