@@ -10,6 +10,7 @@ parsers here validate that data as the endpoint's model and attach the origin.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
@@ -195,8 +196,9 @@ def body_reader(cls: type[ModelT]) -> Callable[[bytes], ModelT | None]:
     then reads the body again and raises its error, the same as ever. Only for models
     whose fields are all strict strings (or lists of them), which the JSON and the Python
     modes of pydantic read alike; the result has no origin yet. Not used where pydantic's
-    plugins wrap the model's validator (they see every result validated), nor after the
-    model is rebuilt. (Where ``json.loads`` fails on a body that is valid JSON, as past a
+    plugins wrap the model's validator (they see every result validated), after the
+    model is rebuilt, nor with a pydantic-core that reads duplicate keys otherwise
+    (``duplicates_read_last``). (Where ``json.loads`` fails on a body that is valid JSON, as past a
     lowered ``sys.set_int_max_str_digits`` or deep in the caller's recursion, the one
     pass reads it: the only bodies read here and refused the usual way.)
     """
@@ -212,6 +214,8 @@ def _new_body_reader(cls: type[ModelT]) -> Callable[[bytes], ModelT | None]:
 
     validator = cls.__pydantic_validator__
     if not isinstance(validator, SchemaValidator):  # a plugin's wrapper: it sees every result
+        return _read_nothing
+    if not duplicates_read_last():
         return _read_nothing
     # Strict: pydantic's lax mode would take 1 or "true" for true; unwrap wants true.
     success = core_schema.typed_dict_field(core_schema.bool_schema(strict=True))
@@ -234,6 +238,44 @@ def _new_body_reader(cls: type[ModelT]) -> Callable[[bytes], ModelT | None]:
 
 def _read_nothing(body: bytes) -> None:
     return None
+
+
+# Bodies with a key sent twice, and whether json.loads (which keeps the last) reads them.
+_DUPLICATE_PROBES = (
+    (b'{"success": false, "success": true, "data": {"a": "x"}}', True),
+    (b'{"success": true, "data": 1, "data": {"a": "x"}}', True),
+    (b'{"success": true, "data": {"a": "x"}, "data": 1}', False),
+    (b'{"success": true, "data": {"a": 1, "a": "x"}}', True),
+    (b'{"success": true, "data": {"a": "x", "a": 1}}', False),
+)
+
+
+@functools.cache
+def duplicates_read_last() -> bool:
+    """Whether this pydantic-core keeps the last of a key sent twice, as ``json.loads`` does.
+
+    Older ones (2.16, the floor pydantic 2.6 brings) keep the first in some places: the
+    one pass would then read a body the usual way refuses, so it is not used.
+    """
+    from pydantic import ValidationError
+    from pydantic_core import SchemaValidator, core_schema
+
+    data = core_schema.model_fields_schema(
+        {"a": core_schema.model_field(core_schema.str_schema(strict=True))}, extra_behavior="allow"
+    )
+    success = core_schema.typed_dict_field(core_schema.bool_schema(strict=True))
+    fields = {"success": success, "data": core_schema.typed_dict_field(data)}
+    probe = SchemaValidator(core_schema.typed_dict_schema(fields))
+    for body, read in _DUPLICATE_PROBES:
+        try:
+            probe.validate_json(body)
+        except ValidationError:
+            if read:
+                return False
+        else:
+            if not read:
+                return False
+    return True
 
 
 def parse_documents(data: Any, origin: Origin) -> list[Document]:
