@@ -562,7 +562,12 @@ async def test_a_result_read_in_one_pass_carries_its_response(
     assert len(usual_way) == (0 if duplicates_read_last() else 2)
 
 
-def test_a_model_whose_validator_a_plugin_wraps_or_that_was_rebuilt_is_read_the_usual_way() -> None:
+def test_a_model_whose_validator_a_plugin_wraps_or_that_was_rebuilt_is_read_the_usual_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The one pass taken on any pydantic-core (this body has no duplicate keys), so that
+    # what stands it aside here is the plugin, or the rebuild.
+    monkeypatch.setattr(_call, "duplicates_read_last", lambda: True)
     body = ('{"success": true, "data": {%s}}' % TEXT_DATA).encode()  # noqa: UP031
 
     class Wrapped(lingodoc.TextTranslation):
@@ -576,7 +581,7 @@ def test_a_model_whose_validator_a_plugin_wraps_or_that_was_rebuilt_is_read_the_
     assert body_reader(Wrapped)(body) is None
     Rebuilt.model_rebuild()  # built, as lingodoc._lazy builds its models
     read = body_reader(Rebuilt)
-    assert (read(body) is not None) is duplicates_read_last()
+    assert read(body) is not None
     Rebuilt.model_rebuild(force=True)
     assert read(body) is None
 
