@@ -6,7 +6,10 @@ fast server on loopback, it is compared with the same gather through the same SD
 ``http_client`` whose pool holds 1, 4, 16 or 100 connections (the SDK's limit on calls in
 flight is then bounded by that pool), and with raw httpx doing the best hand-written
 equivalent (URL and headers built once, ``send()``, a pool of 4 and a semaphore of 4 in
-front of it, so that no request queues inside httpcore's pool). A second part does the same
+front of it, so that no request queues inside httpcore's pool; and one at a time, a pool of
+1 and a semaphore of 1: on loopback the client's CPU sets the pace, and side by side with
+semaphores of 1 to 4, one at a time was raw httpx's fastest, since more in flight only
+adds work per call). A second part does the same
 against the server answering after ``--delay`` seconds, as a distant server does: there the
 default must not be throttled (a fixed pool of 4 shows what a small fixed limit costs, a
 fixed ``max_in_flight=100`` what a large one does; raw httpx runs 16 at once there).
@@ -166,6 +169,7 @@ def main() -> None:
         for size in pools:
             loopback[f"pool {size}"] = sdk_case(loop, server, args.calls, size)
         loopback["raw httpx"] = raw_case(loop, server, args.calls, 4)
+        loopback["raw httpx, one at a time"] = raw_case(loop, server, args.calls, 1)
         loopback[CONTROL] = sdk_case(loop, server, args.calls, None)
         # Warm up (imports, the server's first connections) with a small gather of each kind.
         sdk_case(loop, server, 200, None)()
