@@ -8,6 +8,7 @@ for ``Client``, tasks on asyncio and trio for ``AsyncClient``) and through the c
 from __future__ import annotations
 
 import asyncio
+import itertools
 import statistics
 import threading
 import time
@@ -87,6 +88,41 @@ def test_on_a_distant_server_the_limit_grows_to_what_the_round_trip_holds() -> N
     assert statistics.median(limits[-1000:]) >= 16
     assert max(limits[-1000:]) <= 30
     assert sum(limit < 16 for limit in limits[-1000:]) < 50
+
+
+def knee_with_quick_calls() -> Any:
+    """A server 20 ms away, with a client whose every call costs more past 20 in flight.
+
+    httpcore's pool scans its connections each time it hands out a request and takes one
+    back, so past some point every connection more adds work to every call: the round
+    trip climbs steeply. Now and then a call still meets no queue (every 97th here), and
+    its window's shortest round trip then says that nothing queues.
+    """
+    count = itertools.count()
+
+    def rtt(in_flight: int) -> float:
+        if next(count) % 97 == 0:
+            return 0.020
+        return 0.020 * max(1.0, in_flight / 20) ** 2
+
+    return rtt
+
+
+def test_once_it_has_come_down_the_limit_grows_by_one_a_window_not_by_half() -> None:
+    limiter = Limiter(100)
+    limits = run(limiter, knee_with_quick_calls(), 6000)
+    # It grew by half a window (16, 24), went past the knee and came down; from then on a
+    # window with a quick call adds one, instead of jumping half past the knee each time
+    # (to 31-32, and the client's every call dearer while it comes back down).
+    assert max(limits[:200]) == 24
+    assert statistics.median(limits[-3000:]) >= 20
+    assert max(limits[-3000:]) <= 23
+
+
+def test_before_it_has_ever_come_down_the_limit_grows_by_half_a_window() -> None:
+    limiter = Limiter(100)
+    limits = run(limiter, lambda n: 0.100, 16 + 24 + 36)  # 100 ms away: never queued
+    assert sorted(set(limits)) == [16, 24, 36, 54]
 
 
 def test_a_first_burst_to_a_distant_server_is_not_held_back_by_a_probe() -> None:

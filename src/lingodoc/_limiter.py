@@ -15,7 +15,9 @@ The rule is TCP Vegas's, counted in attempts: ``base`` is the round trip with no
 queued (the shortest seen), ``rtt`` the shortest of the last window of attempts, and
 ``limit * (1 - base / rtt)`` estimates how many of the attempts in flight are queued (on
 this machine's CPU, or the server's) rather than being served. Few queued: the limit
-grows; many: it shrinks toward the point where more in flight only adds waiting.
+grows; many: it shrinks toward the point where more in flight only adds waiting. It grows
+by half a window until it first comes down, then by one (TCP's slow start, then its
+congestion avoidance).
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ class Limiter:
         # that finds it idle (``_Shared.async_enter``) and tells ``first_burst``.
         self.opening = self.adaptive
         self._probing: float | None = None  # the limit to return to after a probe window
+        # Growing by half a window while nothing queues, until the limit first comes down
+        # (see ``_update``).
+        self._slow_start = True
 
     def first_burst(self, calls: int) -> None:
         """Start lower if a burst in the first window holds more than ``LARGE_BURST`` calls.
@@ -143,10 +148,18 @@ class Limiter:
             # Not limited by this limit (too few calls to fill it): no evidence to grow on.
             if busiest < self.limit:
                 return
-            # Nothing queued at all: far below the best, grow fast (as Vegas's slow start).
-            estimate += max(1.0, estimate / 2) if queued < alpha / 2 else 1.0
+            # Nothing queued at all: far below the best, grow fast (as Vegas's slow start),
+            # until the limit has once come down. After that the best is known to be near,
+            # and growth is by one a window, as TCP's congestion avoidance: by half, a limit
+            # held just under the point where queueing starts would jump far past it every
+            # time a window saw no queue, and the client's connection pool costs more per
+            # call with every connection it holds (a gather to a server 20 ms away bounced
+            # between 22 and 38 in flight and ran at 0.6 x a fixed 16).
+            grow_fast = self._slow_start and queued < alpha / 2
+            estimate += max(1.0, estimate / 2) if grow_fast else 1.0
         elif queued > beta:
             estimate -= max(1.0, (queued - beta) / 2)
+            self._slow_start = False
         self._estimate = min(max(estimate, 1.0), float(self.ceiling))
         self.limit = int(self._estimate)
 
