@@ -20,6 +20,8 @@ from lingodoc import _lazy
 from lingodoc._validation import cut, shown
 
 if TYPE_CHECKING:
+    from pydantic_core import CoreSchema, SchemaValidator
+
     from lingodoc._deadline import Plan
     from lingodoc._exceptions import LingodocError
     from lingodoc._models import (
@@ -208,20 +210,26 @@ def body_reader(cls: type[ModelT]) -> Callable[[bytes], ModelT | None]:
     return cast("Callable[[bytes], ModelT | None]", read)
 
 
+def _envelope_validator(data: CoreSchema) -> SchemaValidator:
+    """A validator of the success envelope, ``data`` read by the given schema."""
+    from pydantic_core import SchemaValidator, core_schema
+
+    # Strict: pydantic's lax mode would take 1 or "true" for true; unwrap wants true.
+    success = core_schema.typed_dict_field(core_schema.bool_schema(strict=True))
+    fields = {"success": success, "data": core_schema.typed_dict_field(data)}
+    return SchemaValidator(core_schema.typed_dict_schema(fields))
+
+
 def _new_body_reader(cls: type[ModelT]) -> Callable[[bytes], ModelT | None]:
     from pydantic import ValidationError  # loaded with the models already
-    from pydantic_core import SchemaValidator, core_schema
+    from pydantic_core import SchemaValidator
 
     validator = cls.__pydantic_validator__
     if not isinstance(validator, SchemaValidator):  # a plugin's wrapper: it sees every result
         return _read_nothing
     if not duplicates_read_last():
         return _read_nothing
-    # Strict: pydantic's lax mode would take 1 or "true" for true; unwrap wants true.
-    success = core_schema.typed_dict_field(core_schema.bool_schema(strict=True))
-    data = core_schema.typed_dict_field(cls.__pydantic_core_schema__)
-    envelope = SchemaValidator(core_schema.typed_dict_schema({"success": success, "data": data}))
-    validate_json = envelope.validate_json
+    validate_json = _envelope_validator(cls.__pydantic_core_schema__).validate_json
 
     def read(body: bytes) -> ModelT | None:
         if cls.__pydantic_validator__ is not validator:  # rebuilt since: it may read otherwise
@@ -247,20 +255,18 @@ def duplicates_read_last() -> bool:
     Up to 2.27 at least it kept the first in many places of a small object (2.16, which
     pydantic 2.6 brings, and 2.18-2.27: in 88 of 144 orders of three fields and one sent
     twice; 2.33 and later in none): the one pass would then read bodies the usual way
-    refuses, so it is not used. Probed once a process, on the same kinds of schema (a
-    typed dict around a model's fields), in under a millisecond.
+    refuses, so it is not used. Probed once a process, through the one pass's own
+    envelope around a model's fields, in under a millisecond.
     """
     from itertools import permutations
 
-    from pydantic_core import SchemaValidator, ValidationError, core_schema
+    from pydantic_core import ValidationError, core_schema
 
     text = core_schema.str_schema(strict=True)
     data = core_schema.model_fields_schema(
         {name: core_schema.model_field(text) for name in "abc"}, extra_behavior="allow"
     )
-    success = core_schema.typed_dict_field(core_schema.bool_schema(strict=True))
-    fields = {"success": success, "data": core_schema.typed_dict_field(data)}
-    validate_json = SchemaValidator(core_schema.typed_dict_schema(fields)).validate_json
+    validate_json = _envelope_validator(data).validate_json
 
     def read(body: str) -> bool:
         try:
