@@ -138,23 +138,60 @@ def test_a_first_window_on_this_machine_is_followed_by_a_probe() -> None:
     assert limits[-1] == _limiter.INITIAL_LIMIT // 4
 
 
-def test_a_large_first_burst_starts_at_a_lower_limit_and_grows_from_there() -> None:
+def test_a_large_first_burst_is_let_in_one_call_at_a_time() -> None:
     limiter = Limiter(100)
     limiter.first_burst(_limiter.LARGE_BURST)  # a burst that fits: not held back
     assert limiter.limit == _limiter.INITIAL_LIMIT
     limiter.first_burst(_limiter.LARGE_BURST + 1)
-    assert limiter.limit == _limiter.LARGE_BURST_LIMIT == 4
-    # To a distant server, it grows from there at once: the first window is no probe.
-    limits = run(limiter, distant, 200)
-    assert min(limits) == _limiter.LARGE_BURST_LIMIT
-    assert limits[-1] > _limiter.INITIAL_LIMIT
-    # A fixed limit, and a pool smaller than the lower start, are left as they are.
+    assert limiter.limit == 1
+    # A fixed limit, and a pool of one, are left as they are.
     fixed = Limiter(100, fixed=50)
     fixed.first_burst(10_000)
     assert fixed.limit == 50
-    small = Limiter(2)
+    single = Limiter(1)
+    single.first_burst(10_000)
+    assert single.limit == 1
+
+
+def test_a_large_first_burst_to_a_distant_server_is_let_in_at_its_first_answer() -> None:
+    limiter = Limiter(100)
+    limiter.first_burst(10_000)
+    limits = run(limiter, distant, 200)
+    assert limits[0] == _limiter.INITIAL_LIMIT  # one answer, 20 ms: distant
+    assert min(limits) == _limiter.INITIAL_LIMIT  # and no probe after the first window
+    assert limits[-1] > _limiter.INITIAL_LIMIT
+    small = Limiter(8)  # never past the pool
     small.first_burst(10_000)
-    assert small.limit == 2
+    assert run(small, distant, 1) == [8]
+
+
+def test_a_large_first_burst_on_this_machine_measures_its_first_window_one_at_a_time() -> None:
+    limiter = Limiter(100)
+    limiter.first_burst(10_000)
+    window = _limiter.MIN_WINDOW
+    limits = run(limiter, cpu_bound, window + 2 * window + 3 * window)
+    # The first window at 1 is the probe: the limit grows from there, with no probe after
+    # it, and opens no more connections than it needs (each stays in httpcore's scans).
+    assert limits[: window - 1] == [1] * (window - 1)
+    assert limits[window - 1] == 2
+    assert min(limits[window - 1 :]) == 2
+    assert limiter.base == pytest.approx(cpu_bound(1))
+    # 1 ms of CPU per call: two in flight already queue one, and the limit stays there.
+    assert max(limits) == 2
+
+
+def test_a_large_first_burst_to_a_nearby_server_doubles_its_limit_until_calls_queue() -> None:
+    limiter = Limiter(100)
+    limiter.first_burst(10_000)
+
+    def five_ms_away(in_flight: int) -> float:  # 1 ms of the client's CPU a call
+        return max(0.005, 0.001 * in_flight)
+
+    limits = run(limiter, five_ms_away, 8 + 8 + 8 + 8 + 500)
+    # From 1 it doubles each window (by half, it took 4 windows more to reach 16), up to
+    # where the round trip starts to grow (5 in flight), and comes back from one past it.
+    assert [limits[n] for n in (0, 7, 15, 23)] == [1, 2, 4, 8]
+    assert statistics.median(limits[-200:]) in (5, 6, 7)
 
 
 def test_bursts_are_counted_only_until_the_first_window_is_over() -> None:
@@ -676,14 +713,15 @@ class AsyncCounter:
 
 @pytest.mark.parametrize(
     ("calls", "first_limit"),
-    [(_limiter.LARGE_BURST + 1, _limiter.LARGE_BURST_LIMIT), (20, _limiter.INITIAL_LIMIT)],
+    [(_limiter.LARGE_BURST + 1, 1), (20, _limiter.INITIAL_LIMIT)],
 )
 async def test_an_async_clients_first_gather_is_counted_and_a_large_one_starts_lower(
     calls: int, first_limit: int
 ) -> None:
     # Every task of a gather reaches the client in the same turn of the event loop: the
-    # first waits one turn, so they are counted before any is let in. A large burst then
-    # opens a few connections, not 16 (on loopback they would all stay in httpcore's scans).
+    # first waits one turn, so they are counted before any is let in. A large burst is then
+    # let in one call at a time, not 16 (on loopback each connection it opened would stay
+    # in httpcore's scans).
     counter = AsyncCounter()
     http = httpx.AsyncClient(transport=httpx.MockTransport(counter.answer))
     client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, http_client=http)

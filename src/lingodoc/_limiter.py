@@ -16,8 +16,8 @@ queued (the shortest seen), ``rtt`` the shortest of the last window of attempts,
 ``limit * (1 - base / rtt)`` estimates how many of the attempts in flight are queued (on
 this machine's CPU, or the server's) rather than being served. Few queued: the limit
 grows; many: it shrinks toward the point where more in flight only adds waiting. It grows
-by half a window until it first comes down, then by one (TCP's slow start, then its
-congestion avoidance).
+by half a window (doubles, below the initial limit) until it first comes down, then by one
+(TCP's slow start, then its congestion avoidance).
 """
 
 from __future__ import annotations
@@ -32,12 +32,14 @@ import math
 INITIAL_LIMIT = 16
 # ... unless the client's first burst of calls is larger than this (an AsyncClient counts
 # the tasks that call it within one turn of the event loop, see ``first_burst``): then it
-# starts at LARGE_BURST_LIMIT. On loopback the connections a first burst opens stay in
-# httpcore's scans until idle for 5 s, which made a gather of 10,000 calls some 25% slower
-# starting at 16 than at 4; to a distant server, a burst this large lasts many round trips,
-# and a few of them at a lower limit while it grows cost it little.
+# lets one call in, and the first answer decides. Slower than DISTANT_RTT: the server is
+# distant, and the limit goes to INITIAL_LIMIT at once. Otherwise the first window runs
+# one call at a time (it is the probe that measures ``base``) and the limit grows from 1.
+# On loopback every connection a first burst opens stays in httpcore's scans until idle
+# for 5 s: a gather of 10,000 calls was some 25% slower starting at 16 than at 4, and 5%
+# slower starting at 4 (the limit settling at 2, the 2 idle connections left in the scans)
+# than at 1.
 LARGE_BURST = 128
-LARGE_BURST_LIMIT = 4
 # Attempts measured before each update: at least this many, and at least the limit (about
 # one round trip of every attempt in flight). Few, so a slow server is not held long at the
 # initial limit.
@@ -47,6 +49,11 @@ MIN_WINDOW = 8
 # concurrency-limits, so a large limit is not held to a queue of two or three.
 ALPHA = 1.0
 BETA = 2.0
+# ... and alpha at most this many queued per attempt in flight (a quarter of each round
+# trip spent waiting). Alpha alone let a limit of 2 grow while nearly one of its two
+# attempts was queued: on loopback (the client's CPU the bottleneck) it grew to 3, where
+# 2 and 1 were 6% faster.
+ALPHA_PER_ATTEMPT = 0.25
 # Every this many windows, one window runs at a quarter of the limit to measure ``base``
 # afresh (as TCP BBR's ProbeRTT): the server, or the path to it, may have become slower,
 # and an old, shorter ``base`` would read that as queueing and throttle the client. With
@@ -85,16 +92,24 @@ class Limiter:
         # Growing by half a window while nothing queues, until the limit first comes down
         # (see ``_update``).
         self._slow_start = True
+        # A large first burst was let in one call at a time: its first answer decides
+        # where the limit goes (``first_burst``).
+        self._held = False
 
     def first_burst(self, calls: int) -> None:
-        """Start lower if a burst in the first window holds more than ``LARGE_BURST`` calls.
+        """Let in one call at a time if the first burst holds more than ``LARGE_BURST`` calls.
+
+        The first answer then decides: from a distant server, the limit goes to
+        ``INITIAL_LIMIT``; otherwise this first window is the probe, and the limit grows
+        from 1.
 
         Args:
             calls: The calls that came to the idle client together, before any was let in.
         """
-        if self.adaptive and calls > LARGE_BURST and self.limit > LARGE_BURST_LIMIT:
-            self.limit = LARGE_BURST_LIMIT
-            self._estimate = float(LARGE_BURST_LIMIT)
+        if self.adaptive and calls > LARGE_BURST and self.limit > 1:
+            self.limit, self._estimate = 1, 1.0
+            self._windows = 0  # no probe after this window: it is one
+            self._held = True
 
     def sample(self, rtt: float, in_flight: int) -> None:
         """Record one attempt's round trip; update the limit once a window is full.
@@ -105,6 +120,13 @@ class Limiter:
         """
         if not self.adaptive:
             return
+        if self._held:
+            self._held = False
+            if rtt >= DISTANT_RTT:  # a distant server: no reason to hold the burst back
+                self.opening = False
+                self.limit = min(INITIAL_LIMIT, self.ceiling)
+                self._estimate = float(self.limit)
+                return
         # Compared, not min() and max(): this runs on every call.
         self._count += 1
         if rtt < self._shortest:
@@ -142,7 +164,7 @@ class Limiter:
             return
         queued = self._estimate * (1.0 - base / rtt)
         scale = max(1.0, math.log10(self._estimate))
-        alpha, beta = ALPHA * scale, BETA * scale
+        alpha, beta = min(ALPHA * scale, ALPHA_PER_ATTEMPT * self._estimate), BETA * scale
         estimate = self._estimate
         if queued < alpha:
             # Not limited by this limit (too few calls to fill it): no evidence to grow on.
@@ -155,8 +177,12 @@ class Limiter:
             # time a window saw no queue, and the client's connection pool costs more per
             # call with every connection it holds (a gather to a server 20 ms away bounced
             # between 22 and 38 in flight and ran at 0.6 x a fixed 16).
-            grow_fast = self._slow_start and queued < alpha / 2
-            estimate += max(1.0, estimate / 2) if grow_fast else 1.0
+            # Below INITIAL_LIMIT (a large first burst, grown from 1) it doubles, as TCP's
+            # slow start: by half, it took 4 windows more to reach 16 (1, 2, 3, 4, 6...).
+            if self._slow_start and queued < alpha / 2:
+                estimate += estimate if estimate < INITIAL_LIMIT else estimate / 2
+            else:
+                estimate += 1.0
         elif queued > beta:
             estimate -= max(1.0, (queued - beta) / 2)
             self._slow_start = False
