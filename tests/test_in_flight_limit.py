@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import statistics
 import threading
 import time
@@ -153,16 +154,28 @@ def test_a_large_first_burst_is_let_in_one_call_at_a_time() -> None:
     assert single.limit == 1
 
 
-def test_a_large_first_burst_to_a_distant_server_is_let_in_at_its_first_answer() -> None:
+def test_a_large_first_burst_to_a_distant_server_is_let_in_at_its_second_answer() -> None:
     limiter = Limiter(100)
     limiter.first_burst(10_000)
+    assert run(limiter, distant, 2) == [1, _limiter.INITIAL_LIMIT]  # two of 20 ms: distant
+    assert not limiter.opening  # known now: a burst is no longer counted
     limits = run(limiter, distant, 200)
-    assert limits[0] == _limiter.INITIAL_LIMIT  # one answer, 20 ms: distant
     assert min(limits) == _limiter.INITIAL_LIMIT  # and no probe after the first window
     assert limits[-1] > _limiter.INITIAL_LIMIT
     small = Limiter(8)  # never past the pool
     small.first_burst(10_000)
-    assert run(small, distant, 1) == [8]
+    assert run(small, distant, 2) == [1, 8]
+
+
+def test_a_slow_first_answer_alone_does_not_make_a_server_distant() -> None:
+    # The first call opens the connection (over TLS, a few round trips): 30 ms from a
+    # server 5 ms away. The second, on the same connection, tells.
+    limiter = Limiter(100)
+    limiter.first_burst(10_000)
+    answers = iter([0.030, 0.005])
+    limits = run(limiter, lambda n: next(answers, 0.005), _limiter.MIN_WINDOW - 1)
+    assert set(limits) == {1}  # still the first window, one call at a time
+    assert limiter.opening
 
 
 def test_a_large_first_burst_on_this_machine_measures_its_first_window_one_at_a_time() -> None:
@@ -192,6 +205,15 @@ def test_a_large_first_burst_to_a_nearby_server_doubles_its_limit_until_calls_qu
     # where the round trip starts to grow (5 in flight), and comes back from one past it.
     assert [limits[n] for n in (0, 7, 15, 23)] == [1, 2, 4, 8]
     assert statistics.median(limits[-200:]) in (5, 6, 7)
+
+
+def test_doubling_from_a_large_first_burst_stops_at_the_initial_limit() -> None:
+    limiter = Limiter(100)
+    limiter.first_burst(10_000)
+    # 4 in flight queue a little (grown by one, to 5), the others not at all: 5 doubles
+    # to 10, and 10 to 16, not 20; past 16 it grows by half, as any limit in slow start.
+    limits = run(limiter, lambda n: 0.0123 if n == 4 else 0.010, 8 * 5 + 10 + 16 + 24)
+    assert sorted(set(limits)) == [1, 2, 4, 5, 10, 16, 24, 36]
 
 
 def test_bursts_are_counted_only_until_the_first_window_is_over() -> None:
@@ -716,8 +738,10 @@ class AsyncCounter:
     [(_limiter.LARGE_BURST + 1, 1), (20, _limiter.INITIAL_LIMIT)],
 )
 async def test_an_async_clients_first_gather_is_counted_and_a_large_one_starts_lower(
-    calls: int, first_limit: int
+    calls: int, first_limit: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # However slow this machine's first answers, the server is not taken for distant.
+    monkeypatch.setattr(_limiter, "DISTANT_RTT", math.inf)
     # Every task of a gather reaches the client in the same turn of the event loop: the
     # first waits one turn, so they are counted before any is let in. A large burst is then
     # let in one call at a time, not 16 (on loopback each connection it opened would stay
@@ -741,6 +765,29 @@ async def test_an_async_clients_first_gather_is_counted_and_a_large_one_starts_l
     assert max(counter.seen[:window]) == first_limit
     assert not client._shared.limiter.opening  # the first window is over: no more counting
     assert (client._shared._slots, client._shared._in_flight) == (0, 0)
+
+
+async def test_a_large_first_burst_to_a_distant_server_lets_in_the_initial_limit_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every answer counts as distant here: after the two that tell, the calls waiting are
+    # let in up to the initial limit at once, not one at a time.
+    monkeypatch.setattr(_limiter, "DISTANT_RTT", 0.0)
+    counter = AsyncCounter()
+    http = httpx.AsyncClient(transport=httpx.MockTransport(counter.answer))
+    client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, http_client=http)
+    calls = _limiter.LARGE_BURST + 1
+
+    async def one() -> None:
+        await client.translate("Hi", source_language="en", target_language="de")
+
+    async with client, anyio.create_task_group() as tasks:
+        for _ in range(calls):
+            tasks.start_soon(one)
+    assert len(counter.seen) == calls
+    assert counter.seen[:2] == [1, 1]
+    first_window = counter.seen[2 : 2 + _limiter.INITIAL_LIMIT]
+    assert first_window == list(range(1, _limiter.INITIAL_LIMIT + 1))  # before any answer
 
 
 class Cancelled(BaseException):

@@ -16,7 +16,7 @@ queued (the shortest seen), ``rtt`` the shortest of the last window of attempts,
 ``limit * (1 - base / rtt)`` estimates how many of the attempts in flight are queued (on
 this machine's CPU, or the server's) rather than being served. Few queued: the limit
 grows; many: it shrinks toward the point where more in flight only adds waiting. It grows
-by half a window (doubles, below the initial limit) until it first comes down, then by one
+by half a window (doubling up to the initial limit) until it first comes down, then by one
 (TCP's slow start, then its congestion avoidance).
 """
 
@@ -32,9 +32,12 @@ import math
 INITIAL_LIMIT = 16
 # ... unless the client's first burst of calls is larger than this (an AsyncClient counts
 # the tasks that call it within one turn of the event loop, see ``first_burst``): then it
-# lets one call in, and the first answer decides. Slower than DISTANT_RTT: the server is
-# distant, and the limit goes to INITIAL_LIMIT at once. Otherwise the first window runs
-# one call at a time (it is the probe that measures ``base``) and the limit grows from 1.
+# lets one call in at a time, and the first two answers decide. Both DISTANT_RTT or
+# slower: the server is distant, and the limit goes to INITIAL_LIMIT at once (or the
+# pool's size). Two, because the first pays for the connection (TCP, TLS) and the
+# client's first-call set-up: over TLS, a server 5-10 ms away answers a first call in
+# more than 20 ms. Otherwise the first window runs one call at a time (it is the probe
+# that measures ``base``) and the limit doubles from 1.
 # On loopback every connection a first burst opens stays in httpcore's scans until idle
 # for 5 s: a gather of 10,000 calls was some 25% slower starting at 16 than at 4, and 5%
 # slower starting at 4 (the limit settling at 2, the 2 idle connections left in the scans)
@@ -62,8 +65,12 @@ PROBE_EVERY = 32
 # The first window is followed by a probe as well, unless its shortest round trip is at
 # least this long: no client's own work makes 16 calls take that long, so the server is
 # distant and the probe would only hold a first burst back (a gather of 50 calls to a
-# server 100 ms away took 560 ms with it, 230 ms without any limit).
+# server 100 ms away took 560 ms with it, 230 ms without any limit). The same line tells
+# a distant server from the first answers of a large first burst (LARGE_BURST).
 DISTANT_RTT = 0.020
+# Answers of a large first burst that must each take DISTANT_RTT or more for the server
+# to be taken for distant.
+DISTANT_ANSWERS = 2
 
 
 class Limiter:
@@ -89,17 +96,18 @@ class Limiter:
         # that finds it idle (``_Shared.async_enter``) and tells ``first_burst``.
         self.opening = self.adaptive
         self._probing: float | None = None  # the limit to return to after a probe window
-        # Growing by half a window while nothing queues, until the limit first comes down
-        # (see ``_update``).
+        # Growing fast (by half a window, or doubling below INITIAL_LIMIT) while nothing
+        # queues, until the limit first comes down (see ``_update``).
         self._slow_start = True
-        # A large first burst was let in one call at a time: its first answer decides
-        # where the limit goes (``first_burst``).
-        self._held = False
+        # A large first burst is let in one call at a time: the answers still to come
+        # before it is known whether the server is distant (``first_burst``). If none
+        # comes (every call failed), the limit stays at 1 until one does.
+        self._held = 0
 
     def first_burst(self, calls: int) -> None:
         """Let in one call at a time if the first burst holds more than ``LARGE_BURST`` calls.
 
-        The first answer then decides: from a distant server, the limit goes to
+        The first answers then decide: from a distant server, the limit goes to
         ``INITIAL_LIMIT``; otherwise this first window is the probe, and the limit grows
         from 1.
 
@@ -109,7 +117,7 @@ class Limiter:
         if self.adaptive and calls > LARGE_BURST and self.limit > 1:
             self.limit, self._estimate = 1, 1.0
             self._windows = 0  # no probe after this window: it is one
-            self._held = True
+            self._held = DISTANT_ANSWERS
 
     def sample(self, rtt: float, in_flight: int) -> None:
         """Record one attempt's round trip; update the limit once a window is full.
@@ -121,12 +129,16 @@ class Limiter:
         if not self.adaptive:
             return
         if self._held:
-            self._held = False
-            if rtt >= DISTANT_RTT:  # a distant server: no reason to hold the burst back
-                self.opening = False
-                self.limit = min(INITIAL_LIMIT, self.ceiling)
-                self._estimate = float(self.limit)
-                return
+            if rtt < DISTANT_RTT:  # near: this first window is the probe
+                self._held = 0
+            else:
+                self._held -= 1
+                if not self._held:  # a distant server: no reason to hold the burst back
+                    self.opening = False
+                    self.limit = min(INITIAL_LIMIT, self.ceiling)
+                    self._estimate = float(self.limit)
+                    self._count, self._shortest, self._busiest = 0, math.inf, 0
+                    return
         # Compared, not min() and max(): this runs on every call.
         self._count += 1
         if rtt < self._shortest:
@@ -180,7 +192,10 @@ class Limiter:
             # Below INITIAL_LIMIT (a large first burst, grown from 1) it doubles, as TCP's
             # slow start: by half, it took 4 windows more to reach 16 (1, 2, 3, 4, 6...).
             if self._slow_start and queued < alpha / 2:
-                estimate += estimate if estimate < INITIAL_LIMIT else estimate / 2
+                if estimate < INITIAL_LIMIT:
+                    estimate = min(2 * estimate, INITIAL_LIMIT)
+                else:
+                    estimate += estimate / 2
             else:
                 estimate += 1.0
         elif queued > beta:
