@@ -108,8 +108,8 @@ class Limiter:
         """Let in one call at a time if the first burst holds more than ``LARGE_BURST`` calls.
 
         The first answers then decide: from a distant server, the limit goes to
-        ``INITIAL_LIMIT``; otherwise this first window is the probe, and the limit grows
-        from 1.
+        ``INITIAL_LIMIT`` (or the pool's size); otherwise this first window is the probe,
+        and the limit grows from 1.
 
         Args:
             calls: The calls that came to the idle client together, before any was let in.
