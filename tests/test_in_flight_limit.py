@@ -201,8 +201,8 @@ def test_a_large_first_burst_to_a_nearby_server_doubles_its_limit_until_calls_qu
         return max(0.005, 0.001 * in_flight)
 
     limits = run(limiter, five_ms_away, 8 + 8 + 8 + 8 + 500)
-    # From 1 it doubles each window (by half, it took 4 windows more to reach 16), up to
-    # where the round trip starts to grow (5 in flight), and comes back from one past it.
+    # From 1 it doubles each window (by half, it took 4 windows more to reach 16), to 8,
+    # past where the round trip starts to grow (5 in flight), and comes back down.
     assert [limits[n] for n in (0, 7, 15, 23)] == [1, 2, 4, 8]
     assert statistics.median(limits[-200:]) in (5, 6, 7)
 
@@ -422,6 +422,19 @@ def test_an_interrupted_thread_leaves_the_queue_or_passes_its_turn_on() -> None:
 # Through the clients.
 
 
+async def translate_at_once(client: lingodoc.AsyncClient, calls: int) -> list[Any]:
+    """``calls`` translations started together in one task group (as a ``gather``)."""
+    results: list[Any] = []
+
+    async def one() -> None:
+        results.append(await client.translate("Hi", source_language="en", target_language="de"))
+
+    async with anyio.create_task_group() as tasks:
+        for _ in range(calls):
+            tasks.start_soon(one)
+    return results
+
+
 async def test_a_gather_far_past_the_limit_waits_its_turn_instead_of_failing(
     client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient], api: respx.MockRouter
 ) -> None:
@@ -429,16 +442,7 @@ async def test_a_gather_far_past_the_limit_waits_its_turn_instead_of_failing(
     client = client_class(API_KEY, base_url=BASE_URL, max_in_flight=2)
     try:
         if isinstance(client, lingodoc.AsyncClient):
-            results: list[Any] = []
-
-            async def one() -> None:
-                results.append(
-                    await client.translate("Hi", source_language="en", target_language="de")
-                )
-
-            async with anyio.create_task_group() as tasks:
-                for _ in range(50):
-                    tasks.start_soon(one)
+            results = await translate_at_once(client, 50)
         else:
             results = [
                 client.translate("Hi", source_language="en", target_language="de") for _ in range(5)
@@ -749,14 +753,8 @@ async def test_an_async_clients_first_gather_is_counted_and_a_large_one_starts_l
     counter = AsyncCounter()
     http = httpx.AsyncClient(transport=httpx.MockTransport(counter.answer))
     client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, http_client=http)
-    results: list[Any] = []
-
-    async def one() -> None:
-        results.append(await client.translate("Hi", source_language="en", target_language="de"))
-
-    async with client, anyio.create_task_group() as tasks:
-        for _ in range(calls):
-            tasks.start_soon(one)
+    async with client:
+        results = await translate_at_once(client, calls)
     assert len(results) == calls
     assert all(result.translated_text == "Hallo" for result in results)
     # Within the first window (as many answers as the limit, at least 8), no more than
@@ -777,13 +775,8 @@ async def test_a_large_first_burst_to_a_distant_server_lets_in_the_initial_limit
     http = httpx.AsyncClient(transport=httpx.MockTransport(counter.answer))
     client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, http_client=http)
     calls = _limiter.LARGE_BURST + 1
-
-    async def one() -> None:
-        await client.translate("Hi", source_language="en", target_language="de")
-
-    async with client, anyio.create_task_group() as tasks:
-        for _ in range(calls):
-            tasks.start_soon(one)
+    async with client:
+        assert len(await translate_at_once(client, calls)) == calls
     assert len(counter.seen) == calls
     assert counter.seen[:2] == [1, 1]
     first_window = counter.seen[2 : 2 + _limiter.INITIAL_LIMIT]
