@@ -110,6 +110,14 @@ NETWORK_PHRASES = [
 
 NAMES = {
     "AsyncBackend": "Backend",
+    "AsyncBaseTransport": "BaseTransport",
+    "AsyncByteStream": "SyncByteStream",
+    "AsyncHTTPTransport": "HTTPTransport",
+    "AsyncIterator": "Iterator",
+    "AsyncReleasingStream": "ReleasingStream",
+    "AsyncShardedTransport": "ShardedTransport",
+    "handle_async_request": "handle_request",
+    "__aiter__": "__iter__",
     "AsyncNetworkBackend": "NetworkBackend",
     "AsyncNetworkStream": "NetworkStream",
     "AsyncStream": "Stream",
@@ -152,18 +160,23 @@ def unasync(source: str, phrases: list[tuple[str, str]] | None = None) -> str:
 
 
 def formatted(code: str, target: Path) -> str:
-    """Return ``code`` as ``ruff format`` writes it into ``target`` (the project's settings)."""
-    result = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(target), "-"],
-        input=code,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise SystemExit(f"unasync: ruff format failed:\n{result.stderr}")
-    return result.stdout
+    """Return ``code`` as ``ruff`` leaves it in ``target``: imports sorted, then formatted.
+
+    Sorted, because a renamed import (``AsyncIterator`` -> ``Iterator``) can move in its line.
+    """
+    for command in (["check", "--fix-only", "--select", "I"], ["format"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "ruff", *command, "--stdin-filename", str(target), "-"],
+            input=code,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise SystemExit(f"unasync: ruff {command[0]} failed:\n{result.stderr}")
+        code = result.stdout
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -424,7 +424,7 @@ def test_a_kept_result_holds_no_connection_of_a_client_dropped_unclosed(kind: st
             result = asyncio.run(
                 client.translate("Hello", source_language="en", target_language="de")
             )
-        pool = weakref.ref(client._shared.http._transport._pool)
+        pool = weakref.ref(client._shared.http._transport)  # its pools, and their sockets
         response = result.http_response
         assert "network_stream" not in response.extensions
         assert response.json()["data"]["translated_text"] == result.translated_text

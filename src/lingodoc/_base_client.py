@@ -150,8 +150,11 @@ class _Ticket:
 
 def _pool_size(http: httpx.Client | httpx.AsyncClient) -> int:
     """The most connections ``http``'s pool opens: httpx's own transport's; else the default."""
-    pool = getattr(getattr(http, "_transport", None), "_pool", None)  # httpx -> httpcore
-    size = getattr(pool, "_max_connections", None)
+    transport = getattr(http, "_transport", None)
+    size = getattr(transport, "max_connections", None)  # the SDK's own (_network)
+    if size is None:
+        pool = getattr(transport, "_pool", None)  # httpx -> httpcore
+        size = getattr(pool, "_max_connections", None)
     if isinstance(size, int) and size > 0:
         return size
     return DEFAULT_LIMITS.max_connections or 1
@@ -534,7 +537,9 @@ def _close_dead_sockets(http: httpx.Client | httpx.AsyncClient) -> None:
 
     trio = sys.modules.get("trio")  # a trio socket can only come from a trio run
     mounts: dict[Any, Any] = getattr(http, "_mounts", {})
-    for transport in (getattr(http, "_transport", None), *mounts.values()):
+    direct = getattr(http, "_transport", None)
+    shards = getattr(direct, "shards", ())  # the SDK's own transport's pools (_network)
+    for transport in (direct, *shards, *mounts.values()):
         pool: Any = getattr(transport, "_pool", None)  # httpx -> its httpcore pool
         for top in getattr(pool, "connections", ()):  # a copy of the pool's list
             connection = top
@@ -622,7 +627,8 @@ def _new_http_client(
         certificates = isinstance(exc, OSError)
         problem = f"{type(exc).__name__}: {_masked_urls(str(exc))}"
     else:
-        _network.install(http)  # every socket read and write keeps to the attempt's deadline
+        # Small pools, and every socket read and write keeps to the attempt's deadline.
+        _network.install(http, verify=verify, trust_env=trust_env)
         return http
     if certificates:  # httpx reads SSL_CERT_DIR only without SSL_CERT_FILE
         names = [next((name for name in _tls.CERTIFICATE_ENV if os.environ.get(name)), "")]

@@ -34,6 +34,7 @@ from lingodoc import _tls
 from lingodoc.emulator import Emulator, EmulatorServer
 from tests.conftest import API_KEY, call, close
 from tests.reliability.fault_server import FaultServers, failure_body, status
+from tests.reliability.test_tls import pool_context
 
 CHILD_DEADLINE = 30.0  # seconds the parent waits for a child's report at most
 
@@ -403,5 +404,4 @@ def test_a_forked_childs_new_http_client_shares_the_inherited_ssl_context(
 
 
 def _pool_context(http: httpx.Client | httpx.AsyncClient) -> ssl.SSLContext:
-    context: ssl.SSLContext = http._transport._pool._ssl_context  # type: ignore[union-attr]
-    return context
+    return pool_context(http)

@@ -66,8 +66,17 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 def context_of(client: lingodoc.Client | lingodoc.AsyncClient) -> ssl.SSLContext:
-    """The SSL context the pool of a client's http client was given."""
-    context: ssl.SSLContext = client._shared.http._transport._pool._ssl_context  # type: ignore[union-attr]
+    """The SSL context the pools of a client's http client are given."""
+    return pool_context(client._shared.http)
+
+
+def pool_context(http: httpx.Client | httpx.AsyncClient) -> ssl.SSLContext:
+    """The SSL context the pools of the SDK's own ``http`` are given (made when first needed)."""
+    transport: Any = http._transport
+    shard = next((shard for shard in transport.shards if shard is not None), None)
+    if shard is None:  # no pool used yet: one made as the client makes them
+        shard = transport._make(1)
+    context: ssl.SSLContext = shard._pool._ssl_context
     return context
 
 

@@ -1,0 +1,269 @@
+"""The SDK's own http clients split their connections into small pools (``ShardedTransport``).
+
+httpcore's pool costs more per call with every connection it holds (its scans are
+quadratic), so the SDK's transport routes each request to one of several pools of at
+most ``SHARD_SIZE`` connections. These tests drive the transport with fake pools, whose
+connections are counted, and check which pool each request goes to; then that a client
+the SDK makes is wired that way (and a caller's http client is not).
+"""
+
+from __future__ import annotations
+
+import inspect
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+import pytest
+
+import lingodoc
+from lingodoc._async_network import SHARD_SIZE, AsyncBackend, AsyncShardedTransport
+from lingodoc._sync_network import Backend, ShardedTransport
+from tests.conftest import API_KEY, BASE_URL, close
+
+
+class FakePool:
+    """Stands in for one pool (httpx's transport): opens a connection when none is idle."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._pool = SimpleNamespace(connections=[])  # as httpx's transport -> httpcore
+        self.in_use = 0
+        self.requests = 0
+        self.failing = False
+        self.closed = False
+
+    def _handle(self) -> httpx.Response:
+        self.requests += 1
+        if self.failing:
+            raise httpx.ConnectError("refused")
+        self.in_use += 1
+        if self.in_use > len(self._pool.connections):
+            self._pool.connections.append(object())
+        return httpx.Response(200, stream=FakeBody(self))
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self._handle()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return self._handle()
+
+    def close(self) -> None:
+        self.closed = True
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+class FakeBody(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A response body that gives its connection back to its fake pool when closed."""
+
+    def __init__(self, pool: FakePool) -> None:
+        self.pool = pool
+        self.closes = 0
+
+    def __iter__(self) -> Any:
+        yield b"body"
+
+    async def __aiter__(self) -> Any:
+        yield b"body"
+
+    def close(self) -> None:
+        self.closes += 1
+        self.pool.in_use -= 1
+
+    async def aclose(self) -> None:
+        self.close()
+
+
+class Driver:
+    """One test body for both transports: sends, closes and reads, awaiting if async."""
+
+    def __init__(self, flavour: str, max_connections: int) -> None:
+        self.pools: list[FakePool] = []
+
+        def make(size: int) -> Any:
+            self.pools.append(FakePool(size))
+            return self.pools[-1]
+
+        kind = ShardedTransport if flavour == "sync" else AsyncShardedTransport
+        self.transport: Any = kind(make, max_connections)
+        self.asynchronous = flavour == "async"
+
+    async def _maybe(self, result: Any) -> Any:
+        return await result if inspect.isawaitable(result) else result
+
+    async def send(self) -> httpx.Response:
+        request = httpx.Request("POST", BASE_URL + "/translate")
+        if self.asynchronous:
+            response: httpx.Response = await self.transport.handle_async_request(request)
+        else:
+            response = self.transport.handle_request(request)
+        return response
+
+    async def close_body(self, response: httpx.Response) -> None:
+        stream: Any = response.stream
+        await self._maybe(stream.aclose() if self.asynchronous else stream.close())
+
+    async def read(self, response: httpx.Response) -> bytes:
+        if self.asynchronous:
+            return b"".join([chunk async for chunk in response.stream])  # type: ignore[union-attr]
+        return b"".join(response.stream)  # type: ignore[arg-type]
+
+    async def close(self) -> None:
+        await self._maybe(self.transport.aclose() if self.asynchronous else self.transport.close())
+
+    def connections(self) -> list[int]:
+        return [len(pool._pool.connections) for pool in self.pools]
+
+    def requests(self) -> list[int]:
+        return [pool.requests for pool in self.pools]
+
+
+@pytest.fixture
+def flavour(request: pytest.FixtureRequest) -> str:
+    """The transport under test, ``ShardedTransport`` or ``AsyncShardedTransport``: "sync" or
+    "async", the async one on asyncio and trio (tests/conftest.py: pytest_generate_tests)."""
+    return str(request.param)
+
+
+def test_the_pools_together_hold_the_connections_asked_for(flavour: str) -> None:
+    sizes = Driver(flavour, 10).transport._sizes
+    assert SHARD_SIZE == 4
+    assert sizes == [4, 4, 2]
+    assert Driver(flavour, 8).transport._sizes == [4, 4]
+    assert Driver(flavour, 1).transport._sizes == [1]
+    assert Driver(flavour, 10).transport.max_connections == 10
+
+
+async def test_no_pool_is_made_before_a_request_needs_it(flavour: str) -> None:
+    driver = Driver(flavour, 100)
+    assert driver.transport.shards == [None] * 25
+    response = await driver.send()
+    assert len(driver.pools) == 1
+    assert driver.transport.shards[0] is driver.pools[0]
+    assert driver.transport.shards[1:] == [None] * 24
+    assert driver.pools[0].size == SHARD_SIZE
+    await driver.close_body(response)
+
+
+async def test_requests_fill_the_first_pool_before_opening_another(flavour: str) -> None:
+    driver = Driver(flavour, 12)
+    open_ = [await driver.send() for _ in range(6)]
+    assert driver.connections() == [4, 2]
+    assert driver.transport._loads == [4, 2, 0]
+    for response in open_:
+        await driver.close_body(response)
+    assert driver.transport._loads == [0, 0, 0]
+
+
+async def test_calls_one_at_a_time_reuse_one_connection(flavour: str) -> None:
+    driver = Driver(flavour, 100)
+    for _ in range(20):
+        response = await driver.send()
+        assert await driver.read(response) == b"body"
+        await driver.close_body(response)
+    assert driver.connections() == [1]
+    assert driver.requests() == [20]
+
+
+async def test_a_pool_with_an_idle_connection_comes_before_one_with_room(flavour: str) -> None:
+    driver = Driver(flavour, 12)
+    first = [await driver.send() for _ in range(6)]  # pool 0: 4 in use, pool 1: 2
+    for response in first[4:]:  # pool 1's two connections now idle
+        await driver.close_body(response)
+    await driver.close_body(first[0])  # pool 0: 3 in use, one idle
+    again = [await driver.send() for _ in range(3)]
+    # Pool 0's idle connection, then pool 1's two: none opened, though pool 0 has room
+    # for none and pool 2 for four.
+    assert driver.requests() == [5, 4]
+    assert driver.connections() == [4, 2]
+    assert driver.transport._loads == [4, 2, 0]
+    for response in first[1:4] + again:
+        await driver.close_body(response)
+
+
+async def test_with_every_pool_full_a_request_waits_at_the_shortest_queue(flavour: str) -> None:
+    driver = Driver(flavour, 8)
+    held = [await driver.send() for _ in range(8)]
+    await driver.close_body(held.pop(0))  # pool 0 again has an idle connection...
+    held.append(await driver.send())  # ... taken at once
+    assert driver.transport._loads == [4, 4]
+    await driver.close_body(held.pop(5))  # pool 1: 3 in flight
+    held.append(await driver.send())
+    held.append(await driver.send())  # full again: the next waits in pool 0 (4 vs 4)
+    assert driver.transport._loads == [5, 4]
+    held.append(await driver.send())
+    assert driver.transport._loads == [5, 5]
+    for response in held:
+        await driver.close_body(response)
+    assert driver.transport._loads == [0, 0]
+
+
+async def test_a_request_that_fails_counts_out_of_its_pool(flavour: str) -> None:
+    driver = Driver(flavour, 8)
+    response = await driver.send()
+    driver.pools[0].failing = True
+    with pytest.raises(httpx.ConnectError):
+        await driver.send()
+    assert driver.transport._loads == [1, 0]
+    await driver.close_body(response)
+    assert driver.transport._loads == [0, 0]
+
+
+async def test_a_body_closed_twice_counts_out_once(flavour: str) -> None:
+    driver = Driver(flavour, 8)
+    kept = await driver.send()
+    response = await driver.send()
+    await driver.close_body(response)
+    await driver.close_body(response)
+    assert driver.transport._loads == [1, 0]
+    await driver.close_body(kept)
+    assert driver.transport._loads == [0, 0]
+
+
+async def test_closing_the_transport_closes_every_pool_it_made(flavour: str) -> None:
+    driver = Driver(flavour, 12)
+    held = [await driver.send() for _ in range(5)]
+    for response in held:
+        await driver.close_body(response)
+    await driver.close()
+    assert [pool.closed for pool in driver.pools] == [True, True]
+    assert driver.transport.shards[2] is None
+
+
+# Wiring: the SDK's own http client, and a caller's --------------------------------------
+
+
+async def test_the_sdks_own_http_client_splits_its_pool(
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient],
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL)
+    transport: Any = client._shared.http._transport
+    sharded = ShardedTransport if client_class is lingodoc.Client else AsyncShardedTransport
+    assert type(transport) is sharded
+    assert transport.max_connections == 100
+    assert client._shared.limiter.ceiling == 100
+    # Each pool is httpx's own, of SHARD_SIZE connections, keeping to the deadlines.
+    shard = transport._make(SHARD_SIZE)
+    backend = Backend if client_class is lingodoc.Client else AsyncBackend
+    assert isinstance(shard._pool._network_backend, backend)
+    assert shard._pool._max_connections == SHARD_SIZE
+    assert shard._pool._max_keepalive_connections == SHARD_SIZE
+    await close(client)
+
+
+async def test_a_callers_http_client_keeps_its_own_transport(
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient],
+) -> None:
+    kind = httpx.Client if client_class is lingodoc.Client else httpx.AsyncClient
+    http: Any = kind(limits=httpx.Limits(max_connections=7))
+    theirs = http._transport
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http)
+    assert client._shared.http._transport is theirs
+    assert client._shared.limiter.ceiling == 7
+    await close(client)
+    if isinstance(http, httpx.AsyncClient):
+        await http.aclose()
+    else:
+        http.close()
