@@ -172,15 +172,19 @@ async def test_a_pool_with_an_idle_connection_comes_before_one_with_room(flavour
     first = [await driver.send() for _ in range(6)]  # pool 0: 4 in use, pool 1: 2
     for response in first[4:]:  # pool 1's two connections now idle
         await driver.close_body(response)
-    await driver.close_body(first[0])  # pool 0: 3 in use, one idle
-    again = [await driver.send() for _ in range(3)]
-    # Pool 0's idle connection, then pool 1's two: none opened, though pool 0 has room
-    # for none and pool 2 for four.
-    assert driver.requests() == [5, 4]
+    await driver.close_body(first[0])
+    driver.pools[0]._pool.connections.pop()  # that one then closed (say, by the server)
+    # Pool 0 has room for one more connection, pool 1 two idle ones: those are taken.
+    again = [await driver.send() for _ in range(2)]
+    assert driver.requests() == [4, 4]
+    assert driver.connections() == [3, 2]
+    assert driver.transport._loads == [3, 2, 0]
+    # Then room in pool 0 (a connection opened), before pool 2.
+    again.append(await driver.send())
     assert driver.connections() == [4, 2]
-    assert driver.transport._loads == [4, 2, 0]
     for response in first[1:4] + again:
         await driver.close_body(response)
+    assert driver.transport._loads == [0, 0, 0]
 
 
 async def test_with_every_pool_full_a_request_waits_at_the_shortest_queue(flavour: str) -> None:
