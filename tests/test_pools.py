@@ -18,6 +18,7 @@ import pytest
 
 import lingodoc
 from lingodoc._async_network import SHARD_SIZE, AsyncBackend, AsyncShardedTransport
+from lingodoc._base_client import DEFAULT_LIMITS
 from lingodoc._sync_network import Backend, ShardedTransport
 from tests.conftest import API_KEY, BASE_URL, close
 
@@ -204,6 +205,51 @@ async def test_with_every_pool_full_a_request_waits_at_the_shortest_queue(flavou
     assert driver.transport._loads == [0, 0]
 
 
+async def test_past_every_connection_a_request_waits_where_fewest_wait(flavour: str) -> None:
+    driver = Driver(flavour, 10)  # pools of 4, 4 and 2
+    held = [await driver.send() for _ in range(10)]
+    assert driver.transport._loads == [4, 4, 2]
+    held += [await driver.send() for _ in range(4)]
+    # Queues of 1, 1 and 1 after three; the fourth goes to the first of them.
+    assert driver.transport._loads == [6, 5, 3]
+    for response in held:
+        await driver.close_body(response)
+
+
+def _cannot_make(size: int) -> Any:
+    raise MemoryError
+
+
+async def test_a_pool_that_cannot_be_made_counts_nothing(flavour: str) -> None:
+    driver = Driver(flavour, 8)
+    held = [await driver.send() for _ in range(4)]
+    driver.transport._make = _cannot_make
+    with pytest.raises(MemoryError):
+        await driver.send()  # pool 1 is needed
+    assert driver.transport._loads == [4, 0]
+    for response in held:
+        await driver.close_body(response)
+
+
+async def test_closing_goes_on_past_a_pool_that_fails_to_close(flavour: str) -> None:
+    driver = Driver(flavour, 12)
+    held = [await driver.send() for _ in range(9)]
+    for response in held:
+        await driver.close_body(response)
+
+    def fail() -> None:
+        raise OSError("cannot close")
+
+    async def fail_async() -> None:
+        fail()
+
+    driver.pools[0].close = fail  # type: ignore[method-assign]
+    driver.pools[0].aclose = fail_async  # type: ignore[method-assign]
+    with pytest.raises(OSError, match="cannot close"):  # the first pool's close failed...
+        await driver.close()
+    assert [pool.closed for pool in driver.pools] == [False, True, True]  # ... not the others'
+
+
 async def test_a_request_that_fails_counts_out_of_its_pool(flavour: str) -> None:
     driver = Driver(flavour, 8)
     response = await driver.send()
@@ -254,6 +300,7 @@ async def test_the_sdks_own_http_client_splits_its_pool(
     assert isinstance(shard._pool._network_backend, backend)
     assert shard._pool._max_connections == SHARD_SIZE
     assert shard._pool._max_keepalive_connections == SHARD_SIZE
+    assert shard._pool._keepalive_expiry == DEFAULT_LIMITS.keepalive_expiry
     await close(client)
 
 

@@ -628,7 +628,7 @@ def _new_http_client(
         problem = f"{type(exc).__name__}: {_masked_urls(str(exc))}"
     else:
         # Small pools, and every socket read and write keeps to the attempt's deadline.
-        _network.install(http, verify=verify, trust_env=trust_env)
+        _network.install(http, verify=verify, trust_env=trust_env, limits=DEFAULT_LIMITS)
         return http
     if certificates:  # httpx reads SSL_CERT_DIR only without SSL_CERT_FILE
         names = [next((name for name in _tls.CERTIFICATE_ENV if os.environ.get(name)), "")]

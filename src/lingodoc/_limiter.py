@@ -41,7 +41,8 @@ INITIAL_LIMIT = 16
 # On loopback every connection a first burst opens stays in httpcore's scans until idle
 # for 5 s: a gather of 10,000 calls was some 25% slower starting at 16 than at 4, and 5%
 # slower starting at 4 (the limit settling at 2, the 2 idle connections left in the scans)
-# than at 1.
+# than at 1. (Measured with the SDK's connections in one pool of 100; they are now in pools
+# of 4, see ``AsyncShardedTransport``, which makes each connection cost less.)
 LARGE_BURST = 128
 # Attempts measured before each update: at least this many, and at least the limit (about
 # one round trip of every attempt in flight). Few, so a slow server is not held long at the

@@ -25,28 +25,41 @@ from lingodoc._sync_network import Backend, ShardedTransport
 
 
 def install(
-    http: httpx.Client | httpx.AsyncClient, *, verify: ssl.SSLContext, trust_env: bool
+    http: httpx.Client | httpx.AsyncClient,
+    *,
+    verify: ssl.SSLContext,
+    trust_env: bool,
+    limits: httpx.Limits,
 ) -> None:
     """Make the pools of ``http`` (direct and through proxies) small and keep to the deadline.
 
-    The direct pool becomes a ``ShardedTransport`` (or ``AsyncShardedTransport``) of
-    as many connections, each pool built as httpx builds its own, with ``verify`` and
-    ``trust_env``. Only httpx's own transports are changed; any other is left as it is.
+    ``http`` must be the SDK's own, built with ``verify``, ``trust_env`` and ``limits``:
+    its direct transport becomes a ``ShardedTransport`` (or ``AsyncShardedTransport``) of
+    ``limits.max_connections`` connections, each of its pools httpx's own transport,
+    built with the same settings (each keeps alive as many connections as it may open,
+    up to the client's keep-alive limit). Proxy transports are only wrapped.
     """
     for transport in getattr(http, "_mounts", {}).values():  # through proxies
         keep_to_deadline(transport)
-    transport = getattr(http, "_transport", None)
-    pool = getattr(transport, "_pool", None)
-    size = getattr(pool, "_max_connections", None)
-    if not isinstance(size, int):
-        keep_to_deadline(transport)
+    size = limits.max_connections
+    if size is None:  # no limit to split: one pool, as httpx made it
+        keep_to_deadline(getattr(http, "_transport", None))
         return
+
+    def pool_limits(connections: int) -> httpx.Limits:
+        keep_alive = limits.max_keepalive_connections
+        if keep_alive is None or keep_alive > connections:
+            keep_alive = connections
+        return httpx.Limits(
+            max_connections=connections,
+            max_keepalive_connections=keep_alive,
+            keepalive_expiry=limits.keepalive_expiry,
+        )
+
     if isinstance(http, httpx.Client):
 
         def make(connections: int) -> httpx.HTTPTransport:
-            limits = httpx.Limits(
-                max_connections=connections, max_keepalive_connections=connections
-            )
+            limits = pool_limits(connections)
             shard = httpx.HTTPTransport(verify=verify, trust_env=trust_env, limits=limits)
             keep_to_deadline(shard)
             return shard
@@ -55,9 +68,7 @@ def install(
     else:
 
         def make_async(connections: int) -> httpx.AsyncHTTPTransport:
-            limits = httpx.Limits(
-                max_connections=connections, max_keepalive_connections=connections
-            )
+            limits = pool_limits(connections)
             shard = httpx.AsyncHTTPTransport(verify=verify, trust_env=trust_env, limits=limits)
             keep_to_deadline(shard)
             return shard
