@@ -59,8 +59,9 @@ def install(
     if isinstance(http, httpx.Client):
 
         def make(connections: int) -> httpx.HTTPTransport:
-            limits = pool_limits(connections)
-            shard = httpx.HTTPTransport(verify=verify, trust_env=trust_env, limits=limits)
+            shard = httpx.HTTPTransport(
+                verify=verify, trust_env=trust_env, limits=pool_limits(connections)
+            )
             keep_to_deadline(shard)
             return shard
 
@@ -68,8 +69,9 @@ def install(
     else:
 
         def make_async(connections: int) -> httpx.AsyncHTTPTransport:
-            limits = pool_limits(connections)
-            shard = httpx.AsyncHTTPTransport(verify=verify, trust_env=trust_env, limits=limits)
+            shard = httpx.AsyncHTTPTransport(
+                verify=verify, trust_env=trust_env, limits=pool_limits(connections)
+            )
             keep_to_deadline(shard)
             return shard
 

@@ -94,22 +94,20 @@ class ShardedTransport(httpx.BaseTransport):
     httpcore's pool, on every request and every response, checks each of its
     connections and, for each idle one, goes through all of them again (see
     encode/httpcore#1035): the cost of a call grows with the square of the connections
-    held. Past some 24
-    connections that cost outgrows the round trip it was to hide: gathering 1,000 calls
-    to a server 20 ms away, raw httpx ran at about 1,000 calls a second with 24 in
-    flight and at 280 with 32, the client's CPU busy in those scans. In pools of 4,
-    more calls in flight are worth having: the SDK's default then ran such a gather at
-    about 1,450 calls a second instead of 550-600, and one 100 ms away at 590 instead
-    of 170-190 (on a 2-core machine, the server on it).
+    held. Past some 24 connections that cost outgrows the round trip it was to hide:
+    gathering 1,000 calls to a server 20 ms away, raw httpx ran at about 1,000 calls a
+    second with 24 in flight and at 280 with 32, the client's CPU busy in those scans.
+    In pools of 4, more calls in flight are worth having: the SDK's default then ran
+    such a gather at about 1,450 calls a second instead of 550-600, and one 100 ms away
+    at 590 instead of 170-190 (on a 2-core machine, the server on it).
 
     Each request goes to the first pool with an idle connection, else to the first
-    with room for one more (or, all full, to the one with the fewest requests in
-    flight), and counts there until its response is closed. So the connections held
-    are those the calls in flight need, as with one pool: spread evenly, each pool
-    would open its own for the same few calls, and filled in order only, a pool
-    with room would open new ones while another's sat idle. A pool is made when
-    first needed. Proxied URLs keep httpx's own proxy transports (the client's
-    mounts).
+    with room for one more (or, all full, to the one with the fewest waiting), and
+    counts there until its response is closed. So the connections held are about
+    those the calls in flight need, as with one pool: spread evenly, each pool would
+    open its own for the same few calls, and filled in order only, a pool with room
+    would open new ones while another's sat idle. A pool is made when first needed.
+    Proxied URLs keep httpx's own proxy transports (the client's mounts).
 
     Args:
         make: Builds the transport of one pool, given its most connections.
