@@ -318,3 +318,22 @@ async def test_a_callers_http_client_keeps_its_own_transport(
         await http.aclose()
     else:
         http.close()
+
+
+async def test_proxied_urls_keep_httpxs_proxy_transport_and_no_proxy_hosts_get_the_pools(
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "api.lingodoc.test")
+    client = client_class(API_KEY, base_url=BASE_URL)
+    http: Any = client._shared.http
+    sharded = ShardedTransport if client_class is lingodoc.Client else AsyncShardedTransport
+    direct = http._transport_for_url(httpx.URL(BASE_URL))
+    assert type(direct) is sharded
+    proxied = http._transport_for_url(httpx.URL("https://elsewhere.example/v1"))
+    assert type(proxied) is not sharded
+    assert type(proxied._pool).__name__.endswith("HTTPProxy")
+    backend = Backend if client_class is lingodoc.Client else AsyncBackend
+    assert isinstance(proxied._pool._network_backend, backend)  # keeps to the deadline too
+    await close(client)
