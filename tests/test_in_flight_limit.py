@@ -592,6 +592,94 @@ def test_the_adaptive_limit_is_bounded_by_the_pool_of_an_http_client_passed_in(
     assert own.with_options(timeout=5)._shared.limiter is own._shared.limiter
 
 
+async def test_a_fixed_limit_above_the_sdks_own_connections_is_held_to_them(
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient], api: respx.MockRouter
+) -> None:
+    # The 10 calls past the SDK's 100 connections wait for a turn (the first connection
+    # of all to come free), not inside one of its pools of 4, for one of its connections.
+    calls, answering, peak = 110, [0], [0]
+    is_async = client_class is lingodoc.AsyncClient
+    async_release, thread_release = anyio.Event(), threading.Event()
+
+    def arrived() -> None:
+        answering[0] += 1
+        peak[0] = max(peak[0], answering[0])
+
+    async def answer_async(request: httpx.Request) -> httpx.Response:
+        arrived()
+        await async_release.wait()
+        answering[0] -= 1
+        return httpx.Response(200, json=RESULT)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        with lock:
+            arrived()
+        thread_release.wait(30)
+        with lock:
+            answering[0] -= 1
+        return httpx.Response(200, json=RESULT)
+
+    lock = threading.Lock()
+    api.post("/translate").mock(side_effect=answer_async if is_async else answer)
+    client = client_class(API_KEY, base_url=BASE_URL, max_in_flight=500)
+    results: list[Any] = []
+
+    def waiting() -> int:
+        with client._shared._lock:
+            return len(client._shared._waiters)
+
+    try:
+        assert client._shared.limiter.limit == 100
+        if isinstance(client, lingodoc.AsyncClient):
+
+            async def one() -> None:
+                results.append(
+                    await client.translate("Hi", source_language="en", target_language="de")
+                )
+
+            async with anyio.create_task_group() as tasks:
+                for _ in range(calls):
+                    tasks.start_soon(one)
+                await anyio.wait_all_tasks_blocked()
+                assert (answering[0], waiting()) == (100, 10)
+                async_release.set()
+        else:
+            sync_client = client
+
+            def one_thread() -> None:
+                results.append(
+                    sync_client.translate("Hi", source_language="en", target_language="de")
+                )
+
+            threads = [threading.Thread(target=one_thread) for _ in range(calls)]
+            for thread in threads:
+                thread.start()
+            for _ in range(10_000_000):  # until every thread answers or waits (bounded)
+                with lock:
+                    if answering[0] + waiting() >= calls:
+                        break
+                threading.Event().wait(0.0001)
+            assert (answering[0], waiting()) == (100, 10)
+            thread_release.set()
+            for thread in threads:
+                thread.join(30)
+        assert [result.translated_text for result in results] == ["Hallo"] * calls
+        assert peak[0] == 100
+    finally:
+        thread_release.set()
+        await close(client)
+    # An http_client of your own keeps the limit given: it may multiplex (HTTP/2).
+    http_class = httpx.AsyncClient if is_async else httpx.Client
+    own = http_class(limits=httpx.Limits(max_connections=3))
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=own, max_in_flight=10)  # type: ignore[arg-type]
+    assert client._shared.limiter.limit == 10
+    await close(client)
+    if isinstance(own, httpx.AsyncClient):
+        await own.aclose()
+    else:
+        own.close()
+
+
 async def test_translate_manys_batches_take_no_turn_so_a_run_of_them_keeps_no_call_waiting() -> (
     None
 ):

@@ -157,9 +157,10 @@ class AsyncShardedTransport(httpx.AsyncBaseTransport):
             if loads[index] < size:  # room for one more connection
                 return index
             queues.append(loads[index] - size)
-        # All busy (more calls in flight than connections: a max_in_flight above the
-        # pool's size): the shortest queue. It waits for a connection of that pool, where
-        # one pool would have given it any: the price of small pools past their size.
+        # All busy (more requests than connections: translate_many's batches, which take
+        # no turn under the client's limit, on top of a limit at the pools' size): the
+        # shortest queue. It waits for a connection of that pool, where one pool would
+        # have given it any: the price of small pools past their size.
         return queues.index(min(queues))
 
     def _release(self, index: int) -> None:

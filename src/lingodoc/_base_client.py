@@ -212,7 +212,13 @@ class _Shared(Generic[HttpClientT]):
         # The last response's rate-limit headers; the RateLimit is made when asked for.
         self.rate_limit: RateLimitHeaders | None = None
         self._in_flight = 0
-        self.limiter = Limiter(_pool_size(http), max_in_flight)
+        ceiling = _pool_size(http)
+        if self.owned and max_in_flight is not None and max_in_flight > ceiling:
+            # The SDK's own connections are in pools of 4 (``_network``): a call past them
+            # would wait inside one pool, for one of its 4 connections and within its own
+            # timeout. Here it waits for the first turn of all, outside its timeout.
+            max_in_flight = ceiling
+        self.limiter = Limiter(ceiling, max_in_flight)
         self._slots = 0  # taken: by the attempts in flight, and by waiters given one
         self._waiters: deque[_Ticket] = deque()
         self._pool_closing = False

@@ -80,8 +80,9 @@ class Client(BaseClient[httpx.Client]):
             served, before its attempt starts (so the wait is not part of its
             ``timeout``). ``None`` adapts it to the round trips measured, between 1
             and the connection pool's size (100, or the ``http_client``'s): few on a
-            server that answers at once, more on a distant one. See "Concurrency" in
-            the configuration guide.
+            server that answers at once, more on a distant one. A fixed limit above
+            the SDK's own 100 connections is held to 100. See "Concurrency" in the
+            configuration guide.
 
     Raises:
         ConfigurationError: If the key or the base URL is missing or unusable
