@@ -7,6 +7,7 @@ and rate-limit waits are checked exactly without really waiting.
 from __future__ import annotations
 
 import inspect
+import json
 import time
 from typing import Any
 
@@ -305,6 +306,49 @@ async def test_an_unknown_state_that_echoes_the_key_is_masked_and_cut(
     assert API_KEY not in str(info.value)
     assert API_KEY not in str(info.value.status)
     assert "x" * 100 not in str(info.value)
+
+
+@pytest.mark.parametrize("state", ["failed", "processing"])
+async def test_a_status_nested_deeper_than_a_recursion_could_walk_ends_in_a_typed_error(
+    client: Any, api: respx.MockRouter, clock: FakeClock, state: str
+) -> None:
+    # json reads a field nested 600 deep; the key echoed at its bottom is masked all the
+    # same, and the wait ends in its own error (not a RecursionError from the masking).
+    depth = 600
+    details = "[" * depth + json.dumps(API_KEY) + "]" * depth
+    data = f'{{"translation_id": "tr_1", "status": "{state}", "progress": 5, "details": {details}}}'
+    body = f'{{"success": true, "data": {data}}}'.encode()
+    api.get(PATH).mock(return_value=httpx.Response(200, content=body))
+    expected = lingodoc.TranslationFailed if state == "failed" else lingodoc.WaitTimeout
+    with pytest.raises(expected) as info:
+        await call(client, "wait_for_translation", "tr_1", timeout=12)
+    status = info.value.status
+    assert status is not None
+    assert status.status == state
+    bottom = status.details  # type: ignore[attr-defined]
+    for _ in range(depth):
+        assert isinstance(bottom, list)
+        assert len(bottom) == 1
+        bottom = bottom[0]
+    assert isinstance(bottom, str)
+    assert API_KEY not in bottom
+    assert API_KEY[-4:] in bottom  # masked, as every echo of the key is
+
+
+async def test_a_key_echoed_as_the_name_of_a_field_of_a_status_is_masked(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    details = {"attempts": [{API_KEY: 1, "kept": "as sent"}], "reason": "quota"}
+    api.get(PATH).mock(side_effect=polled(status("failed", details=details)))
+    with pytest.raises(lingodoc.TranslationFailed) as info:
+        await call(client, "wait_for_translation", "tr_1")
+    masked = info.value.status.details  # type: ignore[union-attr]
+    assert API_KEY not in json.dumps(masked)
+    assert masked["reason"] == "quota"
+    [attempt] = masked["attempts"]
+    assert len(attempt) == 2
+    assert attempt["kept"] == "as sent"
+    assert [value for name, value in attempt.items() if API_KEY[-4:] in name] == [1]
 
 
 @pytest.mark.parametrize("before", [0, 1])

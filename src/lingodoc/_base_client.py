@@ -1435,19 +1435,41 @@ class Waiter:
 
 
 def _redact_json(value: object, redact: Callable[[str], str]) -> object:
-    """``value`` (a JSON value) with the key masked in its strings; itself if none changed."""
-    if isinstance(value, str):
-        masked = redact(value)
-        return value if masked == value else masked
-    if isinstance(value, dict):
-        items = {key: _redact_json(item, redact) for key, item in value.items()}
-        changed = any(items[key] is not item for key, item in value.items())
-        return {redact(str(key)): item for key, item in items.items()} if changed else value
-    if isinstance(value, list):
-        elements = [_redact_json(item, redact) for item in value]
-        changed = any(new is not old for new, old in zip(elements, value, strict=True))
-        return elements if changed else value
-    return value
+    """``value`` (a JSON value) with the key masked in its strings; itself if none changed.
+
+    Without recursion: json's parser reads values nested deeper than Python's recursion
+    limit lets a function walk, and a status is masked on the way to a typed error.
+    """
+    containers: list[dict[Any, Any] | list[Any]] = []  # each before what it holds
+    pending: list[object] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            containers.append(item)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            containers.append(item)
+            pending.extend(item)
+    masked: dict[int, object] = {}
+
+    def new(item: object) -> object:
+        if isinstance(item, str):
+            text = redact(item)
+            return item if text == item else text
+        return masked.get(id(item), item)
+
+    for container in reversed(containers):  # what a container holds is done before it
+        if isinstance(container, dict):
+            pairs = {redact(str(key)): new(item) for key, item in container.items()}
+            if list(pairs) != list(container) or any(
+                a is not b for a, b in zip(pairs.values(), container.values(), strict=True)
+            ):
+                masked[id(container)] = pairs
+        else:
+            elements = [new(item) for item in container]
+            if any(a is not b for a, b in zip(elements, container, strict=True)):
+                masked[id(container)] = elements
+    return new(value)
 
 
 class BaseClient(Generic[HttpClientT]):
