@@ -679,7 +679,7 @@ def _api_key(value: object) -> str | ConfigurationError:
     key = key.strip()
     if not key:
         return _missing("api_key", API_KEY_ENV)
-    if not key.isprintable() or any(c.isspace() for c in key) or not key.isascii():
+    if not _validation.sendable_key(key):
         return ConfigurationError(
             f"api_key (or {API_KEY_ENV}) holds spaces or characters that cannot be "
             "sent in a header; check it was copied whole"

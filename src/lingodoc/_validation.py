@@ -18,6 +18,11 @@ from lingodoc._exceptions import (
 QUOTE_LIMIT = 100
 
 
+def sendable_key(key: str) -> bool:
+    """Whether ``key`` can go in an ``Authorization`` header whole: printable ASCII, no spaces."""
+    return bool(key) and key.isprintable() and key.isascii() and not any(c.isspace() for c in key)
+
+
 def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
     """Return ``text``, or its first ``limit`` characters, ``...`` and its length."""
     if len(text) <= limit:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
@@ -427,6 +428,17 @@ def test_key_management_refuses_bad_input(em: Emulator) -> None:
     assert em.create_key("fixed", key="ld_my_fixed_key_1234") == "ld_my_fixed_key_1234"
 
 
+@pytest.mark.parametrize("bad", ["", "ld key", "ld_key\n", "ld_clé", 123])
+def test_a_key_that_cannot_be_sent_in_a_header_is_refused_where_it_is_given(bad: Any) -> None:
+    with pytest.raises(ValueError, match="a key must be a non-empty str") as info:
+        Emulator(api_key=bad)
+    assert str(bad) not in str(info.value) or bad == ""
+    em = Emulator()
+    with pytest.raises(ValueError, match="a key must be a non-empty str"):
+        em.create_key("k", key=bad)
+    assert len(em._state.keys) == 1  # the ready-made one only
+
+
 def test_ready_made_key_is_random_full_access_and_settable() -> None:
     first, second = Emulator(), Emulator()
     assert first.api_key.startswith("ld_")
@@ -596,6 +608,26 @@ def test_a_rate_limit_window_survives_a_switch_between_the_real_and_a_fake_clock
     for limited in (on_fake.value, back_on_real.value):
         assert limited.retry_after is not None
         assert 3590 < limited.retry_after <= 3600
+
+
+@pytest.mark.usefixtures("real_clock")
+def test_time_never_goes_back_when_a_fake_clock_that_ran_ahead_is_left() -> None:
+    em = Emulator(rate_limit=100)
+    with em.client() as client:
+        with fake_clock() as clock:
+            clock.advance(60)  # a 429 waited out, say: the fake clock is now ahead
+            client.list_documents()  # opens the key's one-hour window, on fake time
+            job = client.translate_document("doc_welcome", target_language="fr")
+            done = client.wait_for_translation(job)
+            ahead = clock.time() - time.time()
+        back = client.get_translation(job.translation_id)  # real clock again
+        client.list_documents()
+        rate_limit = client.rate_limit
+    assert ahead > 60
+    assert (done.status, back.status) == ("completed", "completed")
+    assert back.completed_at == done.completed_at
+    assert rate_limit is not None
+    assert 3500 < rate_limit.reset <= 3600  # the window is an hour, not more
 
 
 # -- documents and jobs -------------------------------------------------------------------

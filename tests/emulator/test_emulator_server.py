@@ -155,14 +155,31 @@ def test_head_gets_no_body_and_chunked_bodies_are_read() -> None:
         b"Transfer-Encoding: gzip, chunked\r\n",
         b"Transfer-Encoding: gzip\r\nContent-Length: 2\r\n",
         b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        # What int() takes and HTTP does not: a sign, an underscore; and two lengths.
+        b"Content-Length: +4\r\n",
+        b"Content-Length: 0_4\r\n",
+        b"Content-Length: 4\r\nContent-Length: 3\r\n",
+        b"Content-Length: 4, 3\r\n",
     ],
 )
 def test_malformed_body_framing_is_refused_and_the_connection_closed(framing: bytes) -> None:
+    assert_refused_and_closed(framing + b"\r\nzz\r\n")
+
+
+@pytest.mark.parametrize("size", [b"0x2", b"+2", b"0_2", b"2 2"])
+def test_a_chunk_size_that_is_not_hex_digits_is_refused_and_the_connection_closed(
+    size: bytes,
+) -> None:
+    assert_refused_and_closed(b"Transfer-Encoding: chunked\r\n\r\n" + size + b"\r\nzz\r\n0\r\n\r\n")
+
+
+def assert_refused_and_closed(tail: bytes) -> None:
+    """Send a POST whose headers and body end with ``tail``: 400, and the server closes."""
     with (
         Emulator().serve() as server,
         socket.create_connection(("127.0.0.1", server.port), timeout=5) as connection,
     ):
-        connection.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: x\r\n" + framing + b"\r\nzz\r\n")
+        connection.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: x\r\n" + tail)
         answer = b""
         for _ in range(10):  # read to the end of the stream, whatever the chunking
             chunk = connection.recv(65536)
@@ -172,6 +189,29 @@ def test_malformed_body_framing_is_refused_and_the_connection_closed(framing: by
     assert answer.startswith(b"HTTP/1.1 400")
     assert b'"code": "VALIDATION_ERROR"' in answer
     assert chunk == b""  # closed by the server
+
+
+def test_a_length_repeated_with_the_same_value_is_read() -> None:
+    body = b'{"text": "cat", "source_language": "en", "target_language": "de"}'
+    length = str(len(body)).encode()
+    with (
+        Emulator().serve() as server,
+        socket.create_connection(("127.0.0.1", server.port), timeout=5) as connection,
+    ):
+        connection.sendall(
+            b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"Authorization: Bearer " + server.api_key.encode() + b"\r\n"
+            b"Content-Type: application/json\r\n"
+            b"Content-Length: " + length + b"\r\nContent-Length: " + length + b"\r\n\r\n" + body
+        )
+        answer = b""
+        for _ in range(10):
+            chunk = connection.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200")
+    assert b'"translated_text": "Katze"' in answer
 
 
 def test_64_concurrent_keep_alive_connections() -> None:
@@ -461,6 +501,8 @@ def test_command_line_stops_on_a_signal_caught_by_another_thread() -> None:
         (["--job-duration", "nan"], "job_duration must be a finite number"),
         (["--job-duration", "-1"], "job_duration must be a finite number"),
         (["--host", "0.0.0.0"], "'0.0.0.0' is not a loopback address"),
+        (["--api-key", ""], "a key must be a non-empty str of printable ASCII"),
+        (["--api-key", "ld key"], "a key must be a non-empty str of printable ASCII"),
     ],
 )
 def test_command_line_refuses_bad_options_as_a_usage_error(args: list[str], message: str) -> None:

@@ -98,7 +98,8 @@ class Emulator:
             seed_documents: Whether to add ``doc_welcome`` and ``doc_handbook``.
 
         Raises:
-            ValueError: On an unknown plan or reset style, or a number out of range.
+            ValueError: On an unknown plan or reset style, a number out of range, or an
+                ``api_key`` that cannot be sent in a header (empty, or with spaces).
             TypeError: On a number of the wrong type (``rate_limit`` and ``seats`` are ints).
         """
         if plan not in PLAN_LIMITS:
@@ -175,7 +176,8 @@ class Emulator:
             The secret, to send as ``Authorization: Bearer <secret>``.
 
         Raises:
-            ValueError: On an unknown permission or a secret already in use.
+            ValueError: On an unknown permission, a secret already in use, or one that
+                cannot be sent in a header (empty, or with spaces).
             TypeError: If ``expires_at`` is neither a ``datetime`` nor a number.
         """
         with self._state.lock:

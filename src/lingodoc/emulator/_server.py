@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import selectors
 import signal
 import socket
@@ -17,6 +18,20 @@ from typing import Any
 from lingodoc.emulator._routing import Answers, Reply, Router
 
 _MAX_BODY = 16 * 1024 * 1024
+_DIGITS = re.compile(r"[0-9]+")
+_HEX_DIGITS = re.compile(rb"[0-9A-Fa-f]+")
+
+
+def _chunk_size(line: bytes) -> int:
+    """The size a chunk's first line gives (hex digits, then any extension after ``;``).
+
+    Raises:
+        ValueError: If it is not hex digits (``int(..., 16)`` would take ``0x3c`` or ``+3c``).
+    """
+    size = line.split(b";")[0].strip()
+    if not _HEX_DIGITS.fullmatch(size):
+        raise ValueError("not a chunk size")
+    return int(size, 16)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -75,12 +90,21 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             encoding = ", ".join(self.headers.get_all("Transfer-Encoding", [])).strip().lower()
             if not encoding:
-                length = int(self.headers.get("Content-Length", "0"))
-                return self.rfile.read(length) if 0 <= length <= _MAX_BODY else None
+                # Digits only, and one value (repeated, at most): int() would also take
+                # "+60", "6_0" or " 60 ", and of two lengths either could be the real one.
+                lengths = {
+                    value.strip()
+                    for field in self.headers.get_all("Content-Length", ["0"])
+                    for value in field.split(",")
+                }
+                if len(lengths) != 1 or not _DIGITS.fullmatch(next(iter(lengths))):
+                    return None
+                length = int(lengths.pop())
+                return self.rfile.read(length) if length <= _MAX_BODY else None
             if encoding != "chunked":  # gzip and the like: where the body ends is unknown
                 return None
             chunks, total = [], 0
-            while (size := int(self.rfile.readline(100).split(b";")[0], 16)) > 0:
+            while (size := _chunk_size(self.rfile.readline(100))) > 0:
                 total += size
                 if total > _MAX_BODY:
                     return None

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, NamedTuple, Protocol, get_args
 
 from lingodoc import _clock
+from lingodoc._validation import sendable_key
 
 Permission = Literal["read_only", "read_write", "full_access"]
 """The permission levels of an API key, for [`create_key`][lingodoc.emulator.Emulator.create_key].
@@ -255,6 +256,8 @@ class State:
         self.log: deque[RequestRecord] = deque(maxlen=10_000)
         self._pinned = clock
         self._offset = 0.0
+        self._last_clock: Clock | None = None  # the clock of the last reading, and the time
+        self._last_now = -math.inf
 
     @property
     def clock(self) -> Clock:
@@ -262,10 +265,21 @@ class State:
         return self._pinned if self._pinned is not None else _clock.current()
 
     def now(self) -> float:
-        """The emulator's time: its clock's plus what `advance` added."""
+        """The emulator's time: its clock's plus what `advance` added, never going back."""
         # Wall time, not monotonic time: the real clock and a FakeClock (which starts at the
         # real time) agree on it, so a job or window survives a switch from one to the other.
-        return self.clock.time() + self._offset
+        clock = self.clock
+        now = clock.time() + self._offset
+        if clock is not self._last_clock:
+            # Back on the real clock after a FakeClock that ran ahead of it (or on one that
+            # starts earlier): time goes on from where it was, so a completed job stays
+            # completed and a rate-limit window does not last longer than an hour.
+            if now < self._last_now:
+                self._offset += self._last_now - now
+                now = self._last_now
+            self._last_clock = clock
+        self._last_now = now
+        return now
 
     def advance(self, seconds: float) -> None:
         """As [`Emulator.advance`][lingodoc.emulator.Emulator.advance] documents."""
@@ -283,6 +297,12 @@ class State:
             expires_at = expires_at.timestamp()
         elif expires_at is not None:
             expires_at = float(check_number("expires_at", expires_at, minimum=-math.inf))
+        if secret is not None and not (isinstance(secret, str) and sendable_key(secret)):
+            # Refused here, not by the first request that sends it (or by the SDK's client).
+            raise ValueError(  # without the value: it is a key
+                "a key must be a non-empty str of printable ASCII without spaces (it is "
+                "sent in the Authorization header)"
+            )
         secret = secret if secret is not None else "ld_" + secrets.token_hex(16)
         if secret in self.keys:
             raise ValueError("that key already exists")
