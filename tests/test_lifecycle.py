@@ -71,6 +71,31 @@ async def test_a_call_in_flight_at_close_gets_its_answer_and_the_pool_closes_aft
     assert route.call_count == 1
 
 
+async def test_a_pool_that_fails_to_close_after_the_last_call_does_not_take_its_answer(
+    client: lingodoc.Client, api: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    http: Any = client._shared.http
+    closes: list[str] = []
+
+    def fail() -> None:
+        closes.append("tried")
+        raise OSError("close failed")
+
+    async def fail_async() -> None:
+        fail()
+
+    monkeypatch.setattr(
+        http,
+        "aclose" if isinstance(http, httpx.AsyncClient) else "close",
+        fail_async if isinstance(http, httpx.AsyncClient) else fail,
+    )
+    answer = httpx.Response(200, json=envelope(STATUS))
+    api.get("/translations/tr_1").mock(side_effect=closing_then(client, answer, []))
+    status = await call(client, "get_translation", "tr_1")
+    assert status.progress == 5  # the answer, not the pool's OSError
+    assert closes == ["tried"]  # closed (tried) by the call, the last out
+
+
 async def test_a_call_in_flight_at_close_is_not_retried_and_says_client_closed(
     client: lingodoc.Client, api: respx.MockRouter
 ) -> None:

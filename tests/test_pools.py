@@ -20,7 +20,22 @@ import lingodoc
 from lingodoc._async_network import SHARD_SIZE, AsyncBackend, AsyncShardedTransport
 from lingodoc._base_client import DEFAULT_LIMITS
 from lingodoc._sync_network import Backend, ShardedTransport
-from tests.conftest import API_KEY, BASE_URL, close
+from lingodoc.emulator import Emulator
+from tests.conftest import API_KEY, BASE_URL, call, close
+
+
+class FakeConnection:
+    """One connection of a fake pool: in use, idle, or closed."""
+
+    def __init__(self) -> None:
+        self.idle = False
+        self.closed = False
+
+    def is_idle(self) -> bool:
+        return self.idle and not self.closed
+
+    def is_closed(self) -> bool:
+        return self.closed
 
 
 class FakePool:
@@ -29,7 +44,6 @@ class FakePool:
     def __init__(self, size: int) -> None:
         self.size = size
         self._pool = SimpleNamespace(connections=[])  # as httpx's transport -> httpcore
-        self.in_use = 0
         self.requests = 0
         self.failing = False
         self.closed = False
@@ -38,10 +52,13 @@ class FakePool:
         self.requests += 1
         if self.failing:
             raise httpx.ConnectError("refused")
-        self.in_use += 1
-        if self.in_use > len(self._pool.connections):
-            self._pool.connections.append(object())
-        return httpx.Response(200, stream=FakeBody(self))
+        connections = self._pool.connections
+        connection = next((c for c in connections if c.is_idle()), None)
+        if connection is None:
+            connection = FakeConnection()
+            connections.append(connection)
+        connection.idle = False
+        return httpx.Response(200, stream=FakeBody(connection))
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         return self._handle()
@@ -51,17 +68,22 @@ class FakePool:
 
     def close(self) -> None:
         self.closed = True
+        for connection in self._pool.connections:
+            connection.closed = True
 
     async def aclose(self) -> None:
-        self.closed = True
+        self.close()
 
 
 class FakeBody(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """A response body that gives its connection back to its fake pool when closed."""
+    """A response body that gives its connection back (idle) when closed."""
 
-    def __init__(self, pool: FakePool) -> None:
-        self.pool = pool
+    def __init__(self, connection: FakeConnection) -> None:
+        self.connection = connection
         self.closes = 0
+        # As httpcore leaves a connection whose task was cancelled as it gave it back.
+        self.left_in_use = False
+        self.fails_to_close = False
 
     def __iter__(self) -> Any:
         yield b"body"
@@ -71,7 +93,10 @@ class FakeBody(httpx.SyncByteStream, httpx.AsyncByteStream):
 
     def close(self) -> None:
         self.closes += 1
-        self.pool.in_use -= 1
+        if self.fails_to_close:
+            raise httpx.ReadError("connection reset")
+        if not self.left_in_use:
+            self.connection.idle = True
 
     async def aclose(self) -> None:
         self.close()
@@ -113,6 +138,12 @@ class Driver:
 
     async def close(self) -> None:
         await self._maybe(self.transport.aclose() if self.asynchronous else self.transport.close())
+
+    async def abandon(self, response: httpx.Response) -> None:
+        """Close ``response`` as a cancelled task may: its connection stays in use, serving none."""
+        stream: Any = response.stream
+        stream._stream.left_in_use = True
+        await self.close_body(response)
 
     def connections(self) -> list[int]:
         return [len(pool._pool.connections) for pool in self.pools]
@@ -174,7 +205,7 @@ async def test_a_pool_with_an_idle_connection_comes_before_one_with_room(flavour
     for response in first[4:]:  # pool 1's two connections now idle
         await driver.close_body(response)
     await driver.close_body(first[0])
-    driver.pools[0]._pool.connections.pop()  # that one then closed (say, by the server)
+    driver.pools[0]._pool.connections.pop(0)  # that one then closed (say, by the server)
     # Pool 0 has room for one more connection, pool 1 two idle ones: those are taken.
     again = [await driver.send() for _ in range(2)]
     assert driver.requests() == [4, 4]
@@ -214,6 +245,80 @@ async def test_past_every_connection_a_request_waits_where_fewest_wait(flavour: 
     assert driver.transport._loads == [6, 5, 3]
     for response in held:
         await driver.close_body(response)
+
+
+async def test_a_connection_that_serves_no_request_is_not_taken_for_an_idle_one(
+    flavour: str,
+) -> None:
+    driver = Driver(flavour, 8)
+    held = [await driver.send() for _ in range(4)]
+    await driver.abandon(held[0])  # two connections left in use by no request
+    await driver.abandon(held[1])
+    await driver.close_body(held[2])  # one idle
+    assert driver.transport._loads == [1, 0]
+    held.append(await driver.send())  # the idle one
+    assert (driver.transport._loads, driver.connections()) == ([2, 0], [4])
+    # Pool 0 has 4 connections and 2 requests, but no connection free: the next goes on.
+    held.append(await driver.send())
+    assert (driver.transport._loads, driver.connections()) == ([2, 1], [4, 1])
+    assert driver.transport.shards[0] is driver.pools[0]  # still serving: kept
+    for response in held[3:]:
+        await driver.close_body(response)
+    assert driver.transport._loads == [0, 0]
+
+
+async def test_a_pool_whose_connections_all_serve_no_request_is_replaced_and_closed(
+    flavour: str,
+) -> None:
+    driver = Driver(flavour, 8)
+    for response in [await driver.send() for _ in range(4)]:
+        await driver.abandon(response)  # as after four cancelled calls: the pool is stuck
+    assert driver.transport._loads == [0, 0]
+
+    def fail() -> None:
+        closes.append("tried")
+        raise OSError("cannot close")
+
+    async def fail_async() -> None:
+        fail()
+
+    closes: list[str] = []
+    driver.pools[0].close = fail  # type: ignore[method-assign]
+    driver.pools[0].aclose = fail_async  # type: ignore[method-assign]
+    response = await driver.send()  # not failed by the old pool's close
+    assert closes == ["tried"]
+    assert driver.transport.shards[0] is driver.pools[1]  # a new pool in its place...
+    assert driver.pools[1]._pool.connections[0].is_idle() is False  # ... serving the call
+    assert driver.transport._loads == [1, 0]
+    assert await driver.read(response) == b"body"
+    await driver.close_body(response)
+    assert driver.transport._loads == [0, 0]
+    # The old pool was closed (its close failed: nothing else to do with it) and is gone.
+    assert driver.requests() == [4, 1]
+    again = await driver.send()
+    assert driver.requests() == [4, 2]
+    await driver.close_body(again)
+
+
+async def test_an_old_pool_of_connections_serving_none_is_closed(flavour: str) -> None:
+    driver = Driver(flavour, 8)
+    for response in [await driver.send() for _ in range(3)]:
+        await driver.abandon(response)
+    response = await driver.send()
+    assert driver.pools[0].closed
+    assert all(connection.is_closed() for connection in driver.pools[0]._pool.connections)
+    assert driver.transport.shards == [driver.pools[1], None]
+    await driver.close_body(response)
+
+
+async def test_a_body_that_fails_to_close_still_counts_out(flavour: str) -> None:
+    driver = Driver(flavour, 8)
+    response = await driver.send()
+    stream: Any = response.stream
+    stream._stream.fails_to_close = True
+    with pytest.raises(httpx.ReadError):
+        await driver.close_body(response)
+    assert driver.transport._loads == [0, 0]
 
 
 def _cannot_make(size: int) -> Any:
@@ -337,3 +442,39 @@ async def test_proxied_urls_keep_httpxs_proxy_transport_and_no_proxy_hosts_get_t
     backend = Backend if client_class is lingodoc.Client else AsyncBackend
     assert isinstance(proxied._pool._network_backend, backend)  # keeps to the deadline too
     await close(client)
+
+
+async def test_a_real_pool_stuck_with_connections_serving_no_request_is_replaced(
+    client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient],
+) -> None:
+    # httpcore leaves a connection in use, by no request, when a task is cancelled as it
+    # gives it back (encode/httpcore#1093): four of them stopped a pool of 4 for good, and
+    # every call sent there waited out its pool timeout. Here four are left so by hand.
+    with Emulator().serve() as server:
+        client = client_class(server.api_key, base_url=server.base_url, timeout=5, max_retries=0)
+        try:
+            await call(client, "list_documents")
+            transport: Any = client._shared.http._transport
+            stuck = transport.shards[0]
+            request = httpx.Request(
+                "GET",
+                server.base_url + "/documents",
+                headers={"Authorization": f"Bearer {server.api_key}"},
+            )
+            if isinstance(client, lingodoc.AsyncClient):
+                held = [await stuck.handle_async_request(request) for _ in range(SHARD_SIZE)]
+            else:
+                held = [stuck.handle_request(request) for _ in range(SHARD_SIZE)]
+            connections = stuck._pool.connections
+            assert len(connections) == SHARD_SIZE
+            assert not any(c.is_idle() or c.is_closed() for c in connections)
+            result = await call(
+                client, "translate", "cat", source_language="en", target_language="de"
+            )
+            assert result.translated_text == "Katze"
+            assert transport.shards[0] is not stuck  # a new pool in its place
+            assert all(connection.is_closed() for connection in connections)
+            assert transport._loads[0] == 0
+            del held
+        finally:
+            await close(client)

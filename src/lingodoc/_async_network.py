@@ -7,6 +7,7 @@ clients, which splits the connection pool into small ones (``AsyncShardedTranspo
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -129,12 +130,15 @@ class AsyncShardedTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         with self._lock:
-            index = self._choose()
+            index, retired = self._choose()
             shard = self.shards[index]
             if shard is None:
                 shard = self.shards[index] = self._make(self._sizes[index])
             self._loads[index] += 1
         try:
+            if retired is not None:
+                with contextlib.suppress(Exception):  # sockets of no request: a failure is moot
+                    await retired.aclose()
             response = await shard.handle_async_request(request)
         except BaseException:
             self._release(index)
@@ -142,26 +146,50 @@ class AsyncShardedTransport(httpx.AsyncBaseTransport):
         response.stream = AsyncReleasingStream(response.stream, self, index)
         return response
 
-    def _choose(self) -> int:
-        """The pool for the next request (with the lock held)."""
-        loads = self._loads
+    def _choose(self) -> tuple[int, httpx.AsyncHTTPTransport | None]:
+        """The pool for the next request, and a pool it retired (with the lock held).
+
+        A connection that is neither idle nor closed while no request of its pool uses
+        it serves none, and never will: httpcore leaves one so when a task is cancelled
+        as it gives its connection back (encode/httpcore#1093). In one pool of 100 each
+        takes a connection for good; in a pool of 4, four stop the pool. So they are
+        counted out of what a pool can take, and a pool left with nothing else is
+        replaced by a new one (the old one to be closed, outside the lock).
+        """
+        loads, sizes = self._loads, self._sizes
+        retired = None
+        queues = []
+        room = -1  # the first pool with room for one more connection
         for index, shard in enumerate(self.shards):
             if shard is None:  # made in order: none further
+                if room < 0:
+                    room = index
                 break
-            # More connections than requests in flight: one is idle (or closed, and
-            # then replaced there).
-            if loads[index] < len(shard._pool.connections):
-                return index
-        queues = []
-        for index, size in enumerate(self._sizes):
-            if loads[index] < size:  # room for one more connection
-                return index
-            queues.append(loads[index] - size)
+            load = loads[index]
+            idle = busy = 0
+            for connection in shard._pool.connections:
+                if connection.is_idle():
+                    idle += 1
+                elif not connection.is_closed():
+                    busy += 1
+            if busy > load and not load and retired is None:  # only connections of none
+                retired, busy = shard, 0
+                shard = self.shards[index] = self._make(sizes[index])
+            # Idle connections the requests already counted here do not wait for.
+            if (idle if busy >= load else idle + busy - load) > 0:
+                return index, retired
+            # Connections in use (by its requests, or by none) and requests waiting.
+            taken = busy if busy > load else load
+            if taken < sizes[index] and room < 0:
+                room = index
+            queues.append(taken - sizes[index])
+        if room >= 0:
+            return room, retired
         # All busy (more requests than connections: translate_many's batches, which take
         # no turn under the client's limit, on top of a limit at the pools' size): the
         # shortest queue. It waits for a connection of that pool, where one pool would
         # have given it any: the price of small pools past their size.
-        return queues.index(min(queues))
+        return queues.index(min(queues)), retired
 
     def _release(self, index: int) -> None:
         with self._lock:
@@ -192,6 +220,8 @@ class AsyncReleasingStream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         transport, self._transport = self._transport, None
-        if transport is not None:
-            transport._release(self._index)
-        await self._stream.aclose()
+        try:
+            await self._stream.aclose()
+        finally:  # once the connection is idle again (or closed): see _choose
+            if transport is not None:
+                transport._release(self._index)

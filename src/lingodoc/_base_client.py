@@ -383,7 +383,8 @@ class _Shared(Generic[HttpClientT]):
             if self.leave(None):
                 http = self.http
                 if isinstance(http, httpx.AsyncClient):  # always: only tasks count bursts
-                    await http.aclose()
+                    with contextlib.suppress(Exception):  # the cancellation goes on, unmasked
+                        await http.aclose()
             raise
         limiter.limit = limit
         limiter.first_burst(len(self._waiters) + 1)

@@ -9,6 +9,7 @@ no I/O lives in ``_base_client``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
@@ -663,9 +664,11 @@ class Client(BaseClient[httpx.Client]):
                         rtt = time.perf_counter() - started
                     return outcome
             finally:
-                # Closed while in flight, and the last attempt out: the pool is closed.
+                # Closed while in flight, and the last attempt out: the pool is closed. A
+                # failure to close it is not this call's, which has its outcome.
                 if entered and shared.leave(rtt, slot=queued):
-                    shared.http.close()
+                    with contextlib.suppress(Exception):
+                        shared.http.close()
             if attempts is None:
                 attempts = iter(_retry.retrying(self.max_retries, call, deadline))
                 attempt = next(attempts)  # the one just made, for tenacity to judge
