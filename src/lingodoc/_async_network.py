@@ -166,20 +166,27 @@ class AsyncShardedTransport(httpx.AsyncBaseTransport):
                     room = index
                 break
             load = loads[index]
-            idle = busy = 0
-            for connection in shard._pool.connections:
-                if connection.is_idle():
-                    idle += 1
-                elif not connection.is_closed():
-                    busy += 1
-            if busy > load and not load and retired is None:  # only connections of none
-                retired, busy = shard, 0
-                shard = self.shards[index] = self._make(sizes[index])
-            # Idle connections the requests already counted here do not wait for.
-            if (idle if busy >= load else idle + busy - load) > 0:
-                return index, retired
+            connections = shard._pool.connections
             # Connections in use (by its requests, or by none) and requests waiting.
-            taken = busy if busy > load else load
+            taken = load
+            # Fewer requests than connections: one is idle, unless some serve none. (As
+            # many or more: none is free either way, and nothing to count; so a pool
+            # that is busy, as most are with many calls in flight, costs no more.)
+            if load < len(connections):
+                idle = busy = 0
+                for connection in connections:
+                    if connection.is_idle():
+                        idle += 1
+                    elif not connection.is_closed():
+                        busy += 1
+                if busy > load and not load and retired is None:  # only connections of none
+                    retired, busy = shard, 0
+                    shard = self.shards[index] = self._make(sizes[index])
+                # Idle connections the requests already counted here do not wait for.
+                if (idle if busy >= load else idle + busy - load) > 0:
+                    return index, retired
+                if busy > load:
+                    taken = busy
             if taken < sizes[index] and room < 0:
                 room = index
             queues.append(taken - sizes[index])
