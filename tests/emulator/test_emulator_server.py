@@ -24,6 +24,7 @@ import pytest
 
 import lingodoc
 from lingodoc.emulator import Emulator, Reply
+from lingodoc.emulator import __main__ as emulator_command
 from lingodoc.emulator.__main__ import main
 
 pytest_plugins = ["pytester"]
@@ -484,6 +485,7 @@ def test_command_line_stops_on_a_signal_caught_by_another_thread() -> None:
         (["--job-duration", "nan"], "job_duration must be a finite number"),
         (["--job-duration", "-1"], "job_duration must be a finite number"),
         (["--host", "0.0.0.0"], "'0.0.0.0' is not a loopback address"),
+        (["--queue-time", "-1"], "queue_time must be a finite number"),
         (["--api-key", ""], "a key must be a non-empty str of printable ASCII"),
         (["--api-key", "ld key"], "a key must be a non-empty str of printable ASCII"),
     ],
@@ -503,6 +505,36 @@ def test_command_line_refuses_bad_options_as_a_usage_error(args: list[str], mess
     assert message in result.stderr
     assert result.stderr.startswith("usage: python -m lingodoc.emulator")
     assert "Traceback" not in result.stderr
+
+
+def test_command_line_passes_each_setting_to_the_emulator(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: dict[str, object] = {}
+
+    class Made(Exception):
+        pass
+
+    def emulator(**settings: object) -> None:
+        made.update(settings)
+        raise Made  # not served: the settings are what this test is about
+
+    monkeypatch.setattr(emulator_command, "Emulator", emulator)
+    with pytest.raises(Made):
+        main(
+            [
+                *("--port", "0", "--queue-time", "2.5", "--job-duration", "3"),
+                *("--rate-limit", "7", "--plan", "team", "--seats", "2"),
+                *("--reset-style", "unix", "--api-key", "ld_k_1"),
+            ]
+        )
+    assert made == {
+        "plan": "team",
+        "seats": 2,
+        "rate_limit": 7,
+        "reset_style": "unix",
+        "job_duration": 3.0,
+        "queue_time": 2.5,
+        "api_key": "ld_k_1",
+    }
 
 
 def test_command_line_reports_a_port_in_use_in_one_line_suggesting_port_0(

@@ -237,8 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="It prints the two variables to export in another terminal:\n"
         f"  {BASE_URL_ENV}=http://127.0.0.1:8787/v1\n  {API_KEY_ENV}=ld_...\n\n"
         "Other options of `python -m lingodoc.emulator` are passed on: --api-key KEY\n"
-        "(a fixed value for its ready-made key), --job-duration S, --rate-limit N,\n"
-        "--plan, --seats, --reset-style, --quiet.",
+        "(a fixed value for its ready-made key), --job-duration S, --queue-time S,\n"
+        "--rate-limit N, --plan, --seats, --reset-style, --quiet.",
         **raw,
     )
     sub.add_argument("--host", default="127.0.0.1", help="the address (default: 127.0.0.1)")

@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
     parser.add_argument("--rate-limit", type=int, help="requests per hour and key")
     parser.add_argument("--reset-style", choices=["seconds", "unix"], default="seconds")
     parser.add_argument("--job-duration", type=float, default=6.0, help="seconds per document")
+    parser.add_argument(
+        "--queue-time", type=float, default=0.0, help="seconds a new job is pending (default: 0)"
+    )
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
     args = parser.parse_args(argv)
 
@@ -60,6 +63,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
             rate_limit=args.rate_limit,
             reset_style=args.reset_style,
             job_duration=args.job_duration,
+            queue_time=args.queue_time,
             api_key=args.api_key,
         )
     except (TypeError, ValueError) as exc:
