@@ -9,6 +9,8 @@ the SDK makes is wired that way (and a caller's http client is not).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 from types import SimpleNamespace
 from typing import Any
@@ -30,12 +32,21 @@ class FakeConnection:
     def __init__(self) -> None:
         self.idle = False
         self.closed = False
+        self.interrupts_close: BaseException | None = None
 
     def is_idle(self) -> bool:
         return self.idle and not self.closed
 
     def is_closed(self) -> bool:
         return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+        if self.interrupts_close is not None:  # as a cancellation met in its close
+            raise self.interrupts_close
+
+    async def aclose(self) -> None:
+        self.close()
 
 
 class FakePool:
@@ -46,12 +57,15 @@ class FakePool:
         self._pool = SimpleNamespace(connections=[])  # as httpx's transport -> httpcore
         self.requests = 0
         self.failing = False
+        self.cancelled_in: BaseException | None = None
         self.closed = False
 
     def _handle(self) -> httpx.Response:
         self.requests += 1
         if self.failing:
             raise httpx.ConnectError("refused")
+        if self.cancelled_in is not None:
+            raise self.cancelled_in
         connections = self._pool.connections
         connection = next((c for c in connections if c.is_idle()), None)
         if connection is None:
@@ -68,8 +82,6 @@ class FakePool:
 
     def close(self) -> None:
         self.closed = True
-        for connection in self._pool.connections:
-            connection.closed = True
 
     async def aclose(self) -> None:
         self.close()
@@ -84,6 +96,7 @@ class FakeBody(httpx.SyncByteStream, httpx.AsyncByteStream):
         # As httpcore leaves a connection whose task was cancelled as it gave it back.
         self.left_in_use = False
         self.fails_to_close = False
+        self.interrupted_by: BaseException | None = None  # a cancellation met in its close
 
     def __iter__(self) -> Any:
         yield b"body"
@@ -95,6 +108,8 @@ class FakeBody(httpx.SyncByteStream, httpx.AsyncByteStream):
         self.closes += 1
         if self.fails_to_close:
             raise httpx.ReadError("connection reset")
+        if self.interrupted_by is not None:  # as httpcore#1093: the connection stays in use
+            raise self.interrupted_by
         if not self.left_in_use:
             self.connection.idle = True
 
@@ -321,6 +336,90 @@ async def test_a_body_that_fails_to_close_still_counts_out(flavour: str) -> None
     assert driver.transport._loads == [0, 0]
 
 
+class Cancelled(BaseException):
+    """As asyncio's CancelledError and trio's Cancelled: a BaseException, not an Exception."""
+
+
+async def test_a_pool_where_a_request_was_cancelled_takes_no_more_and_is_replaced_once_idle(
+    flavour: str,
+) -> None:
+    driver = Driver(flavour, 8)
+    held = [await driver.send() for _ in range(2)]
+    driver.pools[0].cancelled_in = Cancelled()
+    with pytest.raises(Cancelled):
+        await driver.send()
+    driver.pools[0].cancelled_in = None
+    assert driver.transport._loads == [2, 0]
+    await driver.close_body(held.pop())  # an idle connection in pool 0, and room...
+    held.append(await driver.send())  # ... but the request goes to pool 1
+    assert driver.transport._loads == [1, 1]
+    for response in held:
+        await driver.close_body(response)
+    # Pool 0's last request is out: the next request replaces it, and it is closed (the
+    # request itself takes pool 1's idle connection).
+    response = await driver.send()
+    assert driver.transport.shards[0] is driver.pools[2]
+    assert driver.pools[0].closed
+    assert all(connection.is_closed() for connection in driver.pools[0]._pool.connections)
+    assert driver.transport._loads == [0, 1]
+    await driver.close_body(response)
+    assert driver.transport._tainted == set()
+
+
+async def test_a_body_whose_close_was_cancelled_leaves_its_pool_to_be_replaced(
+    flavour: str,
+) -> None:
+    driver = Driver(flavour, 8)
+    first, second = await driver.send(), await driver.send()
+    stream: Any = first.stream
+    stream._stream.interrupted_by = Cancelled()
+    with pytest.raises(Cancelled):
+        await driver.close_body(first)
+    assert driver.transport._loads == [1, 0]
+    third = await driver.send()  # not to pool 0, where a connection may be left in use
+    assert driver.transport._loads == [1, 1]
+    await driver.close_body(second)
+    await driver.close_body(third)
+    await driver.close_body(await driver.send())
+    assert driver.pools[0].closed
+    assert driver.transport.shards == [driver.pools[2], driver.pools[1]]
+
+
+async def test_with_every_pool_taken_a_request_queues_where_none_was_cancelled(
+    flavour: str,
+) -> None:
+    driver = Driver(flavour, 8)
+    held = [await driver.send() for _ in range(8)]
+    driver.pools[0].cancelled_in = Cancelled()
+    await driver.close_body(held.pop(0))
+    with pytest.raises(Cancelled):
+        await driver.send()  # to pool 0's idle connection, and cancelled there
+    assert driver.transport._loads == [3, 4]
+    held.append(await driver.send())  # pool 0 has room, pool 1 a queue: pool 1
+    assert driver.transport._loads == [3, 5]
+    for response in held:
+        await driver.close_body(response)
+
+
+async def test_closing_a_replaced_pool_goes_past_a_cancelled_connection_close(
+    flavour: str,
+) -> None:
+    driver = Driver(flavour, 8)
+    for response in [await driver.send() for _ in range(4)]:
+        await driver.abandon(response)
+    connections = driver.pools[0]._pool.connections
+    connections[1].interrupts_close = Cancelled()
+    with pytest.raises(Cancelled):  # the caller's cancellation goes on...
+        await driver.send()
+    assert all(connection.is_closed() for connection in connections)  # ... once all closed
+    assert driver.pools[0].closed
+    assert driver.transport._loads == [0, 0]
+    assert driver.transport.shards[0] is driver.pools[1]
+    response = await driver.send()  # the new pool serves
+    assert driver.requests() == [4, 1]
+    await driver.close_body(response)
+
+
 def _cannot_make(size: int) -> Any:
     raise MemoryError
 
@@ -478,3 +577,39 @@ async def test_a_real_pool_stuck_with_connections_serving_no_request_is_replaced
             del held
         finally:
             await close(client)
+
+
+@pytest.mark.asyncio_only  # on trio, httpcore's shield holds: no connection is left so
+async def test_bodies_whose_close_asyncio_cancelled_leave_no_pool_stuck() -> None:
+    # The real thing: four response bodies whose close a task cancellation interrupts
+    # after one turn of the loop leave their connections in use by no request.
+    with Emulator().serve() as server:
+        client = lingodoc.AsyncClient(
+            server.api_key, base_url=server.base_url, timeout=5, max_retries=0
+        )
+        try:
+            http: Any = client._shared.http
+            transport = http._transport
+            request = http.build_request(
+                "GET",
+                server.base_url + "/documents",
+                headers={"Authorization": f"Bearer {server.api_key}"},
+            )
+            held = [await http.send(request, stream=True) for _ in range(SHARD_SIZE)]
+            stuck = transport.shards[0]
+            connections = stuck._pool.connections
+            for response in held:
+                closing = asyncio.ensure_future(response.aclose())
+                await asyncio.sleep(0)
+                closing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await closing
+            assert transport._loads[0] == 0
+            assert not any(c.is_idle() or c.is_closed() for c in connections)
+            assert transport._tainted == {0}
+            result = await client.translate("cat", source_language="en", target_language="de")
+            assert result.translated_text == "Katze"
+            assert transport.shards[0] is not stuck
+            assert all(connection.is_closed() for connection in connections)
+        finally:
+            await client.aclose()

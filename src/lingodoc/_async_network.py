@@ -7,7 +7,6 @@ clients, which splits the connection pool into small ones (``AsyncShardedTranspo
 
 from __future__ import annotations
 
-import contextlib
 import ssl
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -124,6 +123,7 @@ class AsyncShardedTransport(httpx.AsyncBaseTransport):
         self._make = make
         self.shards: list[httpx.AsyncHTTPTransport | None] = [None] * len(self._sizes)
         self._loads = [0] * len(self._sizes)
+        self._tainted: set[int] = set()  # pools where a request was cancelled (see _choose)
         # Shared by the tasks of one loop, or the threads of a Client: the counts must
         # not lose an update, nor two callers make the same pool.
         self._lock = threading.Lock()
@@ -137,11 +137,14 @@ class AsyncShardedTransport(httpx.AsyncBaseTransport):
             self._loads[index] += 1
         try:
             if retired is not None:
-                with contextlib.suppress(Exception):  # sockets of no request: a failure is moot
-                    await retired.aclose()
-            response = await shard.handle_async_request(request)
+                await _close_every_connection(retired)
         except BaseException:
             self._release(index)
+            raise
+        try:
+            response = await shard.handle_async_request(request)
+        except BaseException as exc:
+            self._release(index, cancelled=not isinstance(exc, Exception))
             raise
         response.stream = AsyncReleasingStream(response.stream, self, index)
         return response
@@ -149,15 +152,23 @@ class AsyncShardedTransport(httpx.AsyncBaseTransport):
     def _choose(self) -> tuple[int, httpx.AsyncHTTPTransport | None]:
         """The pool for the next request, and a pool it retired (with the lock held).
 
-        A connection that is neither idle nor closed while no request of its pool uses
-        it serves none, and never will: httpcore leaves one so when a task is cancelled
-        as it gives its connection back (encode/httpcore#1093). In one pool of 100 each
-        takes a connection for good; in a pool of 4, four stop the pool. So they are
-        counted out of what a pool can take, and a pool left with nothing else is
-        replaced by a new one (the old one to be closed, outside the lock).
+        A task cancelled in httpcore may leave its connection in use by no request,
+        for good (encode/httpcore#1093: httpcore's shield does not hold against
+        asyncio's own cancellation): in one pool of 100 each takes a connection; four
+        stop a pool of 4. So a pool where a request was cancelled takes no more
+        requests while another can, and once none of its requests is left it is
+        replaced by a new one (the old one closed, outside the lock). A connection in
+        use beyond a pool's requests, wherever it came from, is not counted as idle,
+        and a pool with no request and such connections is replaced the same way.
         """
-        loads, sizes = self._loads, self._sizes
+        loads, sizes, tainted = self._loads, self._sizes, self._tainted
         retired = None
+        for index in tainted:
+            if not loads[index]:
+                tainted.discard(index)  # and out of the loop: the set has changed
+                retired = self.shards[index]
+                self.shards[index] = self._make(sizes[index])
+                break
         queues = []
         room = -1  # the first pool with room for one more connection
         for index, shard in enumerate(self.shards):
@@ -182,25 +193,29 @@ class AsyncShardedTransport(httpx.AsyncBaseTransport):
                 if busy > load and not load and retired is None:  # only connections of none
                     retired, busy = shard, 0
                     shard = self.shards[index] = self._make(sizes[index])
+                    tainted.discard(index)
                 # Idle connections the requests already counted here do not wait for.
-                if (idle if busy >= load else idle + busy - load) > 0:
+                if (idle if busy >= load else idle + busy - load) > 0 and index not in tainted:
                     return index, retired
                 if busy > load:
                     taken = busy
-            if taken < sizes[index] and room < 0:
+            if taken < sizes[index] and room < 0 and index not in tainted:
                 room = index
-            queues.append(taken - sizes[index])
+            queues.append((index in tainted, taken - sizes[index]))
         if room >= 0:
             return room, retired
         # All busy (more requests than connections: translate_many's batches, which take
-        # no turn under the client's limit, on top of a limit at the pools' size): the
-        # shortest queue. It waits for a connection of that pool, where one pool would
-        # have given it any: the price of small pools past their size.
+        # no turn under the client's limit, on top of a limit at the pools' size; or
+        # pools where requests were cancelled): the shortest queue of a pool where none
+        # was. It waits for a connection of that pool, where one pool would have given
+        # it any: the price of small pools past their size.
         return queues.index(min(queues)), retired
 
-    def _release(self, index: int) -> None:
+    def _release(self, index: int, *, cancelled: bool = False) -> None:
         with self._lock:
             self._loads[index] -= 1
+            if cancelled:
+                self._tainted.add(index)
 
     async def aclose(self) -> None:
         error: Exception | None = None
@@ -227,8 +242,32 @@ class AsyncReleasingStream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         transport, self._transport = self._transport, None
+        cancelled = False
         try:
             await self._stream.aclose()
+        except BaseException as exc:
+            cancelled = not isinstance(exc, Exception)
+            raise
         finally:  # once the connection is idle again (or closed): see _choose
             if transport is not None:
-                transport._release(self._index)
+                transport._release(self._index, cancelled=cancelled)
+
+
+async def _close_every_connection(pool: httpx.AsyncHTTPTransport) -> None:
+    """Close a pool no request uses: each of its connections, even past a cancellation.
+
+    Each connection's close shuts its socket before it awaits anything, so one cancelled
+    does not keep the others open. A failure to close is moot (no request is left to
+    tell); a cancellation is raised once every connection is closed.
+    """
+    interrupted: BaseException | None = None
+    closes = [connection.aclose for connection in pool._pool.connections]
+    for close in [*closes, pool.aclose]:
+        try:
+            await close()
+        except Exception:
+            pass
+        except BaseException as exc:
+            interrupted = interrupted or exc
+    if interrupted is not None:
+        raise interrupted
