@@ -22,7 +22,7 @@ import lingodoc
 from lingodoc._async_network import SHARD_SIZE, AsyncBackend, AsyncShardedTransport
 from lingodoc._base_client import DEFAULT_LIMITS
 from lingodoc._sync_network import Backend, ShardedTransport
-from lingodoc.emulator import Emulator
+from lingodoc.emulator import Emulator, EmulatorServer
 from tests.conftest import API_KEY, BASE_URL, call, close
 
 
@@ -395,7 +395,8 @@ async def test_with_every_pool_taken_a_request_queues_where_none_was_cancelled(
     with pytest.raises(Cancelled):
         await driver.send()  # to pool 0's idle connection, and cancelled there
     assert driver.transport._loads == [3, 4]
-    held.append(await driver.send())  # pool 0 has room, pool 1 a queue: pool 1
+    # Pool 0 has an idle connection, but a call was cancelled there; pool 1 a queue.
+    held.append(await driver.send())
     assert driver.transport._loads == [3, 5]
     for response in held:
         await driver.close_body(response)
@@ -543,6 +544,12 @@ async def test_proxied_urls_keep_httpxs_proxy_transport_and_no_proxy_hosts_get_t
     await close(client)
 
 
+def documents_request(server: EmulatorServer) -> httpx.Request:
+    """A ``GET /documents`` to ``server``, sent by hand past the SDK (its key attached)."""
+    headers = {"Authorization": f"Bearer {server.api_key}"}
+    return httpx.Request("GET", server.base_url + "/documents", headers=headers)
+
+
 async def test_a_real_pool_stuck_with_connections_serving_no_request_is_replaced(
     client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient],
 ) -> None:
@@ -555,11 +562,7 @@ async def test_a_real_pool_stuck_with_connections_serving_no_request_is_replaced
             await call(client, "list_documents")
             transport: Any = client._shared.http._transport
             stuck = transport.shards[0]
-            request = httpx.Request(
-                "GET",
-                server.base_url + "/documents",
-                headers={"Authorization": f"Bearer {server.api_key}"},
-            )
+            request = documents_request(server)
             if isinstance(client, lingodoc.AsyncClient):
                 held = [await stuck.handle_async_request(request) for _ in range(SHARD_SIZE)]
             else:
@@ -590,11 +593,7 @@ async def test_bodies_whose_close_asyncio_cancelled_leave_no_pool_stuck() -> Non
         try:
             http: Any = client._shared.http
             transport = http._transport
-            request = http.build_request(
-                "GET",
-                server.base_url + "/documents",
-                headers={"Authorization": f"Bearer {server.api_key}"},
-            )
+            request = documents_request(server)
             held = [await http.send(request, stream=True) for _ in range(SHARD_SIZE)]
             stuck = transport.shards[0]
             connections = stuck._pool.connections
