@@ -151,6 +151,7 @@ def typecheck(session: nox.Session) -> None:
     session.run("mypy", "--strict")
     session.run("mypy", "--strict", "tests/typing")
     session.run("pyright")
+    session.run("pyright", "-p", "scripts/pyright-private-names.json")
     session.run("python", "scripts/type_completeness.py", "--min", "0.98")
 
 

@@ -26,8 +26,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "src" / "lingodoc" / "_async_client.py"
 TARGET = ROOT / "src" / "lingodoc" / "_sync_client.py"
-NETWORK_SOURCE = ROOT / "src" / "lingodoc" / "_async_network.py"
-NETWORK_TARGET = ROOT / "src" / "lingodoc" / "_sync_network.py"
 
 PHRASES = [
     (
@@ -49,9 +47,16 @@ PHRASES = [
     ),
     ("Use it in an `async with` block, or await", "Use it in a `with` block, or call"),
     (
-        "by up to ``max_concurrency`` tasks,",
-        "by up to ``max_concurrency`` worker threads,",
+        # Only an AsyncClient takes a DefaultAioHttpClient.
+        " A\n            [`DefaultAioHttpClient`][lingodoc.DefaultAioHttpClient] is the"
+        " exception:\n            it is handed over, and closed with this client.",
+        "",
     ),
+    (
+        "``None``: 16, or 100 with a\n            ``DefaultAioHttpClient``.",
+        "``None``: 16.\n           ",
+    ),
+    ("sent by up to ``max_concurrency`` tasks,", "sent by up to ``max_concurrency`` threads,"),
     (
         "the batches in flight are cancelled, and that first error is raised.\n"
         "        Cancelling the awaiting task cancels them too.\n"
@@ -69,65 +74,36 @@ PHRASES = [
     ),
     ("Safe while other tasks are sending", "Safe while other threads are sending"),
     (
-        # aclose from another event loop: a Client has none.
-        " With an ``http_client`` passed in, it may run in any event loop\n"
-        "        (another thread's too): the calls waiting for a turn are refused in their"
-        " own loop.",
-        "",
-    ),
-    (
         # aclose's Raises: only an AsyncClient belongs to an event loop.
         "\n\n        Raises:\n            LingodocError: If the client was first used in another"
         " event loop that is still\n                open: its connections belong to that loop,"
-        " so close it there. (If that loop\n                is closed, their sockets are"
-        " closed from here.)\n",
+        " so close it there.\n",
         "\n",
     ),
     (
-        "on_progress: Called with each status read, after every poll; a\n"
-        "                coroutine function is awaited before the next poll.",
-        "on_progress: Called with each status read, after every poll; a\n"
-        "                coroutine function is refused with ``TypeError`` before\n"
-        "                the first poll.",
+        "on_progress: Called with each status read, after every poll; a coroutine\n"
+        "                function is awaited before the next poll.",
+        "on_progress: Called with each status read, after every poll; a coroutine\n"
+        "                function is refused with ``TypeError`` before the first poll.",
     ),
     (
-        "Cancelling the awaiting task stops the polling at once and leaves no task\n"
-        "        or connection behind; the translation goes on on the service.",
-        "Ctrl-C (KeyboardInterrupt) stops the polling at once; the translation goes\n"
-        "        on on the service.",
-    ),
-]
-
-# The network streams' module (the deadline wrappers of the SDK's own pools).
-NETWORK_PHRASES = [
-    (
-        "async: each step cut to the attempt's deadline.\n\n"
-        "Written by hand; ``scripts/unasync.py`` generates ``_sync_network.py`` from it.",
-        "blocking: each step cut to the attempt's deadline.\n\n"
-        "Generated from ``_async_network.py`` by ``scripts/unasync.py``: do not edit.",
+        "Cancelling the awaiting\n        task stops the polling at once;",
+        "Ctrl-C (KeyboardInterrupt)\n        stops the polling at once;",
     ),
 ]
 
 NAMES = {
-    "AsyncBackend": "Backend",
-    "AsyncBaseTransport": "BaseTransport",
-    "AsyncByteStream": "SyncByteStream",
-    "AsyncHTTPTransport": "HTTPTransport",
-    "AsyncIterator": "Iterator",
-    "AsyncReleasingStream": "ReleasingStream",
-    "AsyncShardedTransport": "ShardedTransport",
-    "handle_async_request": "handle_request",
-    "__aiter__": "__iter__",
-    "AsyncNetworkBackend": "NetworkBackend",
-    "AsyncNetworkStream": "NetworkStream",
-    "AsyncStream": "Stream",
     "AsyncClient": "Client",
     "AsyncClientT": "ClientT",
+    "AsyncIterator": "Iterator",
+    "AsyncRetrying": "Retrying",
     "__aenter__": "__enter__",
     "__aexit__": "__exit__",
     "aclose": "close",
     "aiter_raw": "iter_raw",
-    "async_enter": "enter",
+    "asynccontextmanager": "contextmanager",
+    "async_limit": "limit",
+    "async_shield": "shield",
     "async_sleep": "sleep",
     "async_wait": "wait",
     "async_run_workers": "run_workers",
@@ -140,17 +116,13 @@ KEYWORDS = [(re.compile(r"\basync (def|with|for)\b"), r"\1"), (re.compile(r"\baw
 WORD = re.compile(r"\b(" + "|".join(sorted(map(re.escape, NAMES), key=len, reverse=True)) + r")\b")
 
 
-def unasync(source: str, phrases: list[tuple[str, str]] | None = None) -> str:
+def unasync(source: str) -> str:
     """Return the blocking twin of the async module ``source``.
-
-    Args:
-        source: The async module's text.
-        phrases: Its docstring phrases to replace (default: the client's, ``PHRASES``).
 
     Raises:
         SystemExit: If one of the phrases is not in ``source``.
     """
-    for phrase, replacement in PHRASES if phrases is None else phrases:
+    for phrase, replacement in PHRASES:
         if phrase not in source:
             raise SystemExit(f"unasync: the source no longer has the phrase {phrase!r}")
         source = source.replace(phrase, replacement)
@@ -185,11 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if a file is stale")
     args = parser.parse_args(argv)
     stale = 0
-    for source, target, phrases in (
-        (SOURCE, TARGET, None),
-        (NETWORK_SOURCE, NETWORK_TARGET, NETWORK_PHRASES),
-    ):
-        generated = formatted(unasync(source.read_text(encoding="utf-8"), phrases), target)
+    for source, target in ((SOURCE, TARGET),):
+        generated = formatted(unasync(source.read_text(encoding="utf-8")), target)
         current = target.read_text(encoding="utf-8") if target.exists() else ""
         name = target.relative_to(ROOT)
         if generated == current:

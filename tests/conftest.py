@@ -5,6 +5,10 @@ trio: a test taking the ``client`` fixture runs three times, ``[sync]`` (``Clien
 from an asyncio test), ``[async]`` (``AsyncClient`` on asyncio) and ``[async-trio]``; another
 async test runs as ``[asyncio]`` and ``[trio]``. A test marked ``asyncio_only`` (one that
 drives asyncio itself: its tasks, events, loops) runs on asyncio alone, and says why.
+
+A module over real sockets marked ``aiohttp`` runs its ``client_class`` tests a fourth time,
+``[aiohttp]``: ``AsyncClient(http_client=lingodoc.DefaultAioHttpClient())``, on asyncio
+(aiohttp has no trio).
 """
 
 from __future__ import annotations
@@ -63,6 +67,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "asyncio_only: the async test drives asyncio itself: not run on trio"
     )
+    config.addinivalue_line(
+        "markers", "aiohttp: over real sockets: client_class runs on DefaultAioHttpClient too"
+    )
+
+
+class AioHttpClient(lingodoc.AsyncClient):
+    """``AsyncClient`` sending through a ``DefaultAioHttpClient`` unless given another."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("http_client") is None:
+            kwargs["http_client"] = lingodoc.DefaultAioHttpClient()
+        super().__init__(*args, **kwargs)
 
 
 # Fixtures whose param, "sync" or "async", picks the client flavour under test.
@@ -88,6 +104,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         ids = ["sync"] + [
             "async" if backend == "asyncio" else f"async-{backend}" for backend in backends
         ]
+        if flavoured == "client_class" and metafunc.definition.get_closest_marker("aiohttp"):
+            runs.append(("aiohttp", "asyncio"))
+            ids.append("aiohttp")
         metafunc.parametrize((flavoured, "anyio_backend"), runs, ids=ids, indirect=[flavoured])
     elif async_test:
         metafunc.parametrize("anyio_backend", backends)
@@ -129,7 +148,9 @@ def client_class(
     request: pytest.FixtureRequest,
 ) -> type[lingodoc.Client] | type[lingodoc.AsyncClient]:
     """Client for the sync run of a test, AsyncClient for the async runs (pytest_generate_tests)."""
-    return lingodoc.Client if request.param == "sync" else lingodoc.AsyncClient
+    return {"sync": lingodoc.Client, "async": lingodoc.AsyncClient, "aiohttp": AioHttpClient}[
+        request.param
+    ]
 
 
 @pytest.fixture

@@ -11,14 +11,6 @@ import pytest
 import respx
 
 import lingodoc
-from lingodoc import _call, _envelope
-from lingodoc._call import (
-    ShapeError,
-    batch_body_reader,
-    body_reader,
-    duplicates_read_last,
-    model_parser,
-)
 from lingodoc.testing import FakeClock
 from tests.conftest import API_KEY, BASE_URL, call, close, envelope, failure
 
@@ -118,8 +110,6 @@ DATA = '{"success": true, "data": {"text": "Grüße ☃", "n": [1, 2.5, null]}}'
 async def test_a_body_is_read_as_json_loads_reads_it(
     client: lingodoc.Client, api: respx.MockRouter, body: bytes
 ) -> None:
-    # A body that starts with "{" and no NUL is decoded as UTF-8 without json.loads's look
-    # at its first bytes: every other one still gets that look.
     api.get("/echo").respond(200, content=body)
     assert await call(client, "request", "GET", "/echo") == json.loads(body)["data"]
 
@@ -220,7 +210,7 @@ def test_results_are_equal_whatever_rate_limit_their_responses_carried() -> None
     first = lingodoc.TextTranslation(**TRANSLATION)
     second = lingodoc.TextTranslation(**TRANSLATION)
     limit = lingodoc.RateLimit.model_construct(limit=1, remaining=0, reset=1)
-    second._origin = Origin(limit, httpx.Response(200), None, "req_1")
+    second._origin = Origin(limit, "req_1", httpx.Response(200))
     assert second.rate_limit is limit
     assert first == second
     assert first != lingodoc.TextTranslation(**(TRANSLATION | {"translated_text": "Servus"}))
@@ -409,191 +399,3 @@ async def test_a_foreign_id_is_quoted_cut_in_the_error(
         await call(client, "get_translation", "tr_1")
     assert "(100,000 characters)" in caught.value.message
     assert len(str(caught.value)) < 300
-
-
-# translate and translate_batch read a 2xx body in one pass (pydantic-core parses the JSON
-# and validates the data as it goes, ``_call.body_reader``) and fall back to the usual way
-# (``json.loads``, the envelope, the model) for anything that pass does not read. The pass
-# must return a result only where the usual way returns an equal one.
-
-TEXT_DATA = '"translated_text": "Hallo", "source_language": "en", "target_language": "de"'
-ODD_EXTRAS = [
-    "", ', "x": NaN, "y": -Infinity, "z": 1e400', ', "big": 123456789012345678901234567890',
-    ', "n": -0, "f": -0.0, "e": 1E2, "tiny": 5e-324', ', "nested": [1, {"a": null}, [true]]',
-    ', "esc": "\\u0000\\ud83d\\ude00\\n\\/"', ', "lone": "\\ud800"', ', "ctrl": "a\x01b"',
-    # Raw bytes (written as surrogateescape does): a UTF-8 surrogate, and no UTF-8 at all.
-    ', "raw_surrogate": "\udced\udca0\udc80"', ', "bad_utf8": "\udcff"',
-    ', "translated_text": "dup"', ', "x": 1, "x": "2"',
-    ', "translated_text": 1, "translated_text": "b"',
-    ', "translated_text": "a", "translated_text": 1',
-    ', "x": 01', ', "x": 1.', ', "x": [1,]', ",", ', "x": "\\x41"', ', "é": "ü"',
-]  # fmt: skip
-ODD_ENVELOPES = [
-    '{"success": true, "data": {%s}}', '{"success": 1, "data": {%s}}',
-    '{"success": "true", "data": {%s}}', '{"success": false, "data": {%s}}',
-    '{"data": {%s}}', '{"success": null, "data": {%s}}',
-    '{"success": false, "success": true, "data": {%s}}',
-    '{"success": true, "success": false, "data": {%s}}',
-    '{"success": true, "data": {%s}, "extra": [1]}', '{"success": true, "data": {%s}} x',
-    '  {"success": true, "data": {%s}}\n', '[{"success": true, "data": {%s}}]',
-    '{"success": true, "data": [{%s}]}', '{"success": true, "data": null}',
-    '{"success": true, "data": {%s}, "data": {"translated_text": 1}}',
-]  # fmt: skip
-
-
-def odd_bodies(data: str) -> list[bytes]:
-    bodies = [
-        shape.replace("%s", data + extra).encode("utf-8", "surrogateescape")
-        for shape in ODD_ENVELOPES
-        for extra in ODD_EXTRAS
-    ]
-    plain = ODD_ENVELOPES[0].replace("%s", data)
-    bodies += [plain.encode(codec) for codec in ("utf-8-sig", "utf-16", "utf-16-le", "utf-32")]
-    for name in ("translated_text", "source_language", "target_language", "translations"):
-        for wrong in ("1", "null", "true", "NaN", '{"a": "b"}', '["a"]', '"a"', "[1]", "[]"):
-            bodies.append(f'{{"success": true, "data": {{"{name}": {wrong}}}}}'.encode())
-    return bodies
-
-
-def read_the_usual_way(cls: type[lingodoc.TextTranslation], body: bytes) -> object:
-    """What ``_envelope.unwrap`` and ``model_parser`` make of ``body``: a result or an error."""
-    try:
-        data = _envelope.unwrap(200, httpx.Headers(), body, rate_limit=None, now=0.0, redact=str)
-        return model_parser(cls)(data, None)  # type: ignore[arg-type]
-    except (lingodoc.LingodocError, ShapeError) as exc:
-        return exc
-
-
-def shown_in_full(result: object) -> str:
-    """Fields and extra fields with their types (NaN is not equal to itself, 1 equals 1.0)."""
-    assert isinstance(result, lingodoc.TextTranslation | lingodoc.BatchTranslation)
-    return repr((result.__dict__, result.__pydantic_extra__))
-
-
-@pytest.mark.parametrize("model", ["TextTranslation", "BatchTranslation"])
-def test_the_one_pass_reading_returns_only_what_the_usual_way_returns(model: str) -> None:
-    cls = getattr(lingodoc, model)
-    data = TEXT_DATA if model == "TextTranslation" else '"translations": ["eins", "zwei"]'
-    read = body_reader(cls)
-    for body in odd_bodies(data):
-        usual = read_the_usual_way(cls, body)
-        result = read(body)
-        if result is not None:
-            assert isinstance(usual, cls), body
-            assert shown_in_full(result) == shown_in_full(usual), body
-        elif isinstance(usual, cls) and duplicates_read_last():
-            # Left to the usual way only what the one pass cannot read: a surrogate (which
-            # json.loads lets through) or a body that is not UTF-8 without a byte-order mark.
-            # (On a pydantic-core that keeps the first of duplicate keys, as at the floor,
-            # the one pass is not used at all.)
-            utf_8 = b"\x00" not in body and not body.startswith(b"\xef\xbb\xbf")
-            assert b"\\ud800" in body or b"\xed\xa0\x80" in body or not utf_8, body
-
-
-def test_a_batch_of_another_length_is_left_to_the_usual_way(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The one pass taken on any pydantic-core: these bodies have no duplicate keys.
-    monkeypatch.setattr(_call, "duplicates_read_last", lambda: True)
-    monkeypatch.setattr(_call, "_body_readers", {})
-    read = batch_body_reader(3)
-    assert read(b'{"success": true, "data": {"translations": ["a", "b"]}}') is None
-    result = read(b'{"success": true, "data": {"translations": ["a", "b", "c"]}}')
-    assert result is not None
-    assert result.translations == ["a", "b", "c"]
-
-
-@pytest.mark.parametrize(
-    ("body", "expected"),
-    [
-        # Read the usual way: neither is what the one pass reads.
-        ((ODD_ENVELOPES[0] % TEXT_DATA).encode("utf-8-sig"), "Hallo"),
-        ('{"success": true, "data": {%s, "x": "\udced\udca0\udc80"}}' % TEXT_DATA, "Hallo"),  # noqa: UP031
-        ('{"success": 1, "data": {%s}}' % TEXT_DATA, "not the service's envelope"),  # noqa: UP031
-        ('{"success": true, "data": {%s}} x' % TEXT_DATA, "not JSON"),  # noqa: UP031
-        ('{"success": true, "data": {%s, "x": "a\x01b"}}' % TEXT_DATA, "not JSON"),  # noqa: UP031
-    ],
-)
-async def test_a_translation_the_one_pass_does_not_read_is_read_or_refused_the_usual_way(
-    client: lingodoc.Client, api: respx.MockRouter, body: bytes | str, expected: str
-) -> None:
-    raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogateescape")
-    api.post("/translate").respond(200, content=raw, headers={"X-Request-Id": "req_1"})
-    if expected == "Hallo":
-        result = await translate(client)
-        assert result.translated_text == "Hallo"
-        assert result.request_id == "req_1"
-        assert result.http_response is not None
-        assert result.http_response.content == raw
-    else:
-        with pytest.raises(lingodoc.UnexpectedResponse, match=expected):
-            await translate(client)
-
-
-async def test_a_result_read_in_one_pass_carries_its_response(
-    client: lingodoc.Client, api: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    usual_way: list[bytes] = []
-    unwrap = _envelope.unwrap
-    monkeypatch.setattr(
-        _envelope, "unwrap", lambda *args, **kw: usual_way.append(args[2]) or unwrap(*args, **kw)
-    )
-    api.post("/translate").respond(
-        200,
-        json=envelope(TRANSLATION),
-        headers={"X-Request-Id": "req_2", "X-RateLimit-Limit": "10",
-                 "X-RateLimit-Remaining": "9", "X-RateLimit-Reset": "30"},
-    )  # fmt: skip
-    result = await translate(client)
-    assert result == lingodoc.TextTranslation(**TRANSLATION)
-    assert result.request_id == "req_2"
-    assert result.rate_limit is not None
-    assert (result.rate_limit.limit, result.rate_limit.remaining) == (10, 9)
-    assert result.http_response is not None
-    assert result.http_response.json() == envelope(TRANSLATION)
-    api.post("/translate/batch").respond(200, json=envelope({"translations": ["eins", "zwei"]}))
-    batch = await call(
-        client, "translate_batch", ["one", "two"], source_language="en", target_language="de"
-    )
-    assert batch.translations == ["eins", "zwei"]
-    assert batch.http_response is not None
-    assert batch.http_response.request.url.path.endswith("/translate/batch")
-    # Neither went the usual way (both do where pydantic-core reads duplicate keys otherwise).
-    assert len(usual_way) == (0 if duplicates_read_last() else 2)
-
-
-def test_a_model_whose_validator_a_plugin_wraps_or_that_was_rebuilt_is_read_the_usual_way(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The one pass taken on any pydantic-core (this body has no duplicate keys), so that
-    # what stands it aside here is the plugin, or the rebuild.
-    monkeypatch.setattr(_call, "duplicates_read_last", lambda: True)
-    body = ('{"success": true, "data": {%s}}' % TEXT_DATA).encode()  # noqa: UP031
-
-    class Wrapped(lingodoc.TextTranslation):
-        pass
-
-    class Rebuilt(lingodoc.TextTranslation):
-        pass
-
-    # What pydantic does when a plugin is installed: the validator is its wrapper.
-    Wrapped.__pydantic_validator__ = type("Pluggable", (), {})()  # type: ignore[assignment]
-    assert body_reader(Wrapped)(body) is None
-    Rebuilt.model_rebuild()  # built, as lingodoc._lazy builds its models
-    read = body_reader(Rebuilt)
-    assert read(body) is not None
-    Rebuilt.model_rebuild(force=True)
-    assert read(body) is None
-
-
-def test_the_one_pass_stands_aside_where_pydantic_core_keeps_the_first_of_duplicate_keys(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    body = ('{"success": true, "data": {%s}}' % TEXT_DATA).encode()  # noqa: UP031
-
-    class Translation(lingodoc.TextTranslation):
-        pass
-
-    Translation.model_rebuild()
-    monkeypatch.setattr(_call, "duplicates_read_last", lambda: False)
-    assert body_reader(Translation)(body) is None

@@ -167,32 +167,6 @@ async def test_a_rate_limit_read_late_counts_from_its_response_and_is_one_object
     assert client.rate_limit is result.rate_limit
 
 
-def test_rate_limit_headers_are_read_without_httpxs_internal_list() -> None:
-    # parse_rate_limit reads httpx.Headers' list of folded names; a headers object
-    # without it (another httpx) is read from its public raw list instead.
-    from lingodoc._models import parse_rate_limit
-
-    raw = [
-        (b"X-RateLimit-Limit", b"10"),
-        (b"x-ratelimit-remaining", b"9"),
-        (b"X-RATELIMIT-RESET", b"60"),
-    ]
-
-    class RawOnly:
-        def __init__(self) -> None:
-            self.raw = raw
-
-    headers = httpx.Headers(raw)
-    assert isinstance(getattr(headers, "_list", None), list)  # the shape read, in this httpx
-    for source in (headers, RawOnly()):
-        read = parse_rate_limit(source, 1000.0)  # type: ignore[arg-type]
-        assert read is not None
-        model = read.model()
-        assert (model.limit, model.remaining, model.reset) == (10, 9, 60)
-        assert model.reset_at == at(1060.0)
-        assert read.model() is model
-
-
 @pytest.mark.parametrize(
     ("method", "args", "kwargs", "route", "data"),
     [

@@ -219,24 +219,6 @@ async def test_pickle_drops_the_response_and_the_key_but_keeps_request_id_and_ra
     assert result.http_response is not None
 
 
-async def test_a_result_pickled_by_an_earlier_lingodoc_keeps_its_request_id_and_rate_limit(
-    client: lingodoc.Client, api: respx.MockRouter
-) -> None:
-    # Earlier releases kept the origin as a pydantic private attribute, so a pickle made
-    # by them holds it in "__pydantic_private__" (a cache or a queue kept over an upgrade).
-    streamed(api.post("/translate"), TRANSLATION)
-    result = await call(client, "translate", "Hello", source_language="en", target_language="de")
-    state = pickle.loads(pickle.dumps(result)).__getstate__()
-    state["__pydantic_private__"] = {"_origin": state.pop("_origin")}
-    restored = type(result).__new__(type(result))
-    restored.__setstate__(state)
-    assert restored.model_dump() == TRANSLATION
-    assert restored.request_id == "req_42"
-    assert restored.rate_limit == result.rate_limit
-    assert restored.rate_limit is not None
-    assert restored.__pydantic_private__ is None
-
-
 async def test_the_listing_pickles_without_the_key(
     client: lingodoc.Client, api: respx.MockRouter
 ) -> None:
@@ -379,10 +361,12 @@ async def test_a_result_keeps_its_response_alive_and_lets_it_go_with_it(
     result = await call(
         hooked_client, "translate", "Hello", source_language="en", target_language="de"
     )
+    kept = weakref.ref(result.http_response)
     gc.collect()
-    assert responses[0]() is result.http_response
+    assert kept() is result.http_response  # alive as long as the result
     del result
     gc.collect()
+    assert kept() is None
     assert responses[0]() is None
 
 

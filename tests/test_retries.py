@@ -132,30 +132,6 @@ async def test_connect_failures_raise_after_max_retries_plus_one_attempts(
     assert len(clock.sleeps) == 2
 
 
-@pytest.mark.parametrize("op", ALL_OPS, ids=str)
-async def test_a_call_answered_at_once_starts_no_retry_loop_and_a_failed_one_starts_one(
-    client: Any, api: respx.MockRouter, clock: FakeClock, op: Op, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The retry loop (tenacity's) costs more than the rest of a call's own work: it is made
-    # only once an attempt has failed, and judges that attempt as its first.
-    started: list[str] = []
-    make = _retry.retrying
-
-    def retrying(max_retries: int, call: Any, deadline: float | None = None) -> Any:
-        started.append(call.description)
-        return make(max_retries, call, deadline)
-
-    monkeypatch.setattr(_retry, "retrying", retrying)
-    route = route_of(api, op, ok(op), httpx.ConnectError, httpx.ConnectError, ok(op))
-    assert op.read(await run(client, op)) == op.expected
-    assert started == []
-    assert op.read(await run(client, op)) == op.expected
-    assert started == [f"{op.verb} {op.path}"]
-    assert len(route.calls) == 4
-    assert len(clock.sleeps) == 2
-    assert_backoff(clock.sleeps)
-
-
 # 5xx, read timeouts and dropped connections: only where repeating is safe.
 
 

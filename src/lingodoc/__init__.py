@@ -13,6 +13,7 @@
 import typing as _typing
 
 from lingodoc import _lazy
+from lingodoc._aiohttp import DefaultAioHttpClient
 from lingodoc._async_client import AsyncClient
 from lingodoc._bulk import BulkProgress
 from lingodoc._exceptions import (
@@ -59,6 +60,7 @@ __all__ = [
     "BulkProgress",
     "Client",
     "ConfigurationError",
+    "DefaultAioHttpClient",
     "Document",
     "InvalidArgument",
     "InvalidArgumentType",
@@ -87,7 +89,15 @@ __all__ = [
 for _name in __all__:
     _obj = globals().get(_name)
     if isinstance(_obj, type) and issubclass(
-        _obj, (LingodocError, Client, AsyncClient, BulkProgress, PartialTranslations)
+        _obj,
+        (
+            LingodocError,
+            Client,
+            AsyncClient,
+            BulkProgress,
+            PartialTranslations,
+            DefaultAioHttpClient,
+        ),
     ):
         _obj.__module__ = __name__
 del _name, _obj

@@ -1,32 +1,20 @@
 """What ``translate_many`` does without I/O: dedup, batches, pacing, progress and kept work.
 
-A ``Bulk`` plans the run: each distinct text is sent once (a blank one, or one the
-caller's ``done`` already holds, never), in batches of ``batch_size``. Workers ask it
-what to do next (`Bulk.next`), send the batch through the client's normal ``_send``
-(so every batch gets the retry policy) and report back (`Bulk.done`,
-`Bulk.failed`). The workers are what differs between the flavours: threads for
-``Client`` (`run_workers`), tasks for ``AsyncClient`` (`async_run_workers`).
+A `Bulk` plans the run: each distinct text is sent once (a blank one, or one the caller's
+``done`` already holds, never), in batches of ``batch_size``. Workers ask it what to do
+next (`Bulk.next`), send the batch with the client's ``_send`` (so every batch has the
+retry policy) and report back (`Bulk.done`, `Bulk.failed`): threads for ``Client``
+(`run_workers`), tasks for ``AsyncClient`` (`async_run_workers`).
 
-The caller's thread or task does not send: it coordinates. Workers put an event on
-``Bulk.events`` for each batch answered and each pause begun; the coordinator takes
-them one at a time, stores the batch's translations into the caller's ``done``
-mapping and calls ``on_progress``. So the caller's code runs in the caller's thread,
-one call at a time, and Ctrl-C (which Python delivers to the main thread) lands in
-the coordinator, not in a request: the batches in flight finish and are kept.
+The caller's thread or task coordinates and does not send: it takes the workers' events one
+at a time, stores each answered batch into the caller's ``done`` and calls ``on_progress``.
+So the caller's code runs in the caller's thread, one call at a time, and Ctrl-C (delivered
+to the main thread) lands there, not in a request: the batches in flight finish and are kept.
 
-Pacing: every batch's response reports ``X-RateLimit-Remaining`` and when the window
-resets. A worker may start a batch while the last remaining count heard exceeds the
-batches already in flight (each of those may still use up one request); otherwise it
-waits until the reset, on the SDK clock, unless the run stops first (an error,
-Ctrl-C, cancellation), which ends the wait at once. A reset further away than the
-caller lets it wait (``wait_for_rate_limit``: 60 s unless asked for more) is not
-waited for: the batch is sent, and if the service refuses it with a 429 the
-``RateLimited`` error ends the run. Within the limit, a batch refused with a 429 is
-sent again after the reset. Before the first response, the client's own
-``rate_limit`` (from its last response) is used, if its window has not reset.
-
-Kept work: whatever ends the run, every answered batch is stored into ``done``
-(if given), and a ``LingodocError`` raised carries a `PartialTranslations`.
+Pacing: a worker may start a batch while the last ``X-RateLimit-Remaining`` heard exceeds
+the batches in flight; otherwise it waits for the reset, unless the run stops first or the
+reset is further off than ``wait_for_rate_limit`` allows (the batch is then sent, and a 429
+ends the run). A batch refused with a 429 is sent again after the reset, within that limit.
 """
 
 from __future__ import annotations
@@ -40,10 +28,9 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from itertools import compress
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from lingodoc import _clock
+from lingodoc import _clock, _endpoints, _validation
 from lingodoc._constants import MAX_BATCH_ITEMS, MAX_SERVER_WAIT
 from lingodoc._exceptions import (
     InvalidArgument,
@@ -54,35 +41,39 @@ from lingodoc._exceptions import (
 )
 
 if TYPE_CHECKING:
-    from lingodoc._call import Call
+    from lingodoc._endpoints import Call
     from lingodoc._models import BatchTranslation, RateLimit
+    from lingodoc._options import Options
 
 DEFAULT_BATCH_SIZE = MAX_BATCH_ITEMS
 DEFAULT_MAX_CONCURRENCY = 4
-# Responses to requests sent at nearly the same time report resets that differ
-# by rounding (a reset in whole seconds): within this, they are one window.
+# Responses sent at nearly the same time report resets that differ by rounding (a reset in
+# whole seconds): within this, they are one window.
 _SAME_WINDOW = 1.0
-# RateLimit.reset_at is rounded to the microsecond: waking a hair before the
-# service's reset would meet the 429 the pacing is there to avoid.
+# RateLimit.reset_at is rounded to the microsecond: waking a hair before the service's
+# reset would meet the 429 the pacing is there to avoid.
 _ROUNDING = 2e-6
 # A batch refused with a 429 this many times in a row, each sent after the reset the
-# service named, ends the run: the service's reset times cannot be trusted.
+# service named, ends the run: its reset times cannot be trusted.
 MAX_REFUSALS = 3
-# The longest the coordinator thread blocks at a time, so that Ctrl-C is seen.
+# The longest the coordinating thread blocks at a time, so that Ctrl-C is seen.
 _CTRL_C_SLICE = 0.2
+# Events with no data. The coordinator finds answered batches in the Bulk, not in the
+# event: taking an item off a queue and keeping it are two steps, Ctrl-C between them.
+ANSWERED = "answered"
+EXITED = "exited"
 
 
 class BulkProgress(NamedTuple):
     """How far a ``translate_many`` has got, as passed to its ``on_progress``.
 
     Attributes:
-        done: Texts with a translation so far, out of ``total`` (duplicates, blank
-            texts and those passed in ``done`` included).
+        done: Texts with a translation so far, out of ``total`` (duplicates, blank texts
+            and those passed in ``done`` included).
         total: The number of texts.
         requests: Batch requests answered so far in this call.
         requests_left: Batch requests still needed, at least.
-        rate_limit: The rate-limit window as last reported by the service
-            (``limit``, ``remaining``, ``reset_at``), or ``None`` if not known yet.
+        rate_limit: The rate-limit window as last reported by the service, or ``None``.
         waiting_until: While the call pauses for the window to reset: until when
             (timezone-aware); else ``None``.
     """
@@ -108,30 +99,10 @@ class Batch:
 
 
 class Pause(NamedTuple):
-    """An event: a worker pauses until ``until`` (Unix time) for the window to reset.
-
-    ``rate_limit`` is the window as known then: the coordinator may take the event
-    after later answers, and its report must show the window that caused the pause.
-    """
+    """An event: a worker pauses until ``until`` (Unix time), in the window ``rate_limit``."""
 
     until: float
     rate_limit: RateLimit | None
-
-
-class Token:
-    """An event with no data: a batch was answered, or a worker has ended."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-# The coordinator finds the answered batches in the Bulk, not in the event: taking an
-# item off a queue and storing it in a variable are two steps, and Ctrl-C between them
-# would lose it.
-ANSWERED = Token("answered")
-EXITED = Token("exited")
 
 
 def max_wait(value: object) -> float:
@@ -141,25 +112,20 @@ def max_wait(value: object) -> float:
         InvalidArgumentType: If it is neither a bool nor a number.
         InvalidArgument: If it is a negative number or NaN.
     """
-    if value is True:
-        return math.inf
-    if value is False:
-        return MAX_SERVER_WAIT
+    if isinstance(value, bool):
+        return math.inf if value else MAX_SERVER_WAIT
     if not isinstance(value, (int, float)):
         raise InvalidArgumentType(
             f"wait_for_rate_limit must be a bool or a number of seconds, not {type(value).__name__}"
         )
-    try:
-        seconds = float(value)
-    except OverflowError:  # an int past the largest float: as long as it takes
-        return math.inf
+    seconds = _validation.as_float(value)  # an int past the largest float: as long as it takes
     if not seconds >= 0:  # also refuses NaN
         raise InvalidArgument(f"wait_for_rate_limit must be >= 0 seconds, not {seconds!r}")
     return seconds
 
 
 class Bulk:
-    """The shared state of one ``translate_many``.
+    """The shared state of one ``translate_many`` (`plan` checks its arguments and makes it).
 
     Args:
         texts: The texts, already checked.
@@ -168,8 +134,8 @@ class Bulk:
         make_call: Builds the request of one batch from its texts.
         rate_limit: The client's last known rate limit, if any.
         max_wait: The longest wait for a rate-limit reset, in seconds.
-        done: The caller's finished translations by index, filled in as batches
-            are answered; ``None`` if the caller keeps none.
+        done: The caller's finished translations by index, filled in as batches are
+            answered; ``None`` if the caller keeps none.
         on_progress: The caller's progress callback, if any.
     """
 
@@ -191,24 +157,26 @@ class Bulk:
         self._done_map = done
         self.on_progress = on_progress
         self.total = len(texts)
-        # Each distinct text gets an id (its rank of first appearance); _order maps
-        # each input to its id, and is None when every text is distinct (id = index).
+        # Each distinct text gets an id, its rank of first appearance; _order maps each
+        # input to its id, and is None when every text is distinct (id = index).
         ids: dict[str, Any] = dict.fromkeys(texts)
-        self._texts: list[str] = texts
-        self._order: array[int] | None = None
+        self._texts, self._order = texts, None
+        self._occurrences: array[int] | None = None
         if len(ids) < len(texts):
             for uid, text in enumerate(ids):
                 ids[text] = uid
             self._texts = list(ids)
             self._order = array("q", map(ids.__getitem__, texts))
-        del ids  # the largest structure here; not needed past this point
-        self._results: list[str | None] = [None] * len(self._texts)
-        self._occurrences = self._count_occurrences()
+            self._occurrences = array("q", bytes(8 * len(self._texts)))
+            for uid in self._order:
+                self._occurrences[uid] += 1
+        del ids  # the largest structure here
         self._first: array[int] | None = None  # see _inputs_of
         self._following: array[int] = array("q")
         # Blank texts are their own translation: not sent.
-        for uid in compress(range(len(self._texts)), map(_is_blank, self._texts)):
-            self._results[uid] = self._texts[uid]
+        self._results: list[str | None] = [
+            text if not text or text.isspace() else None for text in self._texts
+        ]
         if done:
             self._take(done)
         self._todo = [uid for uid, result in enumerate(self._results) if result is None]
@@ -216,58 +184,86 @@ class Bulk:
         self._retry: list[Batch] = []  # refused with a 429, to send again after the reset
         self._batches = -(-len(self._todo) // batch_size)
         self.workers = min(max_concurrency, self._batches)
-        # Counted by the coordinator as it records answered batches, so that a
-        # progress report agrees with itself (and with what ``done`` holds).
-        self._answered = 0
-        self._in_flight = 0
+        # Counted by the coordinator as it stores answered batches, so that a report
+        # agrees with itself and with what ``done`` holds.
+        self._answered = self._translated = self._in_flight = 0
         self._error: BaseException | None = None
         self._stopped = False
-        # Set with _stopped: a worker waiting for a rate-limit reset wakes at once.
-        self.stopping = threading.Event()
+        self.stopping = threading.Event()  # set with _stopped: a paused worker wakes at once
         self._lock = threading.Lock()
         self._remaining: int | None = None
-        self._reset_at = 0.0
-        self._not_before = 0.0  # after a 429: the time named by its Retry-After or reset
-        self._rate_limit: RateLimit | None = None
-        # The window as of the last batch recorded: what a report shows, so that it agrees
-        # with its own counts (the workers may have heard of a newer one since).
-        self._reported_rate_limit: RateLimit | None = None
+        self._reset_at = self._not_before = 0.0  # _not_before: after a 429, its wait's end
+        # The window last heard by the workers, and as of the last batch stored (a report
+        # shows that one: the workers may have heard of a newer one since).
+        self._rate_limit = self._reported_rate_limit = rate_limit
         self._reported_pause: float | None = None
-        self._translated = 0  # inputs with a translation: counted by start, then by record
-        # Set by the runner: a queue of events (ANSWERED, a Pause, EXITED).
-        self.events: Any = None
+        self.events: Any = None  # set by the runner: ANSWERED, EXITED or a Pause
         self._unrecorded: deque[Batch] = deque()  # answered, not yet stored into done
         if rate_limit is not None:
             self._learn(rate_limit)
-            self._reported_rate_limit = rate_limit
 
-    # -- planning -------------------------------------------------------------------------
+    @classmethod
+    def plan(
+        cls,
+        texts: object,
+        source_language: object,
+        target_language: object,
+        *,
+        batch_size: object,
+        max_concurrency: object,
+        wait_for_rate_limit: object,
+        on_progress: Callable[[BulkProgress], object] | None,
+        done: object,
+        options: Options | None,
+        rate_limit: RateLimit | None,
+        awaits: bool,
+    ) -> Bulk:
+        """Check the arguments of ``translate_many``, every text included, and plan it.
 
-    def _count_occurrences(self) -> array[int] | None:
-        if self._order is None:
-            return None
-        counts = array("q", bytes(8 * len(self._texts)))
-        for uid in self._order:
-            counts[uid] += 1
-        return counts
+        Raises:
+            InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is a
+                coroutine function and the client cannot await it (``awaits``).
+            InvalidArgument: If ``texts`` is empty, a size is below 1, or ``done`` holds an
+                index out of range.
+            TextTooLong: If a text has more than 10,000 characters.
+            InvalidLanguage: If a code is malformed.
+        """
+        checked = _validation.texts(texts)
+        source = _validation.language(source_language, "source_language")
+        target = _validation.language(target_language, "target_language")
+        size = _validation.positive_int(batch_size, "batch_size")
+        concurrency = _validation.positive_int(max_concurrency, "max_concurrency")
+        longest_wait = max_wait(wait_for_rate_limit)
+        _validation.callback(on_progress, awaits=awaits)
+        if done is not None and not isinstance(done, MutableMapping):
+            raise InvalidArgumentType(
+                f"done must be a dict (or other mutable mapping), not {type(done).__name__}"
+            )
+        return cls(
+            checked,
+            batch_size=size,
+            max_concurrency=concurrency,
+            make_call=lambda chunk: _endpoints.batch(chunk, source, target, options),
+            rate_limit=rate_limit,
+            max_wait=longest_wait,
+            done=done,
+            on_progress=on_progress,
+        )
 
     def _inputs_of(self, uid: int) -> list[int]:
         """The input indices holding distinct text ``uid`` (asked only when ``done`` is kept)."""
         if self._order is None:
             return [uid]
         if self._first is None:
-            # Built on first use, as two arrays (8 bytes an entry) rather than a list
-            # per text: the first input of each text, and for each input the next one
-            # with the same text, or -1.
+            # Two arrays (8 bytes an entry) rather than a list per text: the first input of
+            # each text, and for each input the next one with the same text, or -1.
             first = array("q", [-1]) * len(self._texts)
             following = array("q", [-1]) * len(self._order)
             for index in range(len(self._order) - 1, -1, -1):
-                uid_here = self._order[index]
-                following[index] = first[uid_here]
-                first[uid_here] = index
+                following[index] = first[self._order[index]]
+                first[self._order[index]] = index
             self._first, self._following = first, following
-        inputs = []
-        index = self._first[uid]
+        inputs, index = [], self._first[uid]
         while index >= 0:
             inputs.append(index)
             index = self._following[index]
@@ -295,8 +291,6 @@ class Bulk:
 
     def _weight(self, uid: int) -> int:
         return 1 if self._occurrences is None else self._occurrences[uid]
-
-    # -- the workers' side ----------------------------------------------------------------
 
     @property
     def stopped(self) -> bool:
@@ -334,9 +328,9 @@ class Bulk:
     def failed(self, batch: Batch, error: BaseException) -> float | None:
         """Record a batch's error; return the seconds to wait before sending it again, or None.
 
-        A 429 whose reset is known and within the wait allowed puts the batch back,
-        to be sent after the reset; any other error is the run's error (the first
-        one recorded is raised) and nothing more starts.
+        A 429 whose reset is known and within the wait allowed puts the batch back, to be
+        sent after the reset; any other error is the run's (the first one is raised) and
+        nothing more starts.
         """
         with self._lock:
             self._in_flight -= 1
@@ -371,8 +365,8 @@ class Bulk:
             self._learn(error.rate_limit)
             self._remaining = 0  # refused: whatever was reported before, none are left
         wait = max(error.retry_after, 0.0) + _ROUNDING
-        # No batch goes out before then, this one or another: without rate-limit headers
-        # (a proxy's 429) the pacing would otherwise send the refused batch at once.
+        # No batch goes out before then: without rate-limit headers (a proxy's 429) the
+        # pacing would otherwise send the refused batch at once.
         self._not_before = max(self._not_before, _clock.current().time() + wait)
         return wait
 
@@ -389,9 +383,9 @@ class Bulk:
         if self._remaining is None or reset_at > self._reset_at + _SAME_WINDOW:
             self._remaining, self._reset_at = rate_limit.remaining, reset_at  # a new window
         elif reset_at >= self._reset_at - _SAME_WINDOW:
-            # Responses arrive out of order: the lowest count is the latest.
+            # Answers arrive out of order: the lowest count is the latest. (An answer from
+            # the window before tells nothing now.)
             self._remaining = min(self._remaining, rate_limit.remaining)
-        # else: a late answer from the window before; it tells nothing now.
 
     def _pacing_wait(self) -> float:
         now = _clock.current().time()
@@ -407,30 +401,23 @@ class Bulk:
             return 0.0
         return wait
 
-    # -- the coordinator's side -----------------------------------------------------------
-
     def progress(self, pause: Pause | None = None) -> BulkProgress:
         """Return the progress now; with ``pause``, as the call starts that pause."""
         with self._lock:
-            translated = self._translated
             waiting, rate_limit = None, self._reported_rate_limit
             if pause is not None:
                 waiting = datetime.fromtimestamp(pause.until, timezone.utc)
                 rate_limit = pause.rate_limit or rate_limit
+            left = self._batches - self._answered
             return BulkProgress(
-                translated,
-                self.total,
-                self._answered,
-                self._batches - self._answered,
-                rate_limit,
-                waiting,
+                self._translated, self.total, self._answered, left, rate_limit, waiting
             )
 
     def record_next(self) -> BulkProgress | None:
         """Store the oldest answered batch into ``done``; return the progress, or None if none.
 
-        The batch leaves the list only once stored: if Ctrl-C comes in between, the
-        next call stores it again (the same translations at the same indices).
+        The batch leaves the list only once stored: after Ctrl-C in between, the next call
+        stores it again (the same translations at the same indices).
         """
         with self._lock:
             if not self._unrecorded:
@@ -438,10 +425,8 @@ class Bulk:
             batch = self._unrecorded[0]
         if self._done_map is not None:
             for uid in batch.uids:
-                translation = self._results[uid]
-                assert translation is not None  # stored before the batch was listed
                 for index in self._inputs_of(uid):
-                    self._done_map[index] = translation
+                    self._done_map[index] = self._results[uid]  # type: ignore[assignment]
         with self._lock:
             self._unrecorded.popleft()
             self._translated += sum(self._weight(uid) for uid in batch.uids)
@@ -452,15 +437,11 @@ class Bulk:
 
     def start(self) -> BulkProgress:
         """Store what needs no request (blank texts, duplicates of done ones) into ``done``."""
-        self._translated = sum(
-            self._weight(uid) for uid, result in enumerate(self._results) if result is not None
-        )
-        if self._done_map is not None:
-            for uid, translation in enumerate(self._results):
-                if translation is not None:
-                    for index in self._inputs_of(uid):
-                        if index not in self._done_map:
-                            self._done_map[index] = translation
+        for uid, translation in enumerate(self._results):
+            if translation is not None:
+                self._translated += self._weight(uid)
+                for index in self._inputs_of(uid) if self._done_map is not None else ():
+                    self._done_map.setdefault(index, translation)  # type: ignore[union-attr]
         return self.progress()
 
     def drain(self) -> None:
@@ -472,110 +453,73 @@ class Bulk:
         """Return the translations in input order.
 
         Raises:
-            Exception: The first error a batch raised; a ``LingodocError`` carries
-                the finished work as ``.partial``.
+            Exception: The first error a batch raised; a ``LingodocError`` carries the
+                finished work as ``.partial``.
         """
         error = self._error
         if error is not None:
             if isinstance(error, LingodocError):
-                partial = PartialTranslations(self._order, self._results)
-                error.partial = partial
-                finished = partial.total - len(partial.remaining)
+                error.partial = partial = PartialTranslations(self._order, self._results)
                 if sys.version_info >= (3, 11):  # notes are new in 3.11
                     error.add_note(
-                        f"translate_many stopped with {finished:,} of {partial.total:,} texts "
-                        "translated: .partial holds them, and passing "
-                        ".partial.translations as done= resumes"
+                        f"translate_many stopped with {partial.total - len(partial.remaining):,} "
+                        f"of {partial.total:,} texts translated: .partial holds them, and "
+                        "passing .partial.translations as done= resumes"
                     )
             raise error
         results: list[Any] = self._results  # all str by now
-        if self._order is None:
-            return results
-        return list(map(results.__getitem__, self._order))
-
-
-def _is_blank(text: str) -> bool:
-    return not text or text.isspace()
+        return results if self._order is None else list(map(results.__getitem__, self._order))
 
 
 def report(bulk: Bulk, progress: BulkProgress | None) -> None:
-    """Call ``on_progress`` with ``progress`` (``Client``).
-
-    Raises:
-        InvalidArgumentType: If it returned a coroutine, which ``Client`` cannot await.
-    """
-    if progress is None or bulk.on_progress is None:
-        return
-    import inspect
-
-    result = bulk.on_progress(progress)
-    if inspect.iscoroutine(result):
-        result.close()
-        raise InvalidArgumentType(
-            "on_progress returned a coroutine, which Client cannot await: "
-            "pass a plain function, or use AsyncClient"
-        )
+    """Call ``on_progress`` with ``progress`` (``Client``: a coroutine returned is refused)."""
+    if progress is not None and bulk.on_progress is not None:
+        _validation.not_awaitable(bulk.on_progress(progress))
 
 
 async def async_report(bulk: Bulk, progress: BulkProgress | None) -> None:
-    """Call ``on_progress`` with ``progress``, awaiting it if it is a coroutine."""
-    if progress is None or bulk.on_progress is None:
-        return
-    import inspect
+    """Call ``on_progress`` with ``progress``, awaiting it if it is awaitable."""
+    if progress is not None and bulk.on_progress is not None:
+        import inspect
 
-    result = bulk.on_progress(progress)
-    if inspect.isawaitable(result):
-        await result
+        result = bulk.on_progress(progress)
+        if inspect.isawaitable(result):
+            await result
 
 
 def hand_over(bulk: Bulk) -> None:
-    """Let the coordinator record an answered batch before the next is sent (``Client``).
-
-    Nothing to do: the coordinator is another thread, which runs when it can.
-    """
+    """Nothing to do for threads: the coordinator is another thread, which runs when it can."""
 
 
 async def async_hand_over(bulk: Bulk) -> None:
-    """Let the coordinator record an answered batch before the next is sent.
+    """Let the coordinator store an answered batch before the next is sent.
 
-    A task whose requests never suspend (the in-process emulator's) would otherwise
-    send every batch before the coordinator runs once: progress would come all at
-    the end, and an error from ``on_progress`` could not stop anything. So the worker
-    yields, and if the coordinator was woken for its batch but has not run yet (trio
-    runs the tasks ready in any order), waits until it has taken it. A coordinator busy
-    awaiting ``on_progress`` is not waited for.
+    A task whose requests never suspend (the in-process emulator's) would otherwise send
+    every batch before the coordinator runs once: progress would come all at the end, and
+    an error from ``on_progress`` could stop nothing.
     """
     await bulk.events.handed_over()
 
 
 def pace(bulk: Bulk, seconds: float) -> None:
-    """Wait ``seconds`` for the rate-limit reset, on the SDK clock; end at once when ``bulk`` stops.
-
-    A thread cannot be cancelled: the first error (or Ctrl-C in the thread that
-    ran ``run_workers``) stops the ``Bulk``, and that wakes the wait.
-    """
+    """Wait for the reset on the SDK clock; the first error, or Ctrl-C, wakes it (``stopping``)."""
     _clock.wait(bulk.stopping, seconds)
 
 
 async def async_pace(bulk: Bulk, seconds: float) -> None:
-    """Wait ``seconds`` for the rate-limit reset, on the SDK clock, without blocking the loop.
-
-    A stop needs no wake-up here: ``async_run_workers`` cancels the waiting tasks.
-    """
+    """Wait for the reset on the SDK clock; a stop cancels the waiting task."""
     await _clock.async_sleep(seconds)
 
 
 @contextmanager
 def _ctrl_c_held() -> Iterator[None]:
-    """Hold Ctrl-C (SIGINT) back until the block ends, if this is the main thread.
+    """Hold Ctrl-C (SIGINT) back until the block ends, in the main thread.
 
-    Ctrl-C in the middle of ``Thread.start`` leaves a thread running that the pool
-    does not know of, so it would outlive the call. The threads started here
-    inherit the mask, so a SIGINT for the process waits for the main thread too.
+    Ctrl-C in the middle of ``Thread.start`` leaves a thread running that the pool does not
+    know of, which would outlive the call. The threads started here inherit the mask.
     """
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
-        threading.main_thread()
-    ):
+    main = threading.current_thread() is threading.main_thread()
+    if not (main and hasattr(signal, "pthread_sigmask")):
         yield
         return
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -588,9 +532,8 @@ def _ctrl_c_held() -> Iterator[None]:
 def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
     """Run ``bulk.workers`` copies of ``worker`` in threads, coordinating from this one.
 
-    This thread stores answered batches into ``done`` and reports progress. Whatever
-    ends the run (an error, Ctrl-C, an error from ``on_progress``), no further batch
-    starts, the batches in flight finish and are stored, and no thread is left
+    Whatever ends the run (an error, Ctrl-C, an error from ``on_progress``), no further
+    batch starts, the batches in flight finish and are stored, and no thread is left
     running when it returns or raises.
     """
     import queue
@@ -599,7 +542,6 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
     report(bulk, bulk.start())
     if bulk.workers == 0:
         return
-    # Imported here: most programs never need a thread pool.
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(bulk.workers, thread_name_prefix="lingodoc-many")
@@ -610,9 +552,8 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
         running = bulk.workers
         while running and not bulk.stopped:  # a failed batch stops the rest
             try:
-                # In slices: a Ctrl-C that lands just before a blocking get() begins
-                # would be seen only when the next event comes (after a reset, maybe
-                # an hour away); Windows does not interrupt an endless get() at all.
+                # In slices: a Ctrl-C that lands just before a blocking get() would be seen
+                # only at the next event (maybe an hour away); Windows would not see it.
                 event = bulk.events.get(timeout=_CTRL_C_SLICE)
             except queue.Empty:
                 continue
@@ -622,8 +563,7 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
                 report(bulk, bulk.progress(event))
             else:  # ANSWERED: one batch each, so reports come in the order things happened
                 report(bulk, bulk.record_next())
-        # Stopped by an error: the batches answered before it are reported too.
-        while (progress := bulk.record_next()) is not None:
+        while (progress := bulk.record_next()) is not None:  # stopped: those answered before
             report(bulk, progress)
     finally:
         with _ctrl_c_held():  # a second Ctrl-C must not leave a worker asleep till the reset
@@ -636,16 +576,15 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
 
 
 class TaskEvents:
-    """``Bulk.events`` for tasks: the queue the workers put events on, the coordinator takes.
+    """``Bulk.events`` for tasks (asyncio or trio, one event loop): they only wake the coordinator.
 
-    The events only wake the coordinator: an answered batch waits in the ``Bulk`` until
-    stored, so a coordinator cancelled while it waits loses none (``drain`` stores them
-    all). The coordinator waits on an anyio event, under asyncio and trio alike. Used
-    from the tasks of one event loop only.
+    An answered batch waits in the ``Bulk`` until stored, so a coordinator cancelled while
+    it waits loses none (``drain`` stores them all).
     """
 
     def __init__(self) -> None:
         import anyio
+        import anyio.lowlevel
 
         self._anyio = anyio
         self._events: deque[object] = deque()
@@ -673,9 +612,7 @@ class TaskEvents:
 
     async def handed_over(self) -> None:
         """Yield; then, if the coordinator is woken for an event but has not taken it, wait."""
-        import anyio.lowlevel
-
-        await anyio.lowlevel.checkpoint()
+        await self._anyio.lowlevel.checkpoint()
         if self._events and self._arrived is not None:
             if self._taken is None:
                 self._taken = self._anyio.Event()
@@ -687,18 +624,15 @@ async def async_run_workers(
 ) -> None:
     """Run ``bulk.workers`` copies of ``worker`` as tasks, coordinating from this one.
 
-    This task stores answered batches into ``done`` and reports progress. Whatever
-    ends the run (an error, cancellation of this task, an error from
-    ``on_progress``), the batches in flight are cancelled and no task is left
-    running when it returns or raises. The workers run in an anyio task group, so
-    this works under asyncio and trio alike; an error is raised as it is, not in an
-    exception group.
+    Whatever ends the run (an error, cancellation of this task, an error from
+    ``on_progress``), the batches in flight are cancelled and no task is left running when
+    it returns or raises. The workers run in an anyio task group (asyncio or trio); an
+    error is raised as it is, not in an exception group.
     """
     import anyio
     import anyio.lowlevel
 
-    events = TaskEvents()
-    bulk.events = events
+    events = bulk.events = TaskEvents()
     await async_report(bulk, bulk.start())
     if bulk.workers == 0:
         return
@@ -715,9 +649,8 @@ async def async_run_workers(
                         running -= 1
                     elif isinstance(event, Pause):
                         await async_report(bulk, bulk.progress(event))
-                    else:  # ANSWERED: one batch each, so reports come in the order things happened
+                    else:  # ANSWERED: one batch each, in the order things happened
                         await async_report(bulk, bulk.record_next())
-                # Stopped by an error: the batches answered before it are reported too.
                 while (progress := bulk.record_next()) is not None:
                     await async_report(bulk, progress)
             except Exception as exc:  # from on_progress: raised below, outside the group
@@ -728,11 +661,9 @@ async def async_run_workers(
                     bulk.drain()
                 finally:
                     group.cancel_scope.cancel()  # the workers, at once
-            # Leaving the group waits for the cancelled workers; a batch answered
-            # meanwhile is stored by the drain below, even if this task is cancelled again.
         # Cancelled from outside, the workers may all end before the coordinator's wait is
-        # cancelled (asyncio does not cancel a wait that has its result): the loop above then
-        # ends as if the work were done. The cancellation is raised here, never a result.
+        # cancelled (asyncio does not cancel a wait that has its result): the loop then ends
+        # as if the work were done. The cancellation is raised here, never a result.
         await anyio.lowlevel.checkpoint_if_cancelled()
     finally:
         bulk.drain()

@@ -20,6 +20,11 @@ MAX_BATCH_ITEMS = 100
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 2
+# Calls in flight at once on an httpx pool. httpcore's pool does work that grows with the
+# square of its connections on every request: past about 16 it gets slower, not faster
+# (docs/performance.md). aiohttp has no such cost: DefaultAioHttpClient allows its 100.
+DEFAULT_MAX_IN_FLIGHT = 16
+AIOHTTP_MAX_IN_FLIGHT = 100
 # The longest wait the service may ask for (Retry-After, a 429's reset) that the
 # retry policy and translate_many's pacing wait out; a longer one is raised.
 MAX_SERVER_WAIT = 60.0

@@ -9,10 +9,8 @@ a status) must be a JSON string, never a number turned into one (``NaN`` would
 become the translation ``'nan'``); an id may be a string or an integer; a
 progress is a number from 0 to 100.
 
-``import lingodoc`` does not import this module (nor pydantic's model
-machinery, which costs about as much as httpx to import): ``lingodoc._lazy``
-imports it when a model is first needed, and builds each model (``defer_build``)
-when it is first handed out (see ``ready``).
+``import lingodoc`` does not import this module (nor pydantic, which costs about as much
+as httpx to import): ``lingodoc._lazy`` imports it when a model is first needed.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timezone
 from enum import Enum
-from operator import itemgetter
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import (
@@ -121,8 +118,7 @@ class RateLimit(BaseModel):
             above 10^9, else as seconds from when the response arrived.
     """
 
-    # Built on first use (see ready), as the results are.
-    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True, defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
     limit: int
     remaining: int
@@ -135,157 +131,63 @@ def reset_delay(reset: int, now: float) -> float:
     return max(0.0, reset - now) if reset > _UNIX_TIME_THRESHOLD else float(max(reset, 0))
 
 
-# The lower-case name of an item of httpx.Headers's list (name, lower-case name, value).
-_folded_name = itemgetter(1)
-# Up to here (the year 3000) a Unix time is a datetime on every platform (Windows stops
-# soon after): a time below it needs no trial conversion to know that it reads.
-_SURE_TIMESTAMP = 32_503_680_000
-
-
-class RateLimitHeaders:
-    """The ``X-RateLimit-*`` values of one response, checked; the ``RateLimit`` made when asked.
-
-    Every response carries them and few callers look: building the model (a datetime and a
-    pydantic validation) on each would cost more than the rest of reading a result. The
-    model is built on first use and kept, so every reader of one response gets the same
-    object.
-    """
-
-    __slots__ = ("_model", "at", "limit", "remaining", "reset")
-
-    def __init__(self, limit: int, remaining: int, reset: int, at: float) -> None:
-        self.limit = limit
-        self.remaining = remaining
-        self.reset = reset
-        self.at = at  # reset_at, as a Unix time
-        self._model: RateLimit | None = None
-
-    def model(self) -> RateLimit:
-        """Return the ``RateLimit`` these values stand for (the same object every time)."""
-        model = self._model
-        if model is None:
-            reset_at = datetime.fromtimestamp(self.at, tz=timezone.utc)
-            # Validating four plain values is cheaper than model_construct (~0.9 us against ~2 us).
-            model = self._model = RateLimit(
-                limit=self.limit, remaining=self.remaining, reset=self.reset, reset_at=reset_at
-            )
-        return model
-
-
-def rate_limit_model(value: RateLimit | RateLimitHeaders | None) -> RateLimit | None:
-    """The ``RateLimit`` of what ``parse_rate_limit`` read (or of a model already made)."""
-    return value.model() if isinstance(value, RateLimitHeaders) else value
-
-
-def parse_rate_limit(headers: httpx.Headers, now: float) -> RateLimitHeaders | None:
-    """Read the ``X-RateLimit-*`` headers; ``None`` unless all three are integers.
+def parse_rate_limit(headers: httpx.Headers, now: float) -> RateLimit | None:
+    """Read the ``X-RateLimit-*`` headers; ``None`` unless each is sent once, as an integer.
 
     Args:
-        headers: The response's headers. Their list of (name, lower-case name, value)
-            is read with list methods (in C): that costs a fifth of three look-ups by
-            name, and half of a loop over it.
-        now: The time the response arrived, for a reset given in seconds.
+        headers: The response's headers.
+        now: The Unix time the response arrived, for a reset given in seconds.
     """
-    items = getattr(headers, "_list", None)  # httpx's own list: names already folded
-    if items is None:  # not an httpx.Headers of the shape known (a newer httpx?)
-        items = [(name, name.lower(), value) for name, value in headers.raw]
-    names = list(map(_folded_name, items))
+    values = [
+        headers.get_list(name)
+        for name in ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
+    ]
     # A header missing, or sent twice (as unreadable as a malformed one): no rate limit.
-    if (
-        names.count(b"x-ratelimit-limit") != 1
-        or names.count(b"x-ratelimit-remaining") != 1
-        or names.count(b"x-ratelimit-reset") != 1
-    ):
+    if any(len(value) != 1 for value in values):
         return None
-    raw_limit = items[names.index(b"x-ratelimit-limit")][2]
-    raw_remaining = items[names.index(b"x-ratelimit-remaining")][2]
-    raw_reset = items[names.index(b"x-ratelimit-reset")][2]
     try:
-        limit, remaining, reset = int(raw_limit), int(raw_remaining), int(raw_reset)
-    except ValueError:
+        limit, remaining, reset = (int(value[0]) for value in values)
+        at = reset if reset > _UNIX_TIME_THRESHOLD else now + max(reset, 0)
+        reset_at = datetime.fromtimestamp(at, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):  # not an int, or a time no datetime holds
         return None
-    at = reset if reset > _UNIX_TIME_THRESHOLD else now + max(reset, 0)
-    if not 0 <= at < _SURE_TIMESTAMP:
-        try:  # far off (or before 1970, on a fake clock): whether it reads is the platform's
-            datetime.fromtimestamp(at, tz=timezone.utc)
-        except (OverflowError, OSError, ValueError):
-            return None
-    return RateLimitHeaders(limit, remaining, reset, at)
-
-
-def ready(name: str) -> object:
-    """Return the object ``name`` of this module with the model it uses built.
-
-    The models are defined with ``defer_build``: importing this module only
-    declares them, and ``lingodoc._lazy`` builds each when it first hands it out
-    (``parse_rate_limit`` needs ``RateLimit``), so a call builds only the models
-    it reads, once (under ``_lazy``'s lock).
-    """
-    value = globals()[name]
-    model = RateLimit if value is parse_rate_limit else value
-    if isinstance(model, type) and issubclass(model, BaseModel):
-        model.model_rebuild()  # does nothing once built
-    return value
+    # Four values checked here: validating them again would cost more than reading them.
+    return RateLimit.model_construct(
+        limit=limit, remaining=remaining, reset=reset, reset_at=reset_at
+    )
 
 
 class Origin:
     """The response a result was read from: its rate limit, request id and ``httpx.Response``.
 
     One per response, shared by every result read from it (all the documents of a
-    listing), and the only private attribute of a result: each one more would cost
-    every call about 0.7 us to set up.
-
-    The response's request holds the API key (its ``Authorization`` header), so only
-    the origin the SDK attached holds the response: a copy of it (``copy.copy``,
-    ``copy.deepcopy``) or a pickle keeps the rate limit and the request id, and drops
-    the response.
-
-    Args:
-        rate_limit: The rate-limit state the response reported (its headers as
-            ``parse_rate_limit`` read them, or the model).
-        response: The response, its body read; ``None`` once detached.
-        mask: Masks the API key in what the server sent, for the request id.
-        request_id: The request id of a detached origin (one with a response reads
-            it from the response when asked: masking it costs more than the rest of
-            reading a result, and few callers look).
+    listing). The response's request holds the API key (its ``Authorization`` header), so
+    only the origin the SDK attached holds the response: a copy (``copy.copy``,
+    ``copy.deepcopy``) or a pickle keeps the rate limit and the request id only.
     """
 
-    __slots__ = ("_mask", "_rate_limit", "_request_id", "response")
+    __slots__ = ("_response", "rate_limit", "request_id")
 
     def __init__(
         self,
-        rate_limit: RateLimit | RateLimitHeaders | None,
-        response: httpx.Response | None,
-        mask: Callable[[str], str] | None,
-        request_id: str | None = None,
+        rate_limit: RateLimit | None,
+        request_id: str | None,
+        response: httpx.Response | Callable[[], httpx.Response] | None = None,
     ) -> None:
-        self._rate_limit = rate_limit
-        self.response = response
-        self._mask = mask
-        self._request_id = request_id
+        self.rate_limit = rate_limit
+        self.request_id = request_id
+        self._response = response  # or what makes it, when first asked for: few ask
 
     @property
-    def rate_limit(self) -> RateLimit | None:
-        """The rate-limit state the response reported (built on first use)."""
-        return rate_limit_model(self._rate_limit)
+    def response(self) -> httpx.Response | None:
+        """The response, its body read."""
+        if callable(self._response):
+            self._response = self._response()
+        return self._response
 
-    @property
-    def request_id(self) -> str | None:
-        """The response's ``X-Request-Id``, with the key masked, as an ``APIError`` reads it."""
-        if self.response is None or self._mask is None:
-            return self._request_id
-        # As _envelope.request_id reads it for an error (not imported: it imports the
-        # exceptions, which import these models).
-        value = self.response.headers.get("x-request-id")
-        return None if value is None else self._mask(value)
-
-    def detached(self) -> Origin:
-        """Return the origin without the response: its rate limit and request id."""
-        return Origin(self.rate_limit, None, None, self.request_id)
-
-    def __reduce__(self) -> tuple[type[Origin], tuple[RateLimit | None, None, None, str | None]]:
+    def __reduce__(self) -> tuple[type[Origin], tuple[RateLimit | None, str | None]]:
         # What pickle, copy.copy and copy.deepcopy (so pydantic's deep copy) all use.
-        return (Origin, (self.rate_limit, None, None, self.request_id))
+        return (Origin, (self.rate_limit, self.request_id))
 
     def __repr__(self) -> str:
         return f"Origin(request_id={self.request_id!r}, response={self.response!r})"
@@ -298,15 +200,13 @@ class _Result(BaseModel):
     ``model_dump()``, ``model_dump_json()`` or the ``repr``.
     """
 
-    # Each result is built when first used (see ready): a call builds only its own.
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow", defer_build=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
 
-    # The Origin, in a slot of its own rather than a pydantic private attribute: pydantic
-    # sets those up on every validation, which cost more than validating a translation.
-    # Unset on a result built by hand (read through ``origin``).
+    # The Origin, in a slot of its own rather than a pydantic private attribute, which
+    # pydantic would set up on every validation. Unset on a result built by hand.
     __slots__ = ("_origin",)
     if TYPE_CHECKING:
-        _origin: Origin | None
+        _origin: Origin
 
     @property
     def _origin_or_none(self) -> Origin | None:
@@ -335,32 +235,25 @@ class _Result(BaseModel):
         copied = super().__copy__()
         origin = self._origin_or_none
         if origin is not None:
-            set_origin(copied, origin.detached())
+            set_origin(copied, Origin(origin.rate_limit, origin.request_id))
         return copied
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
         copied = super().__deepcopy__(memo)
         origin = self._origin_or_none
         if origin is not None:
-            set_origin(copied, origin.detached())
+            set_origin(copied, Origin(origin.rate_limit, origin.request_id))
         return copied
 
     def __getstate__(self) -> dict[Any, Any]:
         state = super().__getstate__()
         origin = self._origin_or_none
         if origin is not None:
-            state["_origin"] = origin  # pickled detached: see Origin.__reduce__
+            state["_origin"] = origin  # pickled without the response: see Origin.__reduce__
         return state
 
     def __setstate__(self, state: dict[Any, Any]) -> None:
         origin = state.pop("_origin", None)
-        # A result pickled by an earlier lingodoc kept its origin as a pydantic private
-        # attribute: read it from there, and leave no private attribute behind.
-        private = state.get("__pydantic_private__")
-        if isinstance(private, dict) and "_origin" in private:
-            private = dict(private)
-            origin = origin or private.pop("_origin")
-            state["__pydantic_private__"] = private or None
         super().__setstate__(state)
         if origin is not None:
             set_origin(self, origin)
@@ -408,7 +301,7 @@ class _Result(BaseModel):
         return None if origin is None else origin.response
 
 
-# The slot's own accessors: quicker than the attribute through pydantic's __setattr__.
+# The slot's own accessors: pydantic's __setattr__ takes only fields.
 _get_origin: Callable[[_Result], Origin] = _Result.__dict__["_origin"].__get__
 set_origin: Callable[[_Result, Origin], None] = _Result.__dict__["_origin"].__set__
 

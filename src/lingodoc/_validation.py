@@ -1,15 +1,25 @@
-"""Checks made before a request is sent, to save a round trip for a certain refusal."""
+"""Checks of what the caller gives, made before anything is sent.
+
+Each refusal is a typed error whose message names the argument and quotes at most about
+100 characters of what was given, never a header's value (it may be a secret).
+"""
 
 from __future__ import annotations
 
+import inspect
+import math
+import re
 from collections.abc import Sequence
 from urllib.parse import quote, unquote
+
+import httpx
 
 from lingodoc._constants import MAX_TEXT_LENGTH
 from lingodoc._exceptions import (
     InvalidArgument,
     InvalidArgumentType,
     InvalidLanguage,
+    LingodocError,
     TextTooLong,
 )
 
@@ -186,3 +196,164 @@ def positive_int(value: object, argument: str) -> int:
     if value < 1:
         raise InvalidArgument(f"{argument} must be at least 1, not {shown(value)}")
     return value
+
+
+def is_number(value: object) -> bool:
+    """Whether ``value`` is an int or a float (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def as_float(value: object) -> float:
+    """``value`` as a float: NaN if it is not a number, infinite if too large for one."""
+    if not is_number(value):
+        return math.nan
+    try:
+        return float(value)  # type: ignore[arg-type]  # a number
+    except OverflowError:  # an int past the largest float
+        return math.inf if value > 0 else -math.inf  # type: ignore[operator]
+
+
+def timeout(value: object, error: type[LingodocError] = InvalidArgument) -> httpx.Timeout:
+    """Return a timeout given as a positive number of seconds, or an ``httpx.Timeout``.
+
+    Raises:
+        LingodocError: ``error`` if it is not a positive finite number (a call's own
+            timeout of the wrong type is an ``InvalidArgumentType``).
+    """
+    if isinstance(value, httpx.Timeout):
+        return value
+    seconds = as_float(value)
+    if math.isfinite(seconds) and seconds > 0:
+        return httpx.Timeout(seconds)
+    if error is InvalidArgument and not is_number(value):
+        error = InvalidArgumentType
+    raise error(
+        "timeout must be a positive number of seconds or an httpx.Timeout, "
+        f"not {shown(value)} (None leaves it unset; for no limit at all pass "
+        "httpx.Timeout(None))"
+    )
+
+
+# RFC 9110: a header name is a token. A value here is printable ASCII, with inner spaces or
+# tabs only (a CR or LF would end the header and start another).
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[ \t]*[\x21-\x7e])*)?")
+# Headers that frame the body or manage the connection: httpx and httpcore set them from
+# the request itself, and a second, different one breaks or smuggles a request.
+_TRANSPORT_HEADERS = frozenset(
+    {
+        "connection",
+        "content-length",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+
+
+def headers(value: object, argument: str, error: type[LingodocError]) -> httpx.Headers:
+    """Return headers to send with every request (``default_headers``) or one call.
+
+    Raises:
+        LingodocError: ``error`` (or ``InvalidArgumentType`` for a call's headers of the
+            wrong type) if one cannot be sent, or would frame the body or manage the
+            connection; the message never quotes a value.
+    """
+    problem: str | None
+    try:
+        checked = httpx.Headers(value)  # type: ignore[arg-type]  # checked below
+    except (TypeError, ValueError, AttributeError) as exc:
+        # UnicodeEncodeError is a ValueError: header values must be ASCII.
+        if error is InvalidArgument and not isinstance(exc, UnicodeEncodeError):
+            error = InvalidArgumentType
+        problem = str(exc)
+    else:
+        problem = _header_problem(checked)
+        if problem is None:
+            return checked
+    # Raised outside the except block, so that no chained context keeps httpx's frames.
+    raise error(f"{argument} cannot be sent as HTTP headers: {problem}")
+
+
+def _header_problem(checked: httpx.Headers) -> str | None:
+    for raw_name, raw_value in checked.raw:
+        name = raw_name.decode("ascii", "replace")
+        if not _HEADER_NAME.fullmatch(name):
+            return f"{name!r} is not a valid header name"
+        if name.lower() in _TRANSPORT_HEADERS:
+            return (
+                f"{name!r} frames the body or manages the connection, which httpx does "
+                "for each request; remove it"
+            )
+        if not _HEADER_VALUE.fullmatch(raw_value.decode("ascii", "replace")):
+            return (
+                f"the value of {name!r} holds a line break or another control character, "
+                "or starts or ends with a space"
+            )
+    return None
+
+
+def relative_path(path: object) -> str:
+    """Return ``path`` with a leading slash if it stays under ``base_url``.
+
+    Refused: an absolute URL, a path starting ``//`` or with a backslash, and a path with
+    a ``.`` or ``..`` segment as written or once percent-decoded (``%2e%2e``, ``.%2E``, or
+    ``..`` between a ``%2f`` or ``%5c``): a server or proxy that decodes before
+    normalising would read it as a step up.
+
+    Raises:
+        InvalidArgumentType: If it is not a string.
+        InvalidArgument: If it would leave ``base_url``.
+    """
+    if not isinstance(path, str):
+        raise InvalidArgumentType(f"path must be a str, not {type(path).__name__}")
+    route = path.split("?", 1)[0]
+    if (
+        "://" in route
+        or route.startswith(("//", "\\", "/\\"))
+        or has_dot_segment(route, decoded=True)
+    ):
+        raise InvalidArgument(
+            f"path must be relative to base_url, such as '/documents', not {shown(path)}: "
+            "requests never leave base_url, so the API key never goes to another host"
+        )
+    return path if path.startswith("/") else f"/{path}"
+
+
+def callback(on_progress: object, *, awaits: bool) -> None:
+    """Check an ``on_progress``: callable, and no ``async def`` unless the client awaits it.
+
+    Raises:
+        InvalidArgumentType: If it is not callable, or is a coroutine function (or an
+            object whose ``__call__`` is one) and the client is ``Client``.
+    """
+    if on_progress is None:
+        return
+    if not callable(on_progress):
+        raise InvalidArgumentType("on_progress must be callable")
+    call = getattr(on_progress, "__call__", None)  # noqa: B004  # an object's async __call__
+    if not awaits and (
+        inspect.iscoroutinefunction(on_progress) or inspect.iscoroutinefunction(call)
+    ):
+        raise InvalidArgumentType(
+            "on_progress is a coroutine function (async def), which Client cannot await: "
+            "pass a plain function, or use AsyncClient"
+        )
+
+
+def not_awaitable(result: object) -> None:
+    """Refuse what a ``Client``'s ``on_progress`` returned if it must be awaited.
+
+    Raises:
+        InvalidArgumentType: If it is a coroutine (closed here, so it is never left
+            un-awaited).
+    """
+    if inspect.iscoroutine(result):
+        result.close()
+        raise InvalidArgumentType(
+            "on_progress returned a coroutine, which Client cannot await: "
+            "pass a plain function, or use AsyncClient"
+        )

@@ -16,6 +16,8 @@ import lingodoc
 from lingodoc.emulator import Emulator, EmulatorServer
 from tests.conftest import call, close
 
+pytestmark = pytest.mark.aiohttp  # client_class runs on DefaultAioHttpClient too
+
 
 @pytest.fixture
 def emulator() -> Emulator:

@@ -17,24 +17,19 @@ import json
 import os
 import select
 import signal
-import ssl
 import threading
 import warnings
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-import certifi
 import httpx
 import pytest
 
 import lingodoc
-from lingodoc import _tls
 from lingodoc.emulator import Emulator, EmulatorServer
 from tests.conftest import API_KEY, call, close
 from tests.reliability.fault_server import FaultServers, failure_body, status
-from tests.reliability.test_tls import pool_context
 
 CHILD_DEADLINE = 30.0  # seconds the parent waits for a child's report at most
 
@@ -311,7 +306,7 @@ def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone_sync(
         release = threading.Event()
 
         def hold_the_lock() -> None:  # a parent thread inside the shared state at the fork
-            with client._shared._lock:
+            with client._shared.lock:
                 holding.set()
                 release.wait(10)
 
@@ -363,45 +358,23 @@ def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone_async(
 
 
 @posix_only
-@pytest.mark.parametrize("variable", [None, "SSL_CERT_FILE"])
-def test_a_forked_childs_new_http_client_shares_the_inherited_ssl_context(
-    client_class: type[lingodoc.Client],
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    variable: str | None,
+def test_a_forked_childs_new_http_client_builds_no_ssl_context(
+    client_class: type[lingodoc.Client], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The contexts are plain memory, as usable in the child as in the parent: the child's
-    # new http client (see the tests above) gets the same one, and builds none.
+    # The shared context is plain memory, as usable in the child as in the parent.
     for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
         monkeypatch.delenv(name, raising=False)
-    if variable is not None:
-        monkeypatch.setenv(variable, certifi.where())
     client = client_class(API_KEY, base_url="https://api.lingodoc.test/v1")
     inherited = client._shared.http
-    parents = _tls.resolve(_pool_context(inherited))
-    # A thread of the parent builds a context at the fork: the child must not wait for it.
-    other = tmp_path / "other.pem"
-    other.write_text(Path(certifi.where()).read_text())
-    holding = _tls._lock
-    holding.acquire()
-    try:
+    built: list[object] = []
+    original = httpx.create_ssl_context
+    monkeypatch.setattr(
+        httpx, "create_ssl_context", lambda *a, **k: built.append(k) or original(*a, **k)
+    )
 
-        def child() -> dict[str, object]:
-            http = client._shared.http
-            os.environ["SSL_CERT_FILE"] = str(other)
-            its_own = client_class(API_KEY, base_url="https://api.lingodoc.test/v1")
-            return {
-                "new pool": http is not inherited,
-                "same context": id(_tls.resolve(_pool_context(http))) == id(parents),
-                "another setting built": _pool_context(its_own._shared.http) is not parents,
-            }
+    def child() -> dict[str, object]:
+        client._shared.in_this_process()  # what the child's first call does
+        return {"new pool": client._shared.http is not inherited, "built": len(built)}
 
-        in_the_child = in_child(child)
-    finally:
-        holding.release()
-    assert in_the_child == {"new pool": True, "same context": True, "another setting built": True}
+    assert in_child(child) == {"new pool": True, "built": 0}
     _run(close(client))
-
-
-def _pool_context(http: httpx.Client | httpx.AsyncClient) -> ssl.SSLContext:
-    return pool_context(http)

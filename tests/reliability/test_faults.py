@@ -37,6 +37,8 @@ from tests.reliability.fault_server import (
     truncated,
 )
 
+pytestmark = pytest.mark.aiohttp
+
 AnyClient = lingodoc.Client | lingodoc.AsyncClient
 MB = 1024 * 1024
 TRANSLATION = {"translated_text": "Hallo", "source_language": "en", "target_language": "de"}

@@ -17,6 +17,8 @@ import lingodoc
 from tests.conftest import API_KEY, call, close
 from tests.reliability.fault_server import FaultServers, envelope_body, status
 
+pytestmark = pytest.mark.aiohttp  # client_class runs on DefaultAioHttpClient too
+
 TRANSLATION = {"translated_text": "Hallo", "source_language": "en", "target_language": "de"}
 REDIRECTS = [301, 302, 303, 307, 308]
 ClientClass = type[lingodoc.Client] | type[lingodoc.AsyncClient]

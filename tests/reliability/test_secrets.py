@@ -33,6 +33,8 @@ from lingodoc.emulator import Emulator
 from lingodoc.testing import fake_clock
 from tests.reliability.fault_server import FaultServer, status
 
+pytestmark = pytest.mark.aiohttp  # client_class runs on DefaultAioHttpClient too
+
 BASE_URL = "https://api.lingodoc.test/v1"
 # Distinctive, and with characters that JSON and URLs escape.
 API_KEY = "ld_S3cr3t/K3y+n0t_f0r_y0ur_3y3s_QZ7X"
@@ -588,7 +590,7 @@ def test_building_the_mask_of_a_long_key_takes_little_memory() -> None:
     tracemalloc.start()
     try:
         client = lingodoc.Client(key, base_url=BASE_URL)
-        masked = client._redact(f"echo {key[300:700]}")
+        masked = client._key_mask(f"echo {key[300:700]}")
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

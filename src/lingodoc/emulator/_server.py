@@ -142,7 +142,7 @@ class _Server(ThreadingHTTPServer):
         self.log_requests = log_requests
         self.stopping = threading.Event()
         name = f"lingodoc-emulator-{self.port}"
-        self._loop = threading.Thread(target=self.serve_forever, name=name, daemon=True)
+        self.loop = threading.Thread(target=self.serve_forever, name=name, daemon=True)
         self._wake, self._waker = socket.socketpair()  # stop() writes to _waker
         self._connections: set[socket.socket] = set()
         self._workers: set[threading.Thread] = set()
@@ -182,7 +182,7 @@ class _Server(ThreadingHTTPServer):
         self.stopping.set()
         with suppress(OSError):
             self._waker.send(b"\0")
-        self._loop.join(timeout)
+        self.loop.join(timeout)
         with self._lock:
             connections = list(self._connections)
             threads = [thread for thread in self._workers if thread.is_alive()]
@@ -221,7 +221,7 @@ def start(answers: Answers, router: Router, host: str, port: int, *, log_request
     stop_signals = {signal.SIGINT, signal.SIGTERM}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals) if masked else set()
     try:
-        server._loop.start()
+        server.loop.start()
     finally:
         if masked:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)

@@ -1,0 +1,131 @@
+"""`DefaultAioHttpClient`: an ``httpx.AsyncClient`` that sends through aiohttp.
+
+The same name and shape as the openai and anthropic SDKs' own: aiohttp's connection pool
+(through ``httpx-aiohttp``) behind httpx's interface, for services that send many calls at
+once. Installed with ``pip install "lingodoc[aiohttp]"``; imported only when used.
+
+aiohttp's errors are raised as the httpx errors that say what happened, so that the retry
+policy can tell a connection never made (retried even for a call that starts a job) from
+one dropped after the request went out (not retried for such a call). ``httpx-aiohttp``'s
+own mapping reports a refused or dropped connection alike as ``ConnectTimeout``, and lets
+some of aiohttp's own errors through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from lingodoc._constants import AIOHTTP_MAX_IN_FLIGHT, DEFAULT_TIMEOUT
+from lingodoc._exceptions import ConfigurationError
+from lingodoc._http import ssl_context
+
+
+def _httpx_error(exc: BaseException) -> Exception:
+    """The httpx error for an error of aiohttp (or one httpx-aiohttp mapped from it)."""
+    import aiohttp
+
+    cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ else exc
+    kind: type[httpx.TransportError] = httpx.TransportError  # may have been sent
+    if isinstance(cause, aiohttp.ConnectionTimeoutError):
+        kind = httpx.ConnectTimeout
+    elif isinstance(cause, aiohttp.ClientConnectorError):  # nothing was sent
+        kind = httpx.ConnectError
+    elif isinstance(cause, aiohttp.ServerTimeoutError):
+        kind = httpx.ReadTimeout
+    elif isinstance(cause, (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError)):
+        kind = httpx.ReadError
+    elif isinstance(cause, (aiohttp.ClientPayloadError, aiohttp.ClientResponseError)):
+        kind = httpx.RemoteProtocolError
+    elif isinstance(exc, httpx.TransportError) and exc.__cause__ is None:
+        return exc  # httpx's own
+    return kind(str(cause) or type(cause).__name__)
+
+
+class _Body(httpx.AsyncByteStream):
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        import aiohttp
+
+        try:
+            async for chunk in self.stream:
+                yield chunk
+        except (httpx.TransportError, aiohttp.ClientError) as exc:
+            raise _httpx_error(exc) from exc
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+class _Transport(httpx.AsyncBaseTransport):
+    """``httpx_aiohttp.AiohttpTransport``, its errors raised as the httpx errors they are."""
+
+    def __init__(self, transport: httpx.AsyncBaseTransport) -> None:
+        self.transport = transport
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        import aiohttp
+
+        try:
+            response = await self.transport.handle_async_request(request)
+        except (httpx.TransportError, aiohttp.ClientError) as exc:
+            raise _httpx_error(exc) from exc
+        response.stream = _Body(response.stream)
+        return response
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+
+class DefaultAioHttpClient(httpx.AsyncClient):
+    """An ``httpx.AsyncClient`` on aiohttp, to pass as ``AsyncClient(http_client=...)``.
+
+    ```python
+    async with lingodoc.AsyncClient(http_client=lingodoc.DefaultAioHttpClient()) as client:
+        ...
+    ```
+
+    Unlike another ``http_client``, it is handed over: the ``AsyncClient`` closes it when
+    it is closed, and lets up to 100 calls in flight by default (``max_in_flight``), as
+    many as its pool holds. Like the SDK's own, it belongs to the event loop it is first
+    used in (asyncio only: aiohttp does not run on trio).
+
+    Args:
+        **kwargs: What ``httpx.AsyncClient`` takes; ``limits`` sizes aiohttp's pool (100
+            connections by default), ``verify`` and ``trust_env`` its TLS settings.
+
+    Raises:
+        ConfigurationError: If ``httpx-aiohttp`` is not installed.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        try:
+            from httpx_aiohttp import AiohttpTransport
+        except ImportError:
+            raise ConfigurationError(
+                'DefaultAioHttpClient needs aiohttp: pip install "lingodoc[aiohttp]"'
+            ) from None
+        kwargs.setdefault("timeout", DEFAULT_TIMEOUT)
+        limits = kwargs.setdefault("limits", httpx.Limits(max_connections=AIOHTTP_MAX_IN_FLIGHT))
+        trust_env = kwargs.setdefault("trust_env", True)
+        # The SDK's shared SSL context, unless told otherwise: httpx would build one each.
+        verify = kwargs.setdefault("verify", ssl_context(trust_env))
+
+        def session() -> Any:  # made in the event loop of the first request
+            import aiohttp
+
+            connector = aiohttp.TCPConnector(
+                limit=limits.max_connections or 0,
+                keepalive_timeout=limits.keepalive_expiry,
+                ssl=verify,
+            )
+            # aiohttp reads the proxy variables itself: httpx reads none for a transport.
+            return aiohttp.ClientSession(connector=connector, trust_env=trust_env)
+
+        transport = AiohttpTransport(verify=verify, client=session)
+        kwargs.setdefault("transport", _Transport(transport))
+        super().__init__(**kwargs)

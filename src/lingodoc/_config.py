@@ -1,0 +1,246 @@
+"""The client's settings, checked at construction: key, base URL, timeout, headers, limits.
+
+Functions that see the key, or a base URL that may hold a password, *return* the error
+that refuses it rather than raise it: the client raises it from a frame that holds
+neither, so a traceback shown with its locals never prints them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from lingodoc import _validation
+from lingodoc._constants import (
+    ALLOW_HTTP_HOST_ENV,
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    DEFAULT_TIMEOUT,
+    is_loopback,
+)
+from lingodoc._exceptions import ConfigurationError
+
+
+def _missing(argument: str, variable: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"no {argument.replace('_', ' ')} given: pass {argument}=... "
+        f"or set the {variable} environment variable"
+    )
+
+
+def api_key(value: object) -> str | ConfigurationError:
+    """Return the key to send (``api_key``, else ``LINGODOC_API_KEY``), or the error."""
+    if value is not None and not isinstance(value, str):
+        return ConfigurationError(f"api_key must be a str, not {type(value).__name__}")
+    key = ((os.environ.get(API_KEY_ENV) if value is None else value) or "").strip()
+    if not key:
+        return _missing("api_key", API_KEY_ENV)
+    if not _validation.sendable_key(key):
+        return ConfigurationError(
+            f"api_key (or {API_KEY_ENV}) holds spaces or characters that cannot be "
+            "sent in a header; check it was copied whole"
+        )
+    return key
+
+
+def allow_http_host(value: object) -> str | None:
+    """Return the host named by ``allow_http_host`` (or its variable), folded; ``None`` if unset.
+
+    An empty or blank ``LINGODOC_ALLOW_HTTP_HOST`` is unset (as ``VAR=`` in a compose
+    file leaves it); an empty argument is refused, as it names no host.
+
+    Raises:
+        ConfigurationError: If the argument is not a string, or is empty.
+    """
+    if value is None:
+        named = os.environ.get(ALLOW_HTTP_HOST_ENV, "").strip()
+        return _host_key(named) if named else None
+    if not isinstance(value, str):
+        raise ConfigurationError(
+            f"allow_http_host must be a str (a host name such as 'emulator') or None, "
+            f"not {type(value).__name__}"
+        )
+    if not value.strip():
+        raise ConfigurationError(
+            "allow_http_host must name a host, such as 'emulator', not an empty string "
+            "(None leaves it unset)"
+        )
+    return _host_key(value.strip())
+
+
+def _host_key(host: str) -> str:
+    """``host`` as two names of one host compare: lower case, an IPv6 address without brackets."""
+    return host.lower().strip("[]")
+
+
+def _shown_url(raw: str) -> str:
+    """``raw`` as an error message may quote it: a password before an ``@`` is masked."""
+    start = raw.find("://") + 3 if "://" in raw else 0
+    at = raw.rfind("@")
+    if at < start or ":" not in raw[start:at]:
+        return _validation.cut(raw)
+    user = raw[start:at].split(":", 1)[0]
+    return _validation.cut(f"{raw[:start]}{user}:****{raw[at:]}")
+
+
+def base_url(value: object, allowed_http_host: str | None) -> str | ConfigurationError:
+    """Return the base URL to send to (``base_url``, else ``LINGODOC_BASE_URL``), or the error.
+
+    Args:
+        value: The argument, or ``None`` to read ``LINGODOC_BASE_URL``.
+        allowed_http_host: The host (from `allow_http_host`) to which ``http://`` is
+            allowed, besides loopback ones.
+    """
+    if value is not None and not isinstance(value, str):
+        return ConfigurationError(f"base_url must be a str, not {type(value).__name__}")
+    raw = ((os.environ.get(BASE_URL_ENV) if value is None else value) or "").strip()
+    if not raw:
+        return _missing("base_url", BASE_URL_ENV)
+    where = f"base_url {_shown_url(raw)!r}" + (f" (from {BASE_URL_ENV})" if value is None else "")
+    if "\\" in raw or not raw.isprintable() or any(c.isspace() for c in raw):
+        # "https://api.example.com\\@evil.com" is evil.com to httpx, another host to others.
+        return ConfigurationError(
+            f"{where} holds a backslash, a space or a control character; "
+            "write the address as a plain URL such as 'https://api.example.com/v1'"
+        )
+    start = raw.find("://") + 3 if "://" in raw else 0
+    if "@" in raw[start:].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]:
+        # httpx would send it as Basic authentication, instead of the key.
+        return ConfigurationError(
+            f"{where} holds a user name or password (before '@'); remove it: "
+            "the SDK authenticates with the API key only"
+        )
+    problem = None
+    try:
+        url = httpx.URL(raw)
+    except httpx.InvalidURL as exc:
+        problem = str(exc)
+    if problem is not None:  # outside the except block: no half-built URL in the chain
+        return ConfigurationError(f"{where} is not a valid URL: {problem}")
+    if url.scheme not in ("http", "https") or not url.host or url.userinfo:
+        return ConfigurationError(
+            f"base_url must be an absolute https:// URL such as "
+            f"'https://api.example.com/v1', not {_shown_url(raw)!r} "
+            f"(from base_url or {BASE_URL_ENV})"
+        )
+    if url.scheme == "http" and not is_loopback(url.host):
+        if allowed_http_host is None:
+            return ConfigurationError(
+                f"{where} uses http://, which would send the API key in clear text; use "
+                f"https:// (http:// is allowed only for localhost and loopback addresses and, "
+                f"for a host on a network you trust (a docker-compose service), the host "
+                f"named by allow_http_host= or {ALLOW_HTTP_HOST_ENV})"
+            )
+        if allowed_http_host != _host_key(url.host):
+            return ConfigurationError(
+                f"{where} uses http://, which would send the API key in clear text; use "
+                f"https:// (http:// is allowed only for localhost and loopback addresses, "
+                f"but the opt-in (allow_http_host or {ALLOW_HTTP_HOST_ENV}) names the host "
+                f"{_validation.shown(allowed_http_host)}, not {_validation.shown(url.host)})"
+            )
+    if "?" in raw or "#" in raw:
+        return ConfigurationError(f"{where} must not have a query or fragment")
+    return str(url).rstrip("/")
+
+
+def environment_proxy(http_client: httpx.Client | httpx.AsyncClient, url: str) -> str | None:
+    """The proxy variables that would send ``http_client``'s requests for ``url`` to a proxy.
+
+    httpx reads them with ``trust_env`` (``NO_PROXY`` excluded) as ``urllib`` does. An
+    ``http_client``'s own ``proxy=`` or ``mounts=`` is not visible through httpx's public
+    API: that is the caller's own choice.
+    """
+    import urllib.request
+
+    if not http_client.trust_env:
+        return None
+    proxies = urllib.request.getproxies_environment()
+    host = httpx.URL(url).host
+    # Not in typeshed, but in urllib.request since Python 3.2 (what urllib itself uses).
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    if not (proxies.get("http") or proxies.get("all")) or bypass(host, proxies):
+        return None
+    names = sorted(
+        name
+        for name, value in os.environ.items()
+        if value.strip() and name.upper() in ("HTTP_PROXY", "ALL_PROXY")
+    )
+    return " or ".join(names)
+
+
+def timeout(value: object, http_client: httpx.Client | httpx.AsyncClient | None) -> httpx.Timeout:
+    """Return the timeout of each attempt.
+
+    ``None`` means "not set": the timeout of ``http_client`` if its creator set one, else
+    30 seconds. No limit at all is ``httpx.Timeout(None)``.
+
+    Raises:
+        ConfigurationError: If it is not a positive number or an ``httpx.Timeout``.
+    """
+    if value is not None:
+        return _validation.timeout(value, ConfigurationError)
+    if http_client is not None:
+        # What httpx gives a client made without a timeout (5 s in httpx 0.28).
+        kind = httpx.Client if isinstance(http_client, httpx.Client) else httpx.AsyncClient
+        httpx_default = inspect.signature(kind).parameters["timeout"].default
+        if http_client.timeout != httpx_default:
+            return http_client.timeout
+    return httpx.Timeout(DEFAULT_TIMEOUT)
+
+
+def max_retries(value: object) -> int:
+    """Return ``max_retries``, an int of at least 0.
+
+    Raises:
+        ConfigurationError: Otherwise.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigurationError(f"max_retries must be an int >= 0, not {_validation.shown(value)}")
+    return value
+
+
+def max_in_flight(value: object) -> int | None:
+    """Return ``max_in_flight``, an int of at least 1, or ``None`` (the default).
+
+    Raises:
+        ConfigurationError: Otherwise.
+    """
+    if value is None or (not isinstance(value, bool) and isinstance(value, int) and value >= 1):
+        return value
+    raise ConfigurationError(
+        f"max_in_flight must be an int >= 1, or None for the default, "
+        f"not {_validation.shown(value)}"
+    )
+
+
+def headers(default_headers: Mapping[str, str] | None, user_agent: str) -> httpx.Headers:
+    """Return the headers of every request, ``default_headers`` included (not the key yet).
+
+    Raises:
+        ConfigurationError: If a header cannot be sent, or would frame the body or manage
+            the connection; the message never quotes a value.
+    """
+    from lingodoc._response import ACCEPT_ENCODING
+
+    sent = httpx.Headers(
+        {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING, "User-Agent": user_agent}
+    )
+    sent.update(_validation.headers(default_headers or {}, "default_headers", ConfigurationError))
+    return sent
+
+
+def http_client_kind(http_client: Any, expected: type[Any]) -> None:
+    """Refuse an ``http_client`` that is not an ``expected`` (httpx.Client or AsyncClient).
+
+    Raises:
+        ConfigurationError: If it is not.
+    """
+    if http_client is not None and not isinstance(http_client, expected):
+        raise ConfigurationError(
+            f"http_client must be an {expected.__module__}.{expected.__qualname__}, "
+            f"not {type(http_client).__name__}"
+        )

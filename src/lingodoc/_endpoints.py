@@ -1,0 +1,261 @@
+"""The endpoints: each method's arguments checked and turned into a `Call`, and its parser.
+
+A `Call` says what to send and how to read the envelope's ``data`` into a result. Every
+argument is checked here, before anything is sent (``_validation``); each parser checks
+that the data is the endpoint's model and attaches the response's ``Origin``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import httpx
+
+from lingodoc import _lazy, _validation
+from lingodoc._exceptions import InvalidArgument, InvalidArgumentType
+from lingodoc._options import Options
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from lingodoc._models import (
+        BatchTranslation,
+        Document,
+        Origin,
+        TextTranslation,
+        TranslationJob,
+        TranslationStatus,
+    )
+
+T = TypeVar("T")
+ModelT = TypeVar("ModelT", bound="BaseModel")
+# Methods that HTTP defines as safe to repeat.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+
+
+class Call(Generic[T]):
+    """One API call, ready to send: what to send and how to read the answer.
+
+    Args:
+        method: The HTTP method.
+        path: The path under ``base_url``, escaped.
+        parse: Reads the envelope's ``data`` into the result; raises `ShapeError`.
+        json: The JSON body, if any.
+        params: Query parameters, if any.
+        idempotent: Whether it is safe to send again after the server may have acted on it.
+        options: The call's own options (``timeout=``, ``extra_headers=``...), if any.
+    """
+
+    __slots__ = ("idempotent", "json", "method", "options", "params", "parse", "path")
+
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        parse: Callable[[Any, Origin], T],
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        idempotent: bool = True,
+        options: Options | None = None,
+    ) -> None:
+        self.method = method
+        self.path = path
+        self.parse = parse
+        self.json = json
+        self.params = params
+        self.idempotent = idempotent
+        self.options = options
+
+    def __repr__(self) -> str:
+        return f"Call({self.description})"
+
+    @property
+    def description(self) -> str:
+        """``METHOD /path``, for logs and messages; a path past 100 characters is cut."""
+        return f"{self.method} {_validation.cut(self.path)}"
+
+
+class ShapeError(ValueError):
+    """The data of a success envelope is not of the shape the endpoint returns."""
+
+    def __init__(self, problem: str, data: Any) -> None:
+        super().__init__(problem)
+        self.data = data
+
+
+def translate(
+    text: str, source: str, target: str, style: str | None, options: Options | None
+) -> Call[TextTranslation]:
+    """``POST /translate``."""
+    body = {
+        "text": _validation.text(text),
+        "source_language": _validation.language(source, "source_language"),
+        "target_language": _validation.language(target, "target_language"),
+    }
+    if _validation.optional(style, "style", str) is not None:
+        body["style"] = style  # type: ignore[assignment]  # checked: a str
+    return Call("POST", "/translate", _model(_lazy.TextTranslation), json=body, options=options)
+
+
+def translate_batch(
+    texts: Sequence[str], source: str, target: str, options: Options | None
+) -> Call[BatchTranslation]:
+    """``POST /translate/batch``."""
+    return batch(
+        _validation.texts(texts),
+        _validation.language(source, "source_language"),
+        _validation.language(target, "target_language"),
+        options,
+    )
+
+
+def batch(
+    texts: list[str], source: str, target: str, options: Options | None
+) -> Call[BatchTranslation]:
+    """``POST /translate/batch`` from arguments already checked (``translate_many``'s batches)."""
+    body = {"texts": texts, "source_language": source, "target_language": target}
+    parse = _model(_lazy.BatchTranslation)
+    count = len(texts)
+
+    def parse_batch(data: Any, origin: Origin) -> BatchTranslation:
+        result = parse(data, origin)
+        if len(result.translations) != count:
+            # Pairing the texts with a short list would silently lose some.
+            raise ShapeError(
+                f"the batch has {len(result.translations)} translations for {count} texts", data
+            )
+        return result
+
+    return Call("POST", "/translate/batch", parse_batch, json=body, options=options)
+
+
+def translate_document(
+    document_id: str,
+    target: str,
+    style: str | None,
+    use_translation_memory: bool | None,
+    options: Options | None,
+) -> Call[TranslationJob]:
+    """``POST /documents/{document_id}/translate``: starts a job, so it is not idempotent."""
+    path = f"/documents/{_validation.path_segment(document_id, 'document_id')}/translate"
+    body: dict[str, Any] = {"target_language": _validation.language(target, "target_language")}
+    if _validation.optional(style, "style", str) is not None:
+        body["style"] = style
+    if _validation.optional(use_translation_memory, "use_translation_memory", bool) is not None:
+        body["use_translation_memory"] = use_translation_memory
+    # A job on another document would hand over another document's translation.
+    parse = _only(_lazy.TranslationJob, "document_id", document_id, "job", "for document")
+    return Call("POST", path, parse, json=body, idempotent=False, options=options)
+
+
+def get_translation(translation_id: str, options: Options | None) -> Call[TranslationStatus]:
+    """``GET /translations/{translation_id}``."""
+    path = f"/translations/{_validation.path_segment(translation_id, 'translation_id')}"
+    # Another job's status (a cache or a proxy mixing up answers) would pass its progress,
+    # or its translated document, off as ours.
+    parse = _only(
+        _lazy.TranslationStatus, "translation_id", translation_id, "status", "of translation"
+    )
+    return Call("GET", path, parse, options=options)
+
+
+def list_documents(options: Options | None) -> Call[list[Document]]:
+    """``GET /documents``: the listing as a list, or an object holding one as ``documents``."""
+    return Call("GET", "/documents", _parse_documents, options=options)
+
+
+def raw(
+    method: str,
+    path: str,
+    json: Any,
+    params: Mapping[str, Any] | None,
+    options: Options | None,
+) -> Call[Any]:
+    """Any path under ``base_url`` (``request()``): the ``data`` as plain JSON."""
+    if not isinstance(method, str) or not method.isalpha():
+        raise InvalidArgument(
+            f"method must be an HTTP method such as 'GET', not {_validation.shown(method)}"
+        )
+    method = method.upper()
+    path = _validation.relative_path(path)
+    if params:
+        path, params = merge_query(path, params)
+    return Call(
+        method, path, _parse_data, json=json, params=params or None,
+        idempotent=method in IDEMPOTENT_METHODS, options=options,
+    )  # fmt: skip
+
+
+def merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, httpx.QueryParams]:
+    """Move the query written in ``path`` into ``params``; ``params`` win for a key in both.
+
+    httpx would replace the query of the URL with ``params``, dropping the one in the path.
+    """
+    route, mark, query = path.partition("?")
+    try:
+        merged = httpx.QueryParams(params)
+        if mark:
+            merged = httpx.QueryParams(query.partition("#")[0]).merge(merged)
+    except (TypeError, ValueError, AttributeError) as exc:
+        problem = str(exc)
+    else:
+        return route, merged
+    # Raised outside the except block: no chained httpx frames.
+    raise InvalidArgumentType(
+        f"params cannot be sent as query parameters: {_validation.cut(problem)}"
+    )
+
+
+def _model(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
+    """Return a parser that validates ``data`` as ``cls`` and attaches its ``Origin``."""
+    from pydantic import ValidationError
+
+    def parse(data: Any, origin: Origin) -> ModelT:
+        try:
+            result = cls.model_validate(data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'data'}: {e['msg']}" for e in exc.errors()[:3]
+            )
+            problem = f"the response data is not a {cls.__name__} ({problems})"
+            raise ShapeError(problem, data) from None
+        _lazy.set_origin(result, origin)  # type: ignore[arg-type]  # a result model
+        return result
+
+    return parse
+
+
+def _only(
+    cls: type[ModelT], field: str, expected: str, noun: str, relation: str
+) -> Callable[[Any, Origin], ModelT]:
+    """Return a parser of ``cls`` that refuses a result whose ``field`` is not ``expected``."""
+    parse = _model(cls)
+
+    def parse_only(data: Any, origin: Origin) -> ModelT:
+        result = parse(data, origin)
+        found = getattr(result, field)
+        if found != expected:
+            raise ShapeError(
+                f"the {noun} is {relation} {_validation.shown(found)}, not "
+                f"{relation.split()[0]} {_validation.shown(expected)}",
+                data,
+            )
+        return result
+
+    return parse_only
+
+
+def _parse_documents(data: Any, origin: Origin) -> list[Document]:
+    items = data.get("documents") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise ShapeError(
+            "the document listing is neither a list nor an object with a 'documents' list", data
+        )
+    parse = _model(_lazy.Document)
+    return [parse(item, origin) for item in items]
+
+
+def _parse_data(data: Any, origin: Origin) -> Any:
+    return data

@@ -1,0 +1,287 @@
+"""The http client a client sends through: built, shared with copies, closed, and forked.
+
+`new_http_client` builds the SDK's own: httpx's pool of ``max_in_flight`` connections,
+one shared SSL context, no redirects. `SharedHttp` is what a client and its
+``with_options`` copies share: that http client, the turns of ``max_in_flight``, the calls
+in flight, the last rate limit, the process and (``AsyncClient``) the event loop.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import ssl
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import httpx
+
+from lingodoc._exceptions import ConfigurationError, LingodocError
+
+if TYPE_CHECKING:
+    from lingodoc._models import RateLimit
+
+HttpClientT = TypeVar("HttpClientT", httpx.Client, httpx.AsyncClient)
+
+# The environment variables httpx reads when it builds a client (trust_env).
+_CERTIFICATE_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
+_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+# One context per certificate setting: the variables, and the file's identity (a bundle
+# replaced in place, even with its size and mtime kept, is read again).
+_contexts: dict[tuple[object, ...], ssl.SSLContext] = {}
+_MAX_CONTEXTS = 8  # a process that keeps changing SSL_CERT_FILE keeps only the last few
+
+
+def ssl_context(trust_env: bool) -> ssl.SSLContext:
+    """The context the SDK's clients verify certificates with, as httpx's default does.
+
+    httpx builds one per client (about 20 ms and 850 KiB); the SDK's clients share one per
+    certificate setting (``SSL_CERT_FILE`` or ``SSL_CERT_DIR``, read with ``trust_env``).
+
+    Raises:
+        ConfigurationError: If the certificate variable names no usable certificates; it
+            names the variable, not its value.
+    """
+    values = tuple(os.environ.get(name, "") for name in _CERTIFICATE_ENV) if trust_env else ()
+    key: tuple[object, ...] = values if any(values) else ()
+    if key:
+        try:
+            found = os.stat(values[0] or values[1])
+            key += (found.st_dev, found.st_ino, found.st_ctime_ns, found.st_mtime_ns)
+        except OSError:  # building the context says what is wrong
+            pass
+    context = _contexts.get(key)
+    if context is not None:
+        return context
+    try:  # two threads may both build it: either will do
+        built = httpx.create_ssl_context(trust_env=bool(key))
+    except OSError as exc:  # missing, or not certificates (ssl.SSLError)
+        problem = f"{type(exc).__name__}: {exc}"
+    else:
+        while len(_contexts) >= _MAX_CONTEXTS:
+            del _contexts[next(iter(_contexts))]
+        _contexts[key] = built
+        return built
+    # httpx reads SSL_CERT_DIR only without SSL_CERT_FILE.
+    name = "SSL_CERT_FILE" if values[0] else "SSL_CERT_DIR"
+    raise ConfigurationError(
+        f"{name} in the environment cannot be used to build the HTTP client "
+        f"({problem}); fix or unset it, or pass an http_client"
+    )
+
+
+def new_http_client(
+    kind: type[HttpClientT], *, timeout: httpx.Timeout, trust_env: bool, connections: int
+) -> HttpClientT:
+    """Build the SDK's own http client.
+
+    ``Client``'s sends through ``_transport.DeadlineTransport``, which keeps each attempt
+    to its deadline, unless the environment names a proxy: httpx then sends through its
+    own proxy transports, whose steps keep their own timeouts. ``AsyncClient``'s sends
+    through httpx's own transport (``anyio.fail_after`` keeps it to the deadline).
+
+    Raises:
+        ConfigurationError: If a proxy or certificate variable of the environment is
+            unusable; it names the variable, not its value.
+    """
+    import urllib.request
+
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    verify = ssl_context(trust_env)
+    settings: dict[str, Any] = {
+        "verify": verify,
+        "timeout": timeout,
+        "limits": limits,
+        "follow_redirects": False,
+        "trust_env": trust_env,
+    }
+    # A bool, not the proxies: their URLs may hold a password (a traceback's locals).
+    proxied = trust_env and any(
+        urllib.request.getproxies_environment().get(s) for s in ("http", "https", "all")
+    )
+    if kind is httpx.Client and not proxied:
+        from lingodoc._transport import DeadlineTransport
+
+        # httpx reads no proxy variable for a client given a transport: none is set.
+        settings["transport"] = DeadlineTransport(verify=verify, limits=limits)
+    try:
+        return kind(**settings)
+    except (ImportError, ValueError, httpx.InvalidURL) as exc:
+        # A proxy URL httpx cannot use (socks5:// without socksio, ftp://, a bad port...).
+        masked = re.sub(r"(://[^/\s:@]*):[^/\s@]*@", r"\1:****@", str(exc))  # passwords
+        problem = f"{type(exc).__name__}: {masked}"
+    names = [name for name, value in os.environ.items() if value and name.upper() in _PROXY_ENV]
+    raise ConfigurationError(
+        f"{', '.join(sorted(names)) or 'the proxy settings'} in the environment cannot be used "
+        f"to build the HTTP client ({problem}); fix or unset it, or pass an http_client"
+    )
+
+
+class SharedHttp(Generic[HttpClientT]):
+    """What a client shares with its ``with_options`` copies.
+
+    Closing is safe while calls are in flight: each attempt `enter`s (refused once closed)
+    and `leave`s, and the http client is closed when the client is closed and no attempt is
+    left in it, by whichever of the two comes last. So no connection is closed under an
+    attempt that is using it (in threads, its socket could be reused by another connection
+    and read from), and none opened by an attempt in flight outlives it.
+
+    A child process made by ``os.fork()`` must not use the connections it inherited: the
+    parent uses the same sockets, and either could read the other's answers. On its first
+    use in another process, the SDK's own http client is replaced (the inherited one is
+    left to the parent), and a caller's one used before the fork is refused.
+
+    Args:
+        http: The http client.
+        new_http: Builds another like it (the SDK's own), or ``None`` (a caller's).
+        owned: Whether closing the client closes ``http``.
+        max_in_flight: Attempts in flight at once; past it, a call waits for its turn.
+        new_turns: Makes the semaphore of those turns (``threading``, or ``anyio``: an
+            ``AsyncClient``'s, one per event loop).
+        loop_bound: Whether ``http``'s connections belong to the event loop of its first
+            use (``AsyncClient``'s own, and ``DefaultAioHttpClient``): then no other loop
+            may use it.
+    """
+
+    def __init__(
+        self,
+        http: HttpClientT,
+        *,
+        new_http: Callable[[], HttpClientT] | None,
+        owned: bool,
+        max_in_flight: int,
+        new_turns: Callable[[int], Any],
+        loop_bound: bool,
+    ) -> None:
+        self.http: HttpClientT = http
+        self.new_http: Callable[[], HttpClientT] | None = new_http
+        self.owned = owned
+        self.max_in_flight = max_in_flight
+        self.new_turns = new_turns
+        self.turns = new_turns(max_in_flight)
+        self.is_async = new_turns is not threading.Semaphore
+        self.loop_bound = loop_bound
+        self.loop: object | None = None  # the loop of the last call (kept alive: never reused)
+        self.closed = False
+        self.pool_closed = False
+        self.in_flight = 0
+        self.used = False
+        self.lock = threading.Lock()
+        self.pid = os.getpid()
+        self.rate_limit: RateLimit | None = None  # of the last response that reported one
+
+    def in_this_process(self, *, closing: bool = False) -> None:
+        """Make the state the child's own, in a process forked since it was made.
+
+        Raises:
+            LingodocError: If a caller's http client, used before the fork, is used again.
+        """
+        if self.pid == os.getpid():
+            return
+        if self.new_http is None and self.used and not closing:
+            raise LingodocError(
+                "this client's http_client was used before os.fork(), so its connections "
+                "are shared with the parent process; create the http_client and the client "
+                "in the child process"
+            )
+        # The parent's threads, their calls in flight and its event loop are not here, and
+        # one of them may have held the lock or a turn at the fork.
+        self.pid = os.getpid()
+        self.lock = threading.Lock()
+        self.turns = self.new_turns(self.max_in_flight)
+        self.in_flight, self.loop = 0, None
+        if closing or self.closed or self.new_http is None:
+            self.pool_closed = True  # the parent's pool is never closed here
+        else:
+            self.http = self.new_http()
+
+    def check_loop(self) -> None:
+        """Bind an ``AsyncClient`` to the event loop it runs in, or refuse another.
+
+        Raises:
+            LingodocError: If its connections belong to another event loop.
+        """
+        if not self.is_async:
+            return
+        loop = current_loop()
+        if self.loop is loop:
+            return
+        if self.loop is not None and self.loop_bound:
+            raise LingodocError(
+                "this AsyncClient was first used in another event loop; create the client "
+                "inside the loop that uses it (e.g. inside the coroutine passed to "
+                "asyncio.run), or aclose() it there"
+            )
+        # Its turns are anyio's, which belong to the loop of their first use too.
+        self.loop, self.turns = loop, self.new_turns(self.max_in_flight)
+
+    def enter(self) -> HttpClientT | None:
+        """Count an attempt in flight; the http client to send it with, ``None`` if closed."""
+        with self.lock:
+            if self.closed:
+                return None
+            self.in_flight += 1
+            self.used = True
+            return self.http
+
+    def leave(self) -> bool:
+        """End an attempt; ``True`` if the caller must now close the http client (the last out)."""
+        with self.lock:
+            self.in_flight -= 1
+            return self._take_close()
+
+    def close(self) -> bool:
+        """Mark the client closed; ``True`` if the caller must now close the http client.
+
+        Raises:
+            LingodocError: If an ``AsyncClient``'s connections belong to another event
+                loop that is still open: they must be closed there.
+        """
+        self.in_this_process(closing=True)
+        if self.loop_bound and self.loop is not None and self.loop is not current_loop():
+            if _is_open(self.loop):
+                raise LingodocError(
+                    "this AsyncClient was first used in another event loop, which is still "
+                    "open and owns its connections: aclose() it in that loop"
+                )
+            # That loop is over: its connections cannot be closed from here, and are
+            # released with the http client when it is garbage collected.
+            self.pool_closed = True
+        with self.lock:
+            self.closed = True
+            return self._take_close()
+
+    def _take_close(self) -> bool:
+        if self.closed and self.in_flight == 0 and self.owned and not self.pool_closed:
+            self.pool_closed = True
+            return True
+        return False
+
+
+def current_loop() -> object:
+    """The running asyncio event loop, or the token of the running trio run."""
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # not asyncio: an AsyncClient runs on asyncio or trio
+        import trio
+
+        return trio.lowlevel.current_trio_token()
+
+
+def _is_open(loop: object) -> bool:
+    """Whether the event loop (or trio run) `current_loop` returned can still run anything."""
+    import asyncio
+
+    if isinstance(loop, asyncio.AbstractEventLoop):
+        return not loop.is_closed()
+    import trio
+
+    try:
+        loop.run_sync_soon(lambda: None)  # type: ignore[attr-defined]  # a trio token
+    except trio.RunFinishedError:
+        return False
+    return True

@@ -1,0 +1,239 @@
+"""The rules of ``wait_for_translation``, apart from the polling and sleeping.
+
+A `Waiter` says, after each poll, whether the wait is over (the status, or the error to
+raise) and how long to sleep before the next one. Its errors are *returned*: the statuses
+it holds are as the server sent them (they may echo the key), so the client raises them
+from a frame that holds none.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lingodoc import _clock, _lazy, _retry, _validation
+from lingodoc._exceptions import (
+    APIConnectionError,
+    APIError,
+    InvalidArgument,
+    InvalidArgumentType,
+    LingodocError,
+    TranslationFailed,
+    WaitTimeout,
+)
+
+if TYPE_CHECKING:
+    from lingodoc._endpoints import Call
+    from lingodoc._models import TranslationStatus
+
+# A 429 while polling is waited out; these bound one such wait.
+MIN_RATE_LIMIT_WAIT = 1.0
+MAX_POLL_WAIT = 3600.0
+# Polls in a row that read a state the SDK does not know before the wait gives up
+# (TranslationFailed): a state added to the service must not make a wait endless.
+MAX_UNKNOWN_STATES = 3
+
+WaitError = TypeVar("WaitError", TranslationFailed, WaitTimeout)
+
+
+class Waiter:
+    """One ``wait_for_translation``: its deadline, the last status, and what to do next.
+
+    Args:
+        call: The request of one poll.
+        poll_interval: Seconds between polls.
+        timeout: Seconds to wait in all, or ``None``.
+        on_progress: Called with each status read.
+        redact: Masks the key in what the server sent.
+        awaits: Whether the client awaits what ``on_progress`` returns (``AsyncClient``).
+
+    Raises:
+        InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is a
+            coroutine function and the client cannot await it.
+        InvalidArgument: If ``poll_interval`` or ``timeout`` is out of range.
+    """
+
+    def __init__(
+        self,
+        call: Call[TranslationStatus],
+        *,
+        poll_interval: object,
+        timeout: object,
+        on_progress: Callable[[TranslationStatus], object] | None,
+        redact: Callable[[str], str],
+        awaits: bool,
+    ) -> None:
+        shown = _validation.shown
+        if not _validation.is_number(poll_interval):
+            raise InvalidArgumentType(f"poll_interval must be a number, not {shown(poll_interval)}")
+        interval = _validation.as_float(poll_interval)
+        if not (math.isfinite(interval) and interval > 0):
+            raise InvalidArgument(
+                f"poll_interval must be a positive number, not {shown(poll_interval)}"
+            )
+        if timeout is not None and not _validation.is_number(timeout):
+            raise InvalidArgumentType(f"timeout must be a number or None, not {shown(timeout)}")
+        limit = None if timeout is None else _validation.as_float(timeout)
+        if limit is not None and not limit >= 0:  # also refuses NaN
+            raise InvalidArgument(f"timeout must be None or >= 0 seconds, not {shown(timeout)}")
+        _validation.callback(on_progress, awaits=awaits)
+        self.call = call
+        self.poll_interval = interval
+        self.timeout = limit
+        self.on_progress = on_progress
+        self.redact = redact
+        self.last: TranslationStatus | None = None
+        # An infinite timeout (or an int too large for a float) waits as None does.
+        self.deadline = (
+            None if limit is None or math.isinf(limit) else _clock.current().monotonic() + limit
+        )
+        self.unknown_states = 0  # polls in a row that read a state the SDK does not know
+        self.rate_limited = 0  # 429s in a row
+
+    def report(self, status: TranslationStatus) -> None:
+        """Call ``on_progress`` with a poll's status (``Client``: a coroutine is refused)."""
+        if self.on_progress is not None:
+            _validation.not_awaitable(self.on_progress(status))
+
+    async def async_report(self, status: TranslationStatus) -> None:
+        """Call ``on_progress`` with a poll's status, awaiting it if it is a coroutine."""
+        if self.on_progress is not None:
+            result: Any = self.on_progress(status)
+            if inspect.iscoroutine(result):
+                await result
+
+    def after_status(self, status: TranslationStatus) -> TranslationStatus | LingodocError | float:
+        """Record a poll's status: the status if completed, the error to raise, or a sleep.
+
+        A state the SDK does not know (a plain string, not a ``TranslationState``) is polled
+        again, but read on ``MAX_UNKNOWN_STATES`` polls in a row it ends the wait as failed:
+        the service may have added a final state (``cancelled``).
+        """
+        self.last = status
+        self.rate_limited = 0
+        state = status.status
+        if state == _lazy.TranslationState.COMPLETED:
+            return status
+        if state == _lazy.TranslationState.FAILED:
+            return self._masked(TranslationFailed(status))
+        if isinstance(state, _lazy.TranslationState):
+            self.unknown_states = 0
+            return self.delay()
+        self.unknown_states += 1
+        if self.unknown_states < MAX_UNKNOWN_STATES:
+            return self.delay()
+        error = TranslationFailed(status)
+        error.args = (
+            f"translation {status.translation_id} is in the state "
+            f"{state if len(state) <= 40 else state[:40] + '...'!r}, which this version of "
+            f"lingodoc does not know: it stopped waiting after {MAX_UNKNOWN_STATES} polls in "
+            "a row in such a state (check the translation with get_translation, or upgrade "
+            "lingodoc)",
+        )
+        return self._masked(error)
+
+    def delay(self, wanted: float | None = None) -> float | LingodocError:
+        """Seconds to sleep before the next poll, or ``WaitTimeout`` past the deadline.
+
+        Args:
+            wanted: A wait the service asked for (a 429's reset), instead of the interval;
+                a deadline before its end is a ``WaitTimeout`` at once.
+        """
+        if wanted is None:
+            delay = self.poll_interval
+        else:
+            # A short reset must not turn into a tight loop of refused polls.
+            delay = min(max(wanted, min(MIN_RATE_LIMIT_WAIT, self.poll_interval)), MAX_POLL_WAIT)
+        if self.deadline is None:
+            return delay
+        remaining = self.deadline - _clock.current().monotonic()
+        if remaining <= 0 or (wanted is not None and wanted > remaining):
+            assert self.timeout is not None
+            return self._masked(WaitTimeout(self.last, self.timeout))
+        return min(delay, remaining)
+
+    def after_rate_limit(self, wanted: float | None) -> float | LingodocError:
+        """The sleep after a poll refused with a 429: the wait the service asked for.
+
+        If it named none (or a reset already past), an exponential backoff with jitter
+        that grows with each 429 in a row, never a tight loop of refused polls.
+        """
+        self.rate_limited += 1
+        if wanted is None or wanted <= 0:
+            wanted = _retry.backoff(self.rate_limited)
+        return self.delay(wanted)
+
+    def after_failure(self, error: LingodocError, *, closed: bool) -> float | LingodocError:
+        """The sleep after a poll failed even after the client's retries, or the error.
+
+        With a timeout, a transient failure (a 5xx, the network) is ridden out like a poll
+        that found the job unfinished, until the deadline; not once the client is closed.
+        """
+        transient = isinstance(error, APIConnectionError) or (
+            isinstance(error, APIError) and (error.status_code or 0) >= 500
+        )
+        if self.deadline is None or not transient or closed:
+            return error
+        delay = self.delay()
+        if isinstance(delay, WaitTimeout):  # as `raise timeout from error` would chain them
+            # Without its traceback: the frames it passed hold earlier statuses as sent.
+            delay.__cause__ = error.with_traceback(None)
+            delay.__suppress_context__ = True
+        return delay
+
+    def _masked(self, error: WaitError) -> WaitError:
+        # The message quotes the translation id the server sent, and the status is what it
+        # sent: either may echo the key, and an exception must never hold it.
+        error.args = tuple(self.redact(a) if isinstance(a, str) else a for a in error.args)
+        if error.status is not None:
+            changes = {}
+            for name, value in error.status:
+                # A field the SDK does not know (the reason of a failure, ``error``) may be
+                # an object: its strings are masked too.
+                masked = _redact_json(value, self.redact)
+                if masked is not value:
+                    changes[name] = masked
+            # Always a copy: it keeps the request id and rate limit, not the response,
+            # whose request holds the key (see _models.Origin).
+            error.status = error.status.model_copy(update=changes)
+        return error
+
+
+def _redact_json(value: object, redact: Callable[[str], str]) -> object:
+    """``value`` (a JSON value) with the key masked in its strings; itself if none changed.
+
+    Without recursion: json's parser reads values nested deeper than Python's recursion
+    limit lets a function walk, and a status is masked on the way to a typed error.
+    """
+    containers: list[dict[Any, Any] | list[Any]] = []  # each before what it holds
+    pending: list[object] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            containers.append(item)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            containers.append(item)
+            pending.extend(item)
+    masked: dict[int, object] = {}
+
+    def new(item: object) -> object:
+        if isinstance(item, str):
+            text = redact(item)
+            return item if text == item else text
+        return masked.get(id(item), item)
+
+    for container in reversed(containers):  # what a container holds is done before it
+        if isinstance(container, dict):
+            pairs = {redact(str(key)): new(item) for key, item in container.items()}
+            if list(pairs) != list(container) or any(
+                a is not b for a, b in zip(pairs.values(), container.values(), strict=True)
+            ):
+                masked[id(container)] = pairs
+        else:
+            elements = [new(item) for item in container]
+            if any(a is not b for a, b in zip(elements, container, strict=True)):
+                masked[id(container)] = elements
+    return new(value)
