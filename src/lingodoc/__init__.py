@@ -51,37 +51,14 @@ if _typing.TYPE_CHECKING:
     )
 
 __all__ = [
-    "APIConnectionError",
-    "APIError",
-    "APITimeoutError",
-    "AsyncClient",
-    "BadRequest",
-    "BatchTranslation",
-    "BulkProgress",
-    "Client",
-    "ConfigurationError",
-    "DefaultAioHttpClient",
-    "Document",
-    "InvalidArgument",
-    "InvalidArgumentType",
-    "InvalidLanguage",
-    "LingodocError",
-    "NotFound",
-    "PartialTranslations",
-    "RateLimit",
-    "RateLimited",
-    "ServerError",
-    "TextTooLong",
-    "TextTranslation",
-    "TranslationFailed",
-    "TranslationJob",
-    "TranslationState",
-    "TranslationStatus",
-    "Unauthorized",
-    "UnexpectedResponse",
-    "WaitTimeout",
-    "__version__",
-]
+    "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "BadRequest",
+    "BatchTranslation", "BulkProgress", "Client", "ConfigurationError", "DefaultAioHttpClient",
+    "Document", "InvalidArgument", "InvalidArgumentType", "InvalidLanguage", "LingodocError",
+    "NotFound", "PartialTranslations", "RateLimit", "RateLimited", "ServerError",
+    "TextTooLong", "TextTranslation", "TranslationFailed", "TranslationJob",
+    "TranslationState", "TranslationStatus", "Unauthorized", "UnexpectedResponse",
+    "WaitTimeout", "__version__",
+]  # fmt: skip
 
 # Exceptions and clients show as lingodoc.X in reprs and tracebacks, not as
 # the private module that defines them. Models keep their module: pydantic and

@@ -183,7 +183,7 @@ class Bulk:
         self._next = 0  # in _todo
         self._retry: list[Batch] = []  # refused with a 429, to send again after the reset
         self._batches = -(-len(self._todo) // batch_size)
-        self.workers = min(max_concurrency, self._batches)
+        self.workers = self.running = min(max_concurrency, self._batches)
         # Counted by the coordinator as it stores answered batches, so that a report
         # agrees with itself and with what ``done`` holds.
         self._answered = self._translated = self._in_flight = 0
@@ -348,6 +348,16 @@ class Bulk:
     def exited(self) -> None:
         """Tell the coordinator that a worker has ended."""
         self.events.put_nowait(EXITED)
+
+    def take(self, event: object) -> BulkProgress | None:
+        """Take a worker's event (the coordinator); return the progress to report, if any.
+
+        One answered batch an event, so reports come in the order things happened.
+        """
+        if event is EXITED:
+            self.running -= 1
+            return None
+        return self.progress(event) if isinstance(event, Pause) else self.record_next()
 
     def stop(self) -> None:
         """Hand out no further batch (the caller is giving up)."""
@@ -549,20 +559,13 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
         with _ctrl_c_held():
             for _ in range(bulk.workers):
                 pool.submit(worker, bulk)
-        running = bulk.workers
-        while running and not bulk.stopped:  # a failed batch stops the rest
+        while bulk.running and not bulk.stopped:  # a failed batch stops the rest
             try:
                 # In slices: a Ctrl-C that lands just before a blocking get() would be seen
                 # only at the next event (maybe an hour away); Windows would not see it.
-                event = bulk.events.get(timeout=_CTRL_C_SLICE)
+                report(bulk, bulk.take(bulk.events.get(timeout=_CTRL_C_SLICE)))
             except queue.Empty:
                 continue
-            if event is EXITED:
-                running -= 1
-            elif isinstance(event, Pause):
-                report(bulk, bulk.progress(event))
-            else:  # ANSWERED: one batch each, so reports come in the order things happened
-                report(bulk, bulk.record_next())
         while (progress := bulk.record_next()) is not None:  # stopped: those answered before
             report(bulk, progress)
     finally:
@@ -641,16 +644,9 @@ async def async_run_workers(
         async with anyio.create_task_group() as group:
             for _ in range(bulk.workers):
                 group.start_soon(worker, bulk)
-            running = bulk.workers
             try:
-                while running and not bulk.stopped:  # a failed batch stops the rest
-                    event = await events.get()
-                    if event is EXITED:
-                        running -= 1
-                    elif isinstance(event, Pause):
-                        await async_report(bulk, bulk.progress(event))
-                    else:  # ANSWERED: one batch each, in the order things happened
-                        await async_report(bulk, bulk.record_next())
+                while bulk.running and not bulk.stopped:  # a failed batch stops the rest
+                    await async_report(bulk, bulk.take(await events.get()))
                 while (progress := bulk.record_next()) is not None:
                     await async_report(bulk, progress)
             except Exception as exc:  # from on_progress: raised below, outside the group

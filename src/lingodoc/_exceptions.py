@@ -42,27 +42,6 @@ if TYPE_CHECKING:
 
     from lingodoc._models import RateLimit, TranslationStatus
 
-__all__ = [
-    "APIConnectionError",
-    "APIError",
-    "APITimeoutError",
-    "BadRequest",
-    "ConfigurationError",
-    "InvalidArgument",
-    "InvalidArgumentType",
-    "InvalidLanguage",
-    "LingodocError",
-    "NotFound",
-    "PartialTranslations",
-    "RateLimited",
-    "ServerError",
-    "TextTooLong",
-    "TranslationFailed",
-    "Unauthorized",
-    "UnexpectedResponse",
-    "WaitTimeout",
-]
-
 
 def _rebuild(cls: type[LingodocError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
     error = cls.__new__(cls)

@@ -24,17 +24,10 @@ if TYPE_CHECKING:
     from lingodoc._models import set_origin as set_origin
 
 # What lingodoc exports from the models at its top level.
-PUBLIC = frozenset(
-    {
-        "BatchTranslation",
-        "Document",
-        "RateLimit",
-        "TextTranslation",
-        "TranslationJob",
-        "TranslationState",
-        "TranslationStatus",
-    }
-)
+PUBLIC = frozenset({
+    "BatchTranslation", "Document", "RateLimit", "TextTranslation", "TranslationJob",
+    "TranslationState", "TranslationStatus",
+})  # fmt: skip
 NAMES = PUBLIC | {"Origin", "parse_rate_limit", "set_origin"}
 
 

@@ -34,15 +34,6 @@ if TYPE_CHECKING:
     import httpx
     from typing_extensions import Self
 
-__all__ = [
-    "BatchTranslation",
-    "Document",
-    "RateLimit",
-    "TextTranslation",
-    "TranslationJob",
-    "TranslationState",
-    "TranslationStatus",
-]
 
 # X-RateLimit-Reset is only "an integer indicating when the limit resets": a
 # value this large can only be a Unix time; anything smaller is a delay.

@@ -1,9 +1,8 @@
 """Helpers for testing code that uses lingodoc, without waiting for real.
 
-Retries back off, a 429 waits for the rate-limit reset and
-``wait_for_translation`` polls every 5 seconds: all of that is real sleeping in
-production and must not be in a test suite. ``fake_clock`` swaps the SDK's
-clock for a ``FakeClock`` whose sleeps return at once and move its time
+Retries back off, a 429 waits for the rate-limit reset and ``wait_for_translation`` polls
+every 5 seconds: real sleeping in production, and never in a test suite. ``fake_clock``
+swaps the SDK's clock for a ``FakeClock`` whose sleeps return at once and move its time
 forward, so deadlines and timeouts still behave exactly as they would:
 
 ```python
@@ -15,10 +14,8 @@ def test_waits_for_the_document(client):
     assert clock.sleeps == [5.0, 5.0]
 ```
 
-The in-process emulator (``lingodoc.emulator``) reads the same clock, so its
-translation jobs advance as the fake time does.
-
-This module is public API; nothing in it is imported by ``import lingodoc``.
+The in-process emulator (``lingodoc.emulator``) reads the same clock, so its translation
+jobs advance as the fake time does. ``import lingodoc`` does not import this module.
 """
 
 from __future__ import annotations
@@ -53,19 +50,11 @@ class FakeClock(_clock.SystemClock):
         self.sleeps: list[float] = []
 
     def monotonic(self) -> float:
-        """Return the fake monotonic time.
-
-        Returns:
-            The seconds slept (or advanced) since the clock was made.
-        """
+        """Return the seconds slept (or advanced) since the clock was made."""
         return self._monotonic
 
     def time(self) -> float:
-        """Return the fake wall-clock time.
-
-        Returns:
-            The Unix time: the start time plus the seconds slept (or advanced) since.
-        """
+        """Return the Unix time: the start time plus the seconds slept (or advanced) since."""
         return self._wall
 
     def advance(self, seconds: float) -> None:
@@ -98,11 +87,9 @@ class FakeClock(_clock.SystemClock):
     def wait(self, event: threading.Event, seconds: float) -> bool:
         """Sleep until ``event`` is set, at most ``seconds``: return at once either way.
 
-        If ``event`` is already set, nothing is slept; else the sleep is recorded
-        and the clock moves forward, as by `sleep`. (In a real program another
-        thread may set the event during the sleep; here the sleep is over at once.)
-        `Client.translate_many` waits for a rate-limit reset this way, so that an
-        error in another batch, or Ctrl-C, ends the wait at once.
+        If ``event`` is already set, nothing is slept; else the sleep is recorded and the
+        clock moves forward, as by `sleep`. (`Client.translate_many` waits for a reset
+        this way, so that an error in another batch, or Ctrl-C, ends the wait at once.)
 
         Args:
             event: What ends the sleep early.
@@ -117,10 +104,9 @@ class FakeClock(_clock.SystemClock):
         return event.is_set()
 
     async def async_sleep(self, seconds: float) -> None:
-        """Like `sleep`, and yield to the event loop once, as a real sleep would.
+        """Like `sleep`, and yield to the event loop once (asyncio or trio), as a real sleep would.
 
-        Works under asyncio and trio alike (the yield is anyio's checkpoint), and, as
-        a real sleep, is where a cancelled task stops.
+        As a real sleep, it is where a cancelled task stops.
 
         Args:
             seconds: The sleep asked for; a negative one counts as 0.
