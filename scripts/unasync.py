@@ -52,11 +52,8 @@ PHRASES = [
         " exception:\n            it is handed over, and closed with this client.",
         "",
     ),
-    (
-        "``None``: 16, or 100 with a\n            ``DefaultAioHttpClient``.",
-        "``None``: 16.\n           ",
-    ),
-    ("sent by up to ``max_concurrency`` tasks,", "sent by up to ``max_concurrency`` threads,"),
+    ("\n            With a ``DefaultAioHttpClient``, 100.", ""),
+    ("``max_concurrency`` tasks,", "``max_concurrency`` threads,"),
     (
         "the batches in flight are cancelled, and that first error is raised.\n"
         "        Cancelling the awaiting task cancels them too.\n"
@@ -70,9 +67,9 @@ PHRASES = [
         "in the calling task, one call at\n"
         "                a time; a coroutine function is awaited.",
         "in the calling thread, one call at\n"
-        "                a time; a coroutine function is refused with ``TypeError``.",
+        "                a time; a coroutine function is refused (``TypeError``).",
     ),
-    ("Safe while other tasks are sending", "Safe while other threads are sending"),
+    ("other tasks are sending", "other threads are sending"),
     (
         # aclose's Raises: only an AsyncClient belongs to an event loop.
         "\n\n        Raises:\n            LingodocError: If the client was first used in another"
@@ -88,7 +85,7 @@ PHRASES = [
     ),
     (
         "Cancelling the awaiting\n        task stops the polling at once;",
-        "Ctrl-C (KeyboardInterrupt)\n        stops the polling at once;",
+        "Ctrl-C\n        stops the polling at once;",
     ),
 ]
 

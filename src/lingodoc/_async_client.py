@@ -2,10 +2,8 @@
 
 This module is written by hand; ``_sync_client.py`` is generated from it by
 ``scripts/unasync.py`` (run ``python scripts/unasync.py`` after editing, CI
-checks that the generated file is current).
-
-The client only sends, reads, sleeps and closes; every step without I/O is in
-``_base_client``.
+checks that the generated file is current). It sends, reads, sleeps and closes;
+every step without I/O is in ``_base_client``.
 """
 
 from __future__ import annotations
@@ -56,36 +54,33 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         result = await client.translate("Hello", source_language="en", target_language="de")
     ```
 
-    Every method that sends also takes the call's own options, keyword-only:
-    ``timeout`` (seconds or an ``httpx.Timeout`` for each attempt of this call),
-    ``extra_headers`` (on top of the client's; ``Authorization`` is refused),
-    ``extra_query`` and, where there is a body, ``extra_body`` (JSON fields merged over
-    the SDK's). See "Per-call options" in the configuration guide.
+    Every method that sends also takes the call's own options, keyword-only: ``timeout``
+    (for each attempt of this call), ``extra_headers`` (on top of the client's, never
+    ``Authorization``), ``extra_query`` and, with a body, ``extra_body`` (JSON fields
+    merged over the SDK's). See "Per-call options" in the configuration guide.
 
     Args:
         api_key: The API key; defaults to the ``LINGODOC_API_KEY`` environment variable.
         base_url: The service address up to and including ``/v1``; defaults to
-            ``LINGODOC_BASE_URL``. Must be ``https://`` unless the host is loopback or
-            named by ``allow_http_host``, with no user name or password.
-        timeout: Seconds, or an ``httpx.Timeout``, for each attempt;
-            ``httpx.Timeout(None)`` for no limit. ``None`` (not set) takes the
-            ``http_client``'s timeout if its creator set one, else 30 seconds.
+            ``LINGODOC_BASE_URL``. ``https://`` unless the host is loopback or named by
+            ``allow_http_host``; no user name or password.
+        timeout: Seconds, or an ``httpx.Timeout``, for each attempt (``httpx.Timeout(None)``
+            for no limit); ``None``: the ``http_client``'s if its creator set one, else 30 s.
         max_retries: Extra attempts after a failure that may pass; 0 disables retries.
-        default_headers: Headers to send with every request. They cannot replace
-            ``Authorization``; headers that frame the body or manage the connection
-            (``Content-Length``, ``Connection``...) and values with line breaks are refused.
+        default_headers: Headers for every request. They cannot replace ``Authorization``,
+            frame the body or manage the connection (``Content-Length``, ``Connection``...).
         http_client: An ``httpx.AsyncClient`` to send through (proxies, custom
             transports), which stays the caller's: the SDK never closes it. A
             [`DefaultAioHttpClient`][lingodoc.DefaultAioHttpClient] is the exception:
             it is handed over, and closed with this client.
-        allow_http_host: A host to which an ``http://`` ``base_url`` is allowed, such as
-            ``"emulator"`` (a docker-compose service); defaults to
-            ``LINGODOC_ALLOW_HTTP_HOST``. The key then goes in clear text to that host,
-            which is logged as a warning; never through a proxy of the environment.
-        max_in_flight: The most calls sent at once, shared with the copies made by
-            ``with_options``; past it, a call waits for its turn before its attempt
-            starts (the wait is not part of its ``timeout``). ``None``: 16, or 100 with a
-            ``DefaultAioHttpClient``. The SDK's own pool holds that many connections.
+        allow_http_host: A host to which an ``http://`` ``base_url`` is allowed (a
+            docker-compose service such as ``"emulator"``); defaults to
+            ``LINGODOC_ALLOW_HTTP_HOST``. The key then goes there in clear text (a warning
+            is logged), never through a proxy of the environment.
+        max_in_flight: The most calls sent at once (with the ``with_options`` copies);
+            past it, a call waits for its turn, outside its ``timeout``. ``None``: 16
+            (the SDK's own pool holds that many).
+            With a ``DefaultAioHttpClient``, 100.
 
     Raises:
         ConfigurationError: If the key or the base URL is missing or unusable, another
@@ -110,10 +105,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
     async def aclose(self) -> None:
         """Close the client and its connections (unless the ``http_client`` was passed in).
 
-        Closing a copy made by [`with_options`][lingodoc.AsyncClient.with_options]
-        closes only the copy. Safe while other tasks are sending: calls started after it
-        are refused, and calls in flight are not retried. A connection in use is closed
-        when its request ends, so none outlives the last call in flight.
+        A copy made by [`with_options`][lingodoc.AsyncClient.with_options] closes only
+        itself. Safe while other tasks are sending: later calls are refused, calls in
+        flight are not retried, and a connection in use is closed when its request ends.
 
         Raises:
             LingodocError: If the client was first used in another event loop that is still
@@ -160,8 +154,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             InvalidArgumentType: If an argument has the wrong type (a ``TypeError``).
             InvalidArgument: If an option is out of range (a ``ValueError``).
             TextTooLong: If the text exceeds 10,000 characters (checked before sending).
-            InvalidLanguage: If a code is malformed (checked before sending) or not
-                supported by the service.
+            InvalidLanguage: If a code is malformed (checked before sending) or unsupported.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
@@ -197,10 +190,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
 
         Raises:
             InvalidArgument: If ``texts`` is empty, or an option is out of range.
-            InvalidArgumentType: If ``texts`` is not a list of strings, or an option has
-                the wrong type.
-            TextTooLong: If a text has more than 10,000 characters (checked before
-                sending; the error names its index).
+            InvalidArgumentType: If ``texts`` is not a list of strings, or an option is not.
+            TextTooLong: If a text has more than 10,000 characters (the error names it).
             InvalidLanguage: If a code is malformed or not supported.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
@@ -229,18 +220,17 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         """Translate any number of texts in as few requests as the service allows, keeping all work.
 
         Every text is checked before the first request. Each distinct text is sent once,
-        and a blank one not at all (it comes back unchanged), in batches of
-        ``batch_size`` sent by up to ``max_concurrency`` tasks, each with the usual
-        retries. The client paces itself by the rate-limit headers: when the requests
-        left in the window do not exceed those in flight, it waits for the reset, if the
-        reset is within ``wait_for_rate_limit``.
+        a blank one not at all, in batches of ``batch_size`` sent by up to
+        ``max_concurrency`` tasks, each with the usual retries. When the requests left
+        in the rate-limit window do not exceed those in flight, it waits for the reset
+        (within ``wait_for_rate_limit``).
 
         The first error stops it: no further batch is started, a wait for a reset ends at
         once, the batches in flight are cancelled, and that first error is raised.
         Cancelling the awaiting task cancels them too.
         No task is left running when it returns or raises. Nothing finished is lost:
-        the error carries the translations done so far as ``.partial`` (a
-        [`PartialTranslations`][lingodoc.PartialTranslations]; pass
+        the error carries the translations done as ``.partial`` (a
+        [`PartialTranslations`][lingodoc.PartialTranslations]: pass
         ``done=err.partial.translations`` to resume), and a ``done`` dict of yours is
         filled in as batches are answered.
 
@@ -250,16 +240,14 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             target_language: ISO 639-1 code to translate into.
             batch_size: Texts per request (default 100, what the emulator accepts).
             max_concurrency: Requests in flight at most (default 4).
-            wait_for_rate_limit: How long to wait for a rate-limit window to reset:
-                ``False`` up to 60 s, as the retries do; ``True`` as long as the service
-                says (an hour, on an hourly plan); or a number of seconds.
+            wait_for_rate_limit: How long to wait for a window to reset: ``False`` up to
+                60 s, as the retries do; ``True`` as long as the service says; or seconds.
             on_progress: Called with a [`BulkProgress`][lingodoc.BulkProgress] before the
-                first request, after each batch, and when a wait for a reset begins;
+                first request, after each batch and as a wait for a reset begins,
                 in the calling task, one call at
                 a time; a coroutine function is awaited.
-                An error it raises stops the call.
-            done: Translations you already have, by index in ``texts``: those texts are
-                not sent. Every translation made is added to it as its batch is answered.
+            done: Translations you already have, by index in ``texts`` (not sent); each
+                translation made is added to it as its batch is answered.
             timeout: Each batch request's own (see the class).
             extra_headers: Each batch request's own (see the class).
             extra_query: Each batch request's own (see the class).
@@ -272,11 +260,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             InvalidArgument: If ``texts`` is empty, a size is below 1, ``done`` holds an
                 index out of range, or an option is out of range.
             InvalidArgumentType: If an argument has the wrong type.
-            TextTooLong: If a text has more than 10,000 characters (before anything is
-                sent; the error names its index).
+            TextTooLong: If a text has more than 10,000 characters (the error names it).
             InvalidLanguage: If a code is malformed or not supported.
-            RateLimited: If the window is spent and its reset is further away than
-                ``wait_for_rate_limit`` allows.
+            RateLimited: If the window is spent and resets later than allowed.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
@@ -300,10 +286,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                 try:
                     result = await self._send(step.call, stop=bulk.stopping)
                 except Exception as exc:
-                    wait = bulk.failed(step, exc)
-                    if wait is None:
-                        return
-                    await _bulk.async_pace(bulk, wait)
+                    bulk.failed(step, exc)  # the run's error, or sent again after the reset
                     continue
                 bulk.done(step, result)
                 await _bulk.async_hand_over(bulk)
@@ -324,9 +307,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
     ) -> TranslationJob:
         """Start translating a stored document.
 
-        The job runs on the service; pass the result to
-        [`wait_for_translation`][lingodoc.AsyncClient.wait_for_translation]. Not retried
-        where the service may already have started the job.
+        Pass the job to [`wait_for_translation`][lingodoc.AsyncClient.wait_for_translation].
+        Not retried where the service may already have started the job.
 
         Args:
             document_id: The document's id.
@@ -343,8 +325,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             The started job (state ``processing``).
 
         Raises:
-            InvalidArgument: If ``document_id`` is empty, ``.`` or ``..``, or an option is
-                out of range.
+            InvalidArgument: If ``document_id`` is empty, ``.`` or ``..``, or an option is.
             InvalidArgumentType: If an argument has the wrong type.
             NotFound: If there is no such document.
             UnexpectedResponse: If the answer is not a job, or a job on another document.
@@ -380,8 +361,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             Its state and progress.
 
         Raises:
-            InvalidArgument: If ``translation_id`` is empty, ``.`` or ``..``, or an option
-                is out of range.
+            InvalidArgument: If ``translation_id`` is empty, ``.`` or ``..``, or an option is.
             InvalidArgumentType: If an argument has the wrong type.
             NotFound: If there is no such translation.
             UnexpectedResponse: If the answer is not a status, or that of another one.
@@ -403,9 +383,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
     ) -> TranslationStatus:
         """Poll a document translation until it completes.
 
-        A 429 while polling is waited out (until the rate-limit reset), even with
-        ``max_retries=0``. With a ``timeout``, a 5xx or network failure that outlasts the
-        client's retries is ridden out too, until the deadline. Cancelling the awaiting
+        A 429 is waited out until the reset, even with ``max_retries=0``; with a
+        ``timeout``, so is a 5xx or network failure, until the deadline. Cancelling the awaiting
         task stops the polling at once; the translation goes on on the service.
 
         Args:
@@ -424,15 +403,15 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             The completed status.
 
         Raises:
-            TranslationFailed: If the translation failed, or stayed in states this version
-                of the SDK does not know for 3 polls in a row; ``.status`` holds the last.
+            TranslationFailed: If it failed, or stayed in states this version of the SDK
+                does not know for 3 polls in a row; ``.status`` holds the last.
             WaitTimeout: If ``timeout`` passed first; ``.status`` holds the last state.
-            InvalidArgument: If ``poll_interval`` or ``timeout`` is out of range, the id is
-                empty, or a header cannot be sent.
+            InvalidArgument: If ``poll_interval``, ``timeout``, the id or a header is not
+                usable.
             InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is a
                 coroutine function and the client cannot await it.
-            APIError: For an error other than 429 while polling; an
-                ``UnexpectedResponse`` if an answer is not the status of this translation.
+            APIError: For an error other than 429 while polling (``UnexpectedResponse``
+                for the status of another translation).
             APIConnectionError: If the service cannot be reached.
         """
         waiter = self._waiter(
@@ -503,9 +482,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
     ) -> Any:
         """Call any endpoint under ``base_url``, for parts of the service the SDK does not wrap.
 
-        Same authentication, envelope, errors, retries and rate-limit tracking as the
-        other methods. Only GET, HEAD, OPTIONS, PUT and DELETE are retried after a
-        failure the server may have acted on.
+        The authentication, envelope, errors, retries and rate limits of the other
+        methods; only GET, HEAD, OPTIONS, PUT and DELETE are retried after a failure the
+        server may have acted on.
 
         Args:
             method: The HTTP method, such as ``"GET"``.
@@ -521,10 +500,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             The ``data`` of the envelope, as plain JSON values.
 
         Raises:
-            InvalidArgument: If ``method`` is not an HTTP method, ``path`` would leave
-                ``base_url``, or an option is out of range.
-            InvalidArgumentType: If ``path``, ``params``, ``json`` or an option cannot be
-                sent.
+            InvalidArgument: If ``method``, ``path`` (leaving ``base_url``) or an option is
+                not usable.
+            InvalidArgumentType: If ``path``, ``params``, ``json`` or an option cannot be sent.
             APIError: For an error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
@@ -540,10 +518,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
     ) -> T:
         """Send ``call`` under the retry policy; raise what ends it from here alone.
 
-        Args:
-            call: The call.
-            deadline: A time on the SDK clock past which no attempt or wait runs (a poll's).
-            stop: ``translate_many``'s: once set, no retry is waited for or made.
+        ``deadline``: a time on the SDK clock past which no attempt or wait runs (a poll's).
+        ``stop``: ``translate_many``'s; once set, no retry is waited for or made.
         """
         self._check_open()
         check_http_loggers()  # mask the key in the http loggers made since the last call
@@ -573,14 +549,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
     async def _turn(
         self, call: Call[Any], failed: LingodocError | None, stop: threading.Event | None
     ) -> AsyncIterator[httpx.AsyncClient]:
-        """Wait for a turn among ``max_in_flight``, then hold the http client for one attempt.
+        """Wait for a turn among ``max_in_flight`` (before the attempt's deadline starts).
 
-        The wait comes before the attempt's deadline starts. The last attempt out of a
-        closed client closes its http client (a failure to close it is not the call's).
-
-        Raises:
-            LingodocError: Instead of a retry: ``failed`` once ``stop`` is set, or the
-                client closed meanwhile.
+        Then hold the http client for one attempt: the last out of a closed client closes
+        it. Raises, instead of a retry, ``failed`` once ``stop`` is set, or "client closed".
         """
         if failed is not None and stop is not None and stop.is_set():
             raise failed
@@ -608,12 +580,15 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         # frame returns its error for _send to raise.
         seconds, what = self._attempt_timeout(call, request, deadline)
         started = time.perf_counter()
-        response = None
-        error: LingodocError | None = None
+        response, error = None, None
         try:
             with _deadline.async_limit(seconds):
                 response = await http.send(request, stream=True, follow_redirects=False)
-                reader = await self._read_body(response)
+                reader = BodyReader(response)
+                if not reader.in_memory:
+                    async for chunk in response.aiter_raw():
+                        if reader.feed(chunk):
+                            break
         except (httpx.HTTPError, TimeoutError, RuntimeError) as exc:
             expired = seconds is not None and time.perf_counter() - started >= seconds
             error = self._connection_error(call, exc, number, started, what if expired else "")
@@ -626,11 +601,3 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             return error
         assert response is not None
         return self._read_response(call, response, reader, number, started)
-
-    async def _read_body(self, response: httpx.Response) -> BodyReader:
-        reader = BodyReader(response)
-        if not reader.in_memory:
-            async for chunk in response.aiter_raw():
-                if reader.feed(chunk):
-                    break
-        return reader

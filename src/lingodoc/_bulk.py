@@ -325,25 +325,22 @@ class Bulk:
             self._unrecorded.append(batch)
         self.events.put_nowait(ANSWERED)
 
-    def failed(self, batch: Batch, error: BaseException) -> float | None:
-        """Record a batch's error; return the seconds to wait before sending it again, or None.
+    def failed(self, batch: Batch, error: BaseException) -> None:
+        """Record a batch's error.
 
         A 429 whose reset is known and within the wait allowed puts the batch back, to be
-        sent after the reset; any other error is the run's (the first one is raised) and
-        nothing more starts.
+        sent after the reset (`next` waits for it); any other error is the run's (the
+        first one is raised) and nothing more starts.
         """
         with self._lock:
             self._in_flight -= 1
-            wait = self._retry_wait(batch, error)
-            if wait is not None:
+            if self._retry_wait(batch, error) is not None:
                 self._retry.append(batch)
-                self._announce(wait)
-                return wait
+                return
             if self._error is None:
                 self._error = error
             self._stopped = True
         self.stopping.set()
-        return None
 
     def exited(self) -> None:
         """Tell the coordinator that a worker has ended."""
