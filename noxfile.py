@@ -9,7 +9,7 @@ session and CI does not run it.
 
 `nox -s soak` runs ten minutes of mixed traffic with injected faults against the emulator
 over real HTTP, from threads and tasks at once, and fails on any unexpected outcome
-(benchmarks/soak.py; `nox -s soak -- --duration 30` for a short run). It is not a default
+(scripts/soak.py; `nox -s soak -- --duration 30` for a short run). It is not a default
 session either, and CI does not run it.
 
 `nox -s tests` runs the suite on every Python that pyproject.toml declares (its
@@ -174,11 +174,11 @@ def bench(session: nox.Session) -> None:
 def soak(session: nox.Session) -> None:
     """Soak run: 10 minutes of mixed traffic with injected faults; fails on anything unexpected.
 
-    Arguments after -- go to benchmarks/soak.py, such as `--duration 30` for a short run or
+    Arguments after -- go to scripts/soak.py, such as `--duration 30` for a short run or
     `--report soak.md` to keep the Markdown summary.
     """
     session.install(".")
-    session.run("python", "benchmarks/soak.py", *session.posargs)
+    session.run("python", "scripts/soak.py", *session.posargs)
 
 
 @nox.session

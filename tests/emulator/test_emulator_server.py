@@ -760,7 +760,7 @@ def test_pytest_fixtures_run_on_a_fake_clock_unless_told_not_to(pytester: pytest
 
 
 class CountingEmulator(Emulator):
-    """A subclass that overrides handle(), as benchmarks/soak.py does to inject faults."""
+    """A subclass that overrides handle(), as scripts/soak.py does to inject faults."""
 
     def __init__(self) -> None:
         super().__init__()
