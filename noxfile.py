@@ -40,11 +40,6 @@ nox.options.error_on_missing_interpreters = False
 nox.options.reuse_existing_virtualenvs = True
 
 ROOT = Path(__file__).resolve().parent
-# The last commit before issue 16 (performance round 2): `nox -s bench` measures it as well,
-# for the before/after table of docs/performance.md. (Issue 12's was fb57f3b.)
-BENCH_BEFORE = "c8a525f"
-# Only the bench session installs these: the peers measured against, and the profiler.
-BENCH_DEPS = ["openai", "deepl", "pyinstrument"]
 # The development tools are PEP 735 dependency groups of pyproject.toml (test, lint, docs),
 # not extras: the sessions read them here, so any pip in the session's venv installs them.
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
@@ -157,17 +152,14 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks against raw httpx and peer SDKs; writes docs/performance.md.
+    """Benchmarks against raw httpx and raw aiohttp; writes docs/performance.md.
 
     Arguments after -- go to benchmarks/run.py, such as `--quick` for a smoke run or a
-    single benchmark's name (`inprocess`, `loopback`, `import`, `bulk`, `memory`, `corpus`,
-    `peers`, `profile`) to print its JSON. Then benchmarks/test_bench_corpus.py checks the
-    corpus benchmark's counts on a tiny corpus (issue 14's done-criterion: the floor of
-    requests, and a resumed CLI run sending nothing twice); it asserts nothing about time.
+    single benchmark's name (`inprocess`, `first_result`, `gather`, `many`, `memory`) to
+    print its JSON. aiohttp comes with the package's `aiohttp` extra.
     """
-    session.install(".", *BENCH_DEPS, *group("test"))
-    session.run("python", "benchmarks/run.py", "--before", BENCH_BEFORE, *session.posargs)
-    session.run("pytest", "-p", "no:cacheprovider", "benchmarks/test_bench_corpus.py")
+    session.install(".[aiohttp]")
+    session.run("python", "benchmarks/run.py", *session.posargs)
 
 
 @nox.session

@@ -1,13 +1,13 @@
-"""A minimal HTTP/1.1 server on 127.0.0.1 for the benchmarks: the spec's answer, at once.
+"""A minimal HTTP/1.1 server on 127.0.0.1 for the benchmarks: the spec's answer, after a delay.
 
-The emulator validates each request, keeps state and logs; at ~0.5 ms a call it hides the
-few microseconds the SDK adds. This server does the least that HTTP/1.1 with keep-alive
-needs (split requests on ``Content-Length``, answer each with the same prepared bytes), so a
-loopback row measures the clients, not the server. Every request gets the spec's success
-envelope of ``POST /translate`` and its headers. Not for tests: it checks nothing.
+It does the least that HTTP/1.1 with keep-alive needs (split requests on ``Content-Length``,
+answer each with the same prepared bytes), so that a row measures the clients, not the
+server. Every request gets the spec's success envelope of ``POST /translate`` and its
+headers, ``--delay`` seconds after it arrived (a server that far away). Not for tests: it
+checks nothing.
 
 Run as a script, it serves until stdin closes or ``--max-seconds`` pass, and prints one JSON
-line with ``base_url`` and ``api_key`` once it listens (as ``_server.py`` does).
+line with ``base_url`` and ``api_key`` once it listens.
 """
 
 from __future__ import annotations

@@ -1,28 +1,23 @@
-"""Target 3: a naive ``asyncio.gather`` of many ``AsyncClient.translate()`` calls.
+"""A naive ``asyncio.gather`` of N ``translate()`` calls against a server 20 ms away.
 
-What a user writes first: one ``AsyncClient`` with its defaults and
-``await asyncio.gather(*(client.translate(...) for _ in range(10_000)))``. Against the minimal
-fast server on loopback, it is compared with the same gather through the same SDK given an
-``http_client`` whose pool holds 1, 4, 16 or 100 connections (the SDK's limit on calls in
-flight is then bounded by that pool), and with raw httpx doing the best hand-written
-equivalent (URL and headers built once, ``send()``, a pool of 4 and a semaphore of 4 in
-front of it, so that no request queues inside httpcore's pool; and one at a time, a pool of
-1 and a semaphore of 1: on loopback the client's CPU sets the pace, and side by side with
-semaphores of 1 to 4, one at a time was raw httpx's fastest, since more in flight only
-adds work per call). A second part does the same
-against the server answering after ``--delay`` seconds, as a distant server does: there the
-default must not be throttled (a fixed pool of 4 shows what a small fixed limit costs, a
-fixed ``max_in_flight=100`` what a large one does; raw httpx runs 16 at once there).
+What a user writes first: one ``AsyncClient`` and
+``await asyncio.gather(*(client.translate(...) for _ in range(N)))``, against
+``_fast_server.py --delay 0.02`` on loopback (every answer 20 ms after its request). Cases,
+each with a fresh client per round (a script's first gather, connections opened within it):
 
-Each case makes a fresh client per round (a script's first gather: connections opened and
-the limit learnt within the run). Rounds are interleaved. The goal's measure: the setting
-with the best median is "the best pool setting", and default/best is the median over the
-rounds of default/that setting in the same round. The ratio against the best of *each*
-round is reported as well, but it is biased low: on this machine every loopback figure
-swings by a third between rounds, and the largest of four such figures beats any one
-setting's. So the loopback part also runs the default a second time under another name
-(``default, again``): the same setting, so its ratios show what noise alone gives (an A/A
-control). Prints JSON.
+- ``lingodoc``: ``AsyncClient()`` on its default transport (httpx's pool);
+- ``lingodoc + aiohttp``: ``AsyncClient(http_client=lingodoc.DefaultAioHttpClient())``;
+- ``raw httpx``: the best hand-written httpx, the URL and headers built once, ``send()``,
+  ``json.loads`` of the content, behind an ``asyncio.Semaphore`` as large as the pool
+  (without one, a gather past the pool's size ends in ``PoolTimeout``), at each size of
+  ``--pools``. Its floor is the size with the best median in the first row (httpcore's pool
+  gets slower past about 16 connections in flight); later rows use that size alone;
+- ``raw aiohttp``, its floor: one ``aiohttp.ClientSession`` on a ``TCPConnector(limit=100)``,
+  the same request built once, ``json.loads(await response.read())``, a naive gather.
+
+Each case counts the answers it got, and the errors by type (a gather collects them all,
+``return_exceptions=True``). Requests per second; ratios case / baseline in the same round.
+Prints JSON.
 """
 
 from __future__ import annotations
@@ -32,180 +27,144 @@ import asyncio
 import json
 import statistics
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from functools import partial
+from operator import truediv
 from typing import Any
 
+import aiohttp
 import httpx
-from _common import TEXT, TRANSLATION, emit, fast_server_process, interleaved, summary
+from _common import (
+    PAYLOAD,
+    TEXT,
+    TRANSLATION,
+    emit,
+    fast_server_process,
+    interleaved,
+    paired,
+    summary,
+)
 
 import lingodoc
 
-CONTROL = "default, again"  # the default measured twice: the A/A control
-PAYLOAD = {"text": TEXT, "source_language": "en", "target_language": "de"}
+BODY = json.dumps(PAYLOAD).encode()
+GUARD = 600.0  # seconds: no gather here comes near it; past it, a case fails
 
 
-def sdk_case(
-    loop: asyncio.AbstractEventLoop,
-    server: dict[str, str],
-    calls: int,
-    pool: int | None,
-    max_in_flight: int | None = None,
-) -> Callable[[], float]:
-    """A naive gather through a fresh AsyncClient; ``pool``: its http_client's connections."""
-
-    async def run() -> float:
-        http = None
-        if pool is not None:
-            limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
-            http = httpx.AsyncClient(limits=limits, timeout=30.0)
-        client = lingodoc.AsyncClient(
-            server["api_key"],
-            base_url=server["base_url"],
-            http_client=http,
-            max_in_flight=max_in_flight,
-        )
-        started = time.perf_counter()
-        results = await asyncio.gather(
-            *(
-                client.translate(TEXT, source_language="en", target_language="de")
-                for _ in range(calls)
-            )
-        )
-        elapsed = time.perf_counter() - started
-        assert results[-1].translated_text == TRANSLATION
-        await client.aclose()
-        if http is not None:
-            await http.aclose()
-        return elapsed / calls
-
-    return lambda: loop.run_until_complete(run())
+async def gather(one: Callable[[], Awaitable[str]], calls: int, tally: Counter[str]) -> float:
+    started = time.perf_counter()
+    results = await asyncio.wait_for(
+        asyncio.gather(*(one() for _ in range(calls)), return_exceptions=True), GUARD
+    )
+    elapsed = time.perf_counter() - started
+    for result in results:
+        tally["answers" if result == TRANSLATION else type(result).__name__] += 1
+    return calls / elapsed
 
 
-def raw_case(
-    loop: asyncio.AbstractEventLoop, server: dict[str, str], calls: int, pool: int
-) -> Callable[[], float]:
-    """Tuned raw httpx: request parts built once, ``send()``, at most ``pool`` in flight."""
-
-    async def run() -> float:
-        limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
-        http = httpx.AsyncClient(limits=limits, timeout=30.0)
-        url = httpx.URL(server["base_url"] + "/translate")
-        headers = {"Authorization": f"Bearer {server['api_key']}", "Accept": "application/json"}
-        content = json.dumps(PAYLOAD).encode()
-        headers["Content-Type"] = "application/json"
-        gate = asyncio.Semaphore(pool)
+async def sdk(server: dict[str, str], calls: int, aio: bool, tally: Counter[str]) -> float:
+    http = lingodoc.DefaultAioHttpClient() if aio else None
+    async with lingodoc.AsyncClient(
+        server["api_key"], base_url=server["base_url"], http_client=http
+    ) as client:
 
         async def one() -> str:
-            async with gate:
-                request = http.build_request("POST", url, content=content, headers=headers)
-                response = await http.send(request)
-                return response.json()["data"]["translated_text"]  # type: ignore[no-any-return]
+            result = await client.translate(TEXT, source_language="en", target_language="de")
+            return result.translated_text
 
-        started = time.perf_counter()
-        results = await asyncio.gather(*(one() for _ in range(calls)))
-        elapsed = time.perf_counter() - started
-        assert results[-1] == TRANSLATION
-        await http.aclose()
-        return elapsed / calls
-
-    return lambda: loop.run_until_complete(run())
+        return await gather(one, calls, tally)
 
 
-def measure(
-    cases: dict[str, Callable[[], float]], rounds: int, settings: list[str]
-) -> dict[str, Any]:
-    """Run the cases interleaved; req/s of each, and the default against the best setting.
+async def raw_httpx(server: dict[str, str], calls: int, pool: int, tally: Counter[str]) -> float:
+    limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
+    url = httpx.URL(server["base_url"] + "/translate")
+    headers = httpx.Headers(
+        {"Authorization": f"Bearer {server['api_key']}", "Content-Type": "application/json"}
+    )
+    turns = asyncio.Semaphore(pool)
+    async with httpx.AsyncClient(limits=limits, timeout=60.0) as http:
 
-    ``settings``: the SDK settings the default is compared with (not the default itself,
-    nor the A/A control).
+        async def one() -> str:
+            async with turns:
+                response = await http.send(
+                    httpx.Request("POST", url, headers=headers, content=BODY)
+                )
+            return json.loads(response.content)["data"]["translated_text"]  # type: ignore[no-any-return]
+
+        return await gather(one, calls, tally)
+
+
+async def raw_aiohttp(server: dict[str, str], calls: int, tally: Counter[str]) -> float:
+    url = server["base_url"] + "/translate"
+    headers = {"Authorization": f"Bearer {server['api_key']}", "Content-Type": "application/json"}
+    connector = aiohttp.TCPConnector(limit=100)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def one() -> str:
+            async with session.post(url, data=BODY, headers=headers) as response:
+                body = await response.read()
+            return json.loads(body)["data"]["translated_text"]  # type: ignore[no-any-return]
+
+        return await gather(one, calls, tally)
+
+
+def measure(server: dict[str, str], calls: int, rounds: int, pools: list[int]) -> dict[str, Any]:
+    """One row: the cases in interleaved rounds; raw httpx at each pool size in ``pools``.
+
+    Raw httpx's floor is the pool size with the best median; the ratios are against it.
     """
-    samples = interleaved(cases, rounds)
-    rates = {name: [1 / seconds for seconds in values] for name, values in samples.items()}
-    medians = {name: statistics.median(values) for name, values in rates.items()}
-    best = max(settings, key=lambda name: medians[name])
-
-    def paired(name: str, other: str) -> dict[str, Any]:
-        return summary([a / b for a, b in zip(rates[name], rates[other], strict=True)])
-
-    def over_round_best(name: str) -> dict[str, Any]:
-        return summary([rates[name][i] / max(rates[s][i] for s in settings) for i in range(rounds)])
-
-    result: dict[str, Any] = {
-        "req_per_s": {name: summary(values) for name, values in rates.items()},
-        "best_setting": best,
-        "default_over_best": paired("default", best),
-        "default_over_round_best": over_round_best("default"),
-        "default_over_raw": paired("default", "raw httpx"),
+    loop = asyncio.new_event_loop()
+    makers: dict[str, Callable[[Counter[str]], Awaitable[float]]] = {
+        "lingodoc": lambda tally: sdk(server, calls, False, tally),
+        "lingodoc + aiohttp": lambda tally: sdk(server, calls, True, tally),
+        **{f"raw httpx, pool {n}": partial(raw_httpx, server, calls, n) for n in pools},
+        "raw aiohttp": lambda tally: raw_aiohttp(server, calls, tally),
     }
-    if CONTROL in rates:
-        result["control"] = {
-            "over_default": paired(CONTROL, "default"),
-            "over_best": paired(CONTROL, best),
-            "over_round_best": over_round_best(CONTROL),
+    tallies: dict[str, list[Counter[str]]] = {name: [] for name in makers}
+
+    def case(name: str) -> Callable[[], float]:
+        def run() -> float:
+            tally: Counter[str] = Counter()
+            tallies[name].append(tally)
+            return loop.run_until_complete(makers[name](tally))
+
+        return run
+
+    rates = interleaved({name: case(name) for name in makers}, rounds)
+    loop.close()
+    best = max(pools, key=lambda n: statistics.median(rates[f"raw httpx, pool {n}"]))
+    floor = rates[f"raw httpx, pool {best}"]
+    result: dict[str, Any] = {"calls": calls, "rounds": rounds, "best_pool": best, "cases": {}}
+    for name, values in rates.items():
+        errors = sum(tallies[name], Counter())
+        errors.pop("answers", None)
+        result["cases"][name] = {
+            "req_per_s": summary(values),
+            "answers": summary([tally["answers"] for tally in tallies[name]]),
+            "errors": dict(errors),
+            "vs raw httpx": paired(values, floor, truediv),
+            "vs raw aiohttp": paired(values, rates["raw aiohttp"], truediv),
         }
     return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=10_000, help="calls per loopback gather")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--pools", default="1,4,16,100", help="pool sizes to compare with")
-    parser.add_argument("--delay", type=float, default=0.02, help="the distant server's delay")
-    parser.add_argument("--distant-calls", type=int, default=1_000)
-    parser.add_argument("--distant-rounds", type=int, default=3)
-    parser.add_argument("--burst-delay", type=float, default=0.1, help="the bursts' server delay")
-    parser.add_argument("--bursts", default="20,50", help="sizes of the small bursts")
-    parser.add_argument("--burst-rounds", type=int, default=3)
+    parser.add_argument("--calls", default="3000,10000", help="gather sizes, one row each")
+    parser.add_argument("--rounds", default="5,3", help="rounds for each gather size")
+    parser.add_argument("--delay", type=float, default=0.02, help="the server's delay (s)")
+    parser.add_argument("--pools", default="8,16,32", help="raw httpx's pool sizes to try")
     args = parser.parse_args()
-    pools = [int(size) for size in args.pools.split(",")]
-
-    loop = asyncio.new_event_loop()
-    result: dict[str, Any] = {"calls": args.calls, "pools": pools}
-    with fast_server_process() as server:
-        loopback: dict[str, Callable[[], float]] = {
-            "default": sdk_case(loop, server, args.calls, None)
-        }
-        for size in pools:
-            loopback[f"pool {size}"] = sdk_case(loop, server, args.calls, size)
-        loopback["raw httpx"] = raw_case(loop, server, args.calls, 4)
-        loopback["raw httpx, one at a time"] = raw_case(loop, server, args.calls, 1)
-        loopback[CONTROL] = sdk_case(loop, server, args.calls, None)
-        # Warm up (imports, the server's first connections) with a small gather of each kind.
-        sdk_case(loop, server, 200, None)()
-        raw_case(loop, server, 200, 4)()
-        result["loopback"] = measure(loopback, args.rounds, [f"pool {size}" for size in pools])
-
+    sizes = [int(n) for n in args.calls.split(",")]
+    rounds = [int(n) for n in args.rounds.split(",")]
+    pools = [int(n) for n in args.pools.split(",")]
+    result: dict[str, Any] = {"delay": args.delay, "gathers": []}
     with fast_server_process(delay=args.delay) as server:
-        calls = args.distant_calls
-        distant: dict[str, Callable[[], float]] = {
-            "default": sdk_case(loop, server, calls, None),
-            "max_in_flight 100": sdk_case(loop, server, calls, None, max_in_flight=100),
-            "pool 4": sdk_case(loop, server, calls, 4),
-            "raw httpx": raw_case(loop, server, calls, 16),
-        }
-        result["distant"] = measure(distant, args.distant_rounds, ["max_in_flight 100", "pool 4"])
-        result["distant"]["delay"] = args.delay
-        result["distant"]["calls"] = calls
-    # What most code does: a small gather to a distant server. Without a limit every call
-    # goes out at once (max_in_flight=100, the pool's size); the default must not hold the
-    # burst back while it learns.
-    with fast_server_process(delay=args.burst_delay) as server:
-        bursts: dict[str, Any] = {"delay": args.burst_delay}
-        for size in (int(size) for size in args.bursts.split(",")):
-            cases = {
-                "default": sdk_case(loop, server, size, None),
-                "max_in_flight 100": sdk_case(loop, server, size, None, max_in_flight=100),
-            }
-            samples = interleaved(cases, args.burst_rounds)
-            bursts[str(size)] = {
-                "seconds": {
-                    name: summary([per_call * size for per_call in values])
-                    for name, values in samples.items()
-                },
-            }
-        result["bursts"] = bursts
-    loop.close()
+        measure(server, 200, 1, pools)  # warm up: imports, the first connections
+        for calls, count in zip(sizes, rounds, strict=True):
+            result["gathers"].append(measure(server, calls, count, pools))
+            pools = [result["gathers"][0]["best_pool"]]  # later rows: the first row's best
     emit(result)
 
 
