@@ -22,15 +22,10 @@ LingodocError
 └── WaitTimeout                   wait_for_translation ran out of time
 ```
 
-``InvalidArgument`` and ``InvalidArgumentType`` are also the built-in ``ValueError``
-and ``TypeError``, so ``except ValueError`` keeps catching an empty batch or an
-absolute path, and ``except LingodocError`` catches them too.
-
-The error code chooses the class first and the HTTP status second, so an
-unknown code still gets the class of its status and keeps ``.code``.
-
-Every exception pickles with its fields (for multiprocessing and task queues)
-and none holds the API key: messages are redacted before they get here.
+``InvalidArgument`` and ``InvalidArgumentType`` are also ``ValueError`` and ``TypeError``.
+The error code chooses the class before the HTTP status, so an unknown code gets its
+status's class and keeps ``.code``. Every exception pickles with its fields, and none holds
+the API key: messages are redacted before they get here.
 """
 
 from __future__ import annotations
@@ -42,6 +37,9 @@ if TYPE_CHECKING:
 
     from lingodoc._models import RateLimit, TranslationStatus
 
+# A repr or a job's failure reason quotes at most this many characters; str() has them all.
+_REPR_LIMIT = 200
+
 
 def _rebuild(cls: type[LingodocError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
     error = cls.__new__(cls)
@@ -50,80 +48,71 @@ def _rebuild(cls: type[LingodocError], args: tuple[Any, ...], state: dict[str, A
     return error
 
 
-# A repr quotes at most this many characters of a message: it is a summary (the str
-# of the error holds the whole message).
-_REPR_LIMIT = 200
+def _cut(text: str) -> str:
+    if len(text) <= _REPR_LIMIT:
+        return text
+    return f"{text[:_REPR_LIMIT]}... ({len(text):,} characters)"
 
 
 def _repr(error: BaseException, **fields: object) -> str:
-    """``Name(field=value, ...)``, with the fields that are set; a long text cut."""
-    shown = []
-    for name, value in fields.items():
-        if value is None:
-            continue
-        if isinstance(value, str) and len(value) > _REPR_LIMIT:
-            value = f"{value[:_REPR_LIMIT]}... ({len(value):,} characters)"
-        shown.append(f"{name}={value!r}")
+    """``Name(field=value, ...)`` with the fields that are set, a long text cut."""
+    shown = [
+        f"{name}={_cut(value) if isinstance(value, str) else value!r}"
+        for name, value in fields.items()
+        if value is not None
+    ]
     return f"{type(error).__name__}({', '.join(shown)})"
 
 
 def failure_reason(status: TranslationStatus) -> str | None:
-    """The reason a failed job's status gives, as one line; ``None`` if it gives none.
+    """The reason a failed job's status gives (``error``), on one line and cut; or ``None``.
 
-    The spec names no such field; the service (and the emulator) send
-    ``error: {"code": ..., "message": ...}``. A plain string ``error`` is read too, and
-    so is an object with only one of the two. It is cut to 200 characters: the
-    status keeps all of it.
+    The spec names no such field; the service sends ``error: {"code", "message"}``. A plain
+    string is read too, and so is an object with only one of the two.
     """
     error = (status.model_extra or {}).get("error")
     if isinstance(error, dict):
-        code, message = error.get("code"), error.get("message")
-        parts = [str(part).strip() for part in (code, message) if isinstance(part, (str, int))]
-        text = ": ".join(part for part in parts if part)
+        parts = [error.get("code"), error.get("message")]
+        text = ": ".join(filter(None, (str(p).strip() for p in parts if isinstance(p, (str, int)))))
     elif isinstance(error, str):
-        text = error.strip()
+        text = error
     else:
         return None
     text = " ".join(text.split())  # one line: a log line or a message must not be forged
-    if len(text) > _REPR_LIMIT:
-        text = f"{text[:_REPR_LIMIT]}... ({len(text):,} characters)"
-    return text or None
+    return _cut(text) or None
 
 
 class LingodocError(Exception):
     """The base class of every exception lingodoc raises.
 
     Attributes:
-        partial: The work finished before the error, when ``translate_many``
-            raised it: a [`PartialTranslations`][lingodoc.PartialTranslations]
-            with the translations done (by input index) and the indices left.
-            ``None`` for an error raised by any other method.
+        partial: When ``translate_many`` raised it, the work finished before: a
+            [`PartialTranslations`][lingodoc.PartialTranslations] with the translations
+            done (by input index) and the indices left. ``None`` otherwise.
     """
 
     partial: PartialTranslations | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # The subclasses take keyword-only fields, which the default
-        # Exception pickling (cls(*self.args)) would drop or refuse.
+        # Keyword-only fields, which the default cls(*self.args) would drop or refuse.
         return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
 
 class PartialTranslations:
     """The work a failed ``translate_many`` finished, carried by its error as ``.partial``.
 
-    Resume with exactly what is left by passing the finished translations back:
+    Resume with what is left by passing the finished translations back:
     ``client.translate_many(texts, ..., done=err.partial.translations)``.
 
     Attributes:
         total: The number of texts the call was given.
     """
 
-    __slots__ = ("_order", "_results", "_translations", "total")
+    __slots__ = ("_order", "_results", "total")
 
     def __init__(self, order: array[int] | None, results: list[str | None]) -> None:
         self._order = order
         self._results = results
-        self._translations: dict[int, str] | None = None
         self.total: int = len(order) if order is not None else len(results)
 
     def _by_input(self) -> list[str | None]:
@@ -134,11 +123,7 @@ class PartialTranslations:
     @property
     def translations(self) -> dict[int, str]:
         """The finished translations, by index in the texts given (a new dict each time)."""
-        if self._translations is None:
-            self._translations = {
-                index: text for index, text in enumerate(self._by_input()) if text is not None
-            }
-        return dict(self._translations)
+        return {index: text for index, text in enumerate(self._by_input()) if text is not None}
 
     @property
     def remaining(self) -> list[int]:
@@ -146,7 +131,7 @@ class PartialTranslations:
         return [index for index, text in enumerate(self._by_input()) if text is None]
 
     def __repr__(self) -> str:
-        done = sum(1 for text in self._by_input() if text is not None)
+        done = self.total - self._by_input().count(None)
         return f"<PartialTranslations: {done:,} of {self.total:,} texts translated>"
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -161,30 +146,27 @@ class ConfigurationError(LingodocError):
 
 
 class InvalidArgument(LingodocError, ValueError):
-    """A method was given an argument it refuses, before anything is sent.
+    """A method was given an argument it refuses, before anything is sent; also a ``ValueError``.
 
-    An empty batch, an absolute URL or ``..`` as a ``request()`` path, an empty id,
-    a ``poll_interval`` of 0... The message names the argument. It is a
-    ``ValueError`` too. (A malformed language code or a text too long are
-    [`InvalidLanguage`][lingodoc.InvalidLanguage] and
+    An empty batch, an absolute URL or ``..`` as a ``request()`` path, an empty id, a
+    ``poll_interval`` of 0... The message names the argument. (A malformed language code or
+    a text too long are [`InvalidLanguage`][lingodoc.InvalidLanguage] and
     [`TextTooLong`][lingodoc.TextTooLong], as the service would answer.)
     """
 
 
 class InvalidArgumentType(LingodocError, TypeError):
-    """A method was given an argument of the wrong type, before anything is sent.
+    """A method was given an argument of the wrong type, before sending; also a ``TypeError``.
 
     A single string where a list of texts is expected, a number as an id, an
-    ``on_progress`` that is not callable... The message names the argument and
-    the type given. It is a ``TypeError`` too.
+    ``on_progress`` that is not callable... The message names the argument and the type.
     """
 
 
 class APIConnectionError(LingodocError):
     """The service could not be reached, or the connection failed mid-request.
 
-    Raised once the retries are spent; the underlying ``httpx`` error is the
-    ``__cause__``.
+    Raised once the retries are spent; the ``httpx`` error is the ``__cause__``.
     """
 
 
@@ -197,15 +179,12 @@ class APIError(LingodocError):
 
     Attributes:
         message: The human-readable message (the key, if echoed, is masked).
-        status_code: The HTTP status, or ``None`` for an error raised locally
-            before any request was sent.
-        code: The machine-readable error code, such as ``"TEXT_TOO_LONG"``,
-            or ``None`` if the response had none.
+        status_code: The HTTP status; ``None`` for an error raised locally, before sending.
+        code: The machine-readable error code, such as ``"TEXT_TOO_LONG"``, if any.
         rate_limit: The rate-limit state the response reported, if any.
-        request_id: The ``X-Request-Id`` the service sent, if any; quote it
-            when reporting a problem.
-        retry_after: Seconds the service asked the client to wait before
-            trying again (``Retry-After``), if it said; ``None`` otherwise.
+        request_id: The ``X-Request-Id`` the service sent, if any; quote it when
+            reporting a problem.
+        retry_after: Seconds the service asked to wait before trying again, if it said.
     """
 
     def __init__(
@@ -266,9 +245,8 @@ class NotFound(APIError):
 class RateLimited(APIError):
     """The rate limit is spent (429).
 
-    ``retry_after`` is the seconds to wait before trying again: from the
-    ``Retry-After`` header if sent, else from ``X-RateLimit-Reset``; ``None``
-    if the response said neither.
+    ``retry_after`` is the seconds to wait: from ``Retry-After`` if sent, else from
+    ``X-RateLimit-Reset``; ``None`` if the response said neither.
     """
 
 
@@ -279,8 +257,8 @@ class ServerError(APIError):
 class UnexpectedResponse(APIError):
     """The response is not the service's envelope.
 
-    HTML from a proxy, truncated or invalid JSON, ``success: true`` without
-    ``data``, or data of the wrong shape.
+    HTML from a proxy, truncated or invalid JSON, ``success: true`` without ``data``, or
+    data of the wrong shape.
 
     Attributes:
         body: The start of the response body, for diagnosis.
@@ -319,8 +297,8 @@ class WaitTimeout(LingodocError):
     """``wait_for_translation`` gave up before the translation finished.
 
     Attributes:
-        status: The last [`TranslationStatus`][lingodoc.TranslationStatus]
-            read, or ``None`` if no poll succeeded.
+        status: The last [`TranslationStatus`][lingodoc.TranslationStatus] read, or
+            ``None`` if no poll succeeded.
         timeout: The timeout, in seconds, that ran out.
     """
 
@@ -341,30 +319,21 @@ class WaitTimeout(LingodocError):
         )
 
 
-_CLASS_BY_CODE: dict[str, type[APIError]] = {
+_CLASS_BY_CODE: dict[str | None, type[APIError]] = {
     "INVALID_LANGUAGE": InvalidLanguage,
     "TEXT_TOO_LONG": TextTooLong,
     "UNAUTHORIZED": Unauthorized,
     "NOT_FOUND": NotFound,
     "RATE_LIMITED": RateLimited,
 }
-
-_CLASS_BY_STATUS: dict[int, type[APIError]] = {
-    400: BadRequest,
-    401: Unauthorized,
-    404: NotFound,
-    429: RateLimited,
-}
+_CLASS_BY_STATUS = {400: BadRequest, 401: Unauthorized, 404: NotFound, 429: RateLimited}
 
 
 def error_class(code: str | None, status_code: int) -> type[APIError]:
     """Choose the exception class for an error response: code first, then status."""
-    if code in _CLASS_BY_CODE:
-        return _CLASS_BY_CODE[code]
-    if status_code in _CLASS_BY_STATUS:
-        return _CLASS_BY_STATUS[status_code]
+    cls = _CLASS_BY_CODE.get(code) or _CLASS_BY_STATUS.get(status_code)
+    if cls is not None:
+        return cls
     if 400 <= status_code < 500:
         return BadRequest
-    if status_code >= 500:
-        return ServerError
-    return APIError
+    return ServerError if status_code >= 500 else APIError
