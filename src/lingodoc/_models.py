@@ -1,16 +1,11 @@
 """Typed results of the service, and the rate-limit state.
 
-Results accept fields they do not know (``extra="allow"``) and status values
-they do not know, so a newer server never breaks an older SDK. Timestamps are
-timezone-aware; one sent without an offset is read as UTC.
-
-What the SDK reads is checked, though: a text (a translation, a language code,
-a status) must be a JSON string, never a number turned into one (``NaN`` would
-become the translation ``'nan'``); an id may be a string or an integer; a
-progress is a number from 0 to 100.
-
-``import lingodoc`` does not import this module (nor pydantic, which costs about as much
-as httpx to import): ``lingodoc._lazy`` imports it when a model is first needed.
+Results accept fields and status values they do not know, so a newer server never breaks
+an older SDK. Timestamps are timezone-aware (UTC if sent without an offset). What the SDK
+reads is checked: a text (translation, language code, status) must be a JSON string, never
+a number turned into one (``NaN`` would become ``'nan'``); an id a string or an integer; a
+progress a number from 0 to 100. ``lingodoc._lazy`` imports this module (and pydantic) when
+a model is first needed, not ``import lingodoc``.
 """
 
 from __future__ import annotations
@@ -35,8 +30,8 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 
-# X-RateLimit-Reset is only "an integer indicating when the limit resets": a
-# value this large can only be a Unix time; anything smaller is a delay.
+# X-RateLimit-Reset is "an integer indicating when the limit resets": this large, only a
+# Unix time; smaller, a delay.
 _UNIX_TIME_THRESHOLD = 10**9
 
 
@@ -50,7 +45,7 @@ UTCDateTime = Annotated[datetime, AfterValidator(_as_utc)]
 class TranslationState(str, Enum):
     """The states of a document translation job.
 
-    A ``str`` enum: each member compares equal to its plain string.
+    Each member compares equal to its plain string.
 
     Attributes:
         PENDING: ``"pending"``: accepted, not started yet.
@@ -83,13 +78,11 @@ def _whole_percent(value: object) -> int:
 
 
 def _integer_id(value: object) -> object:
-    # Some servers send numeric ids: an integer reads as the same id; a float (NaN,
-    # 1e+20) or a boolean does not, and is left to the strict str validation to refuse.
+    # An integer id reads as its string; a float (NaN, 1e+20) or a bool is left to be refused.
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-# Known states become TranslationState members (whatever their case); unknown
-# ones stay plain strings.
+# Known states (in any case) become TranslationState members; unknown ones stay strings.
 State = Annotated[
     TranslationState | StrictStr, Field(union_mode="left_to_right"), BeforeValidator(_fold_case)
 ]
@@ -105,8 +98,8 @@ class RateLimit(BaseModel):
         limit: Requests allowed in the period.
         remaining: Requests left in the period.
         reset: The raw ``X-RateLimit-Reset`` value.
-        reset_at: When the period resets: ``reset`` read as a Unix time if
-            above 10^9, else as seconds from when the response arrived.
+        reset_at: When the period resets: ``reset`` read as a Unix time if above 10^9,
+            else as seconds from when the response arrived.
     """
 
     model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
@@ -123,18 +116,15 @@ def reset_delay(reset: int, now: float) -> float:
 
 
 def parse_rate_limit(headers: httpx.Headers, now: float) -> RateLimit | None:
-    """Read the ``X-RateLimit-*`` headers; ``None`` unless each is sent once, as an integer.
+    """Read the ``X-RateLimit-*`` headers (``now``: when the response arrived, Unix time).
 
-    Args:
-        headers: The response's headers.
-        now: The Unix time the response arrived, for a reset given in seconds.
+    ``None`` unless each is sent exactly once, as an integer.
     """
     values = [
         headers.get_list(name)
         for name in ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
     ]
-    # A header missing, or sent twice (as unreadable as a malformed one): no rate limit.
-    if any(len(value) != 1 for value in values):
+    if any(len(value) != 1 for value in values):  # missing, or sent twice: unreadable
         return None
     try:
         limit, remaining, reset = (int(value[0]) for value in values)
@@ -142,7 +132,7 @@ def parse_rate_limit(headers: httpx.Headers, now: float) -> RateLimit | None:
         reset_at = datetime.fromtimestamp(at, tz=timezone.utc)
     except (ValueError, OverflowError, OSError):  # not an int, or a time no datetime holds
         return None
-    # Four values checked here: validating them again would cost more than reading them.
+    # Checked here: validating them again would cost more than reading them.
     return RateLimit.model_construct(
         limit=limit, remaining=remaining, reset=reset, reset_at=reset_at
     )
@@ -151,10 +141,8 @@ def parse_rate_limit(headers: httpx.Headers, now: float) -> RateLimit | None:
 class Origin:
     """The response a result was read from: its rate limit, request id and ``httpx.Response``.
 
-    One per response, shared by every result read from it (all the documents of a
-    listing). The response's request holds the API key (its ``Authorization`` header), so
-    only the origin the SDK attached holds the response: a copy (``copy.copy``,
-    ``copy.deepcopy``) or a pickle keeps the rate limit and the request id only.
+    Shared by every result read from one response. The response's request holds the API
+    key, so a copy or a pickle keeps the rate limit and the request id only.
     """
 
     __slots__ = ("_response", "rate_limit", "request_id")
@@ -167,7 +155,7 @@ class Origin:
     ) -> None:
         self.rate_limit = rate_limit
         self.request_id = request_id
-        self._response = response  # or what makes it, when first asked for: few ask
+        self._response = response  # or what makes it when first asked for: few ask
 
     @property
     def response(self) -> httpx.Response | None:
@@ -177,7 +165,7 @@ class Origin:
         return self._response
 
     def __reduce__(self) -> tuple[type[Origin], tuple[RateLimit | None, str | None]]:
-        # What pickle, copy.copy and copy.deepcopy (so pydantic's deep copy) all use.
+        # Used by pickle, copy.copy and copy.deepcopy (so pydantic's deep copy).
         return (Origin, (self.rate_limit, self.request_id))
 
     def __repr__(self) -> str:
@@ -185,16 +173,15 @@ class Origin:
 
 
 class _Result(BaseModel):
-    """A result of the service, which carries the rate limit, request id and response it came in.
+    """A result, with the rate limit, request id and response it came in as properties.
 
-    Those three are properties, not fields: they are not part of ``==``,
-    ``model_dump()``, ``model_dump_json()`` or the ``repr``.
+    They are not fields: not part of ``==``, ``model_dump()`` or the ``repr``.
     """
 
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
 
-    # The Origin, in a slot of its own rather than a pydantic private attribute, which
-    # pydantic would set up on every validation. Unset on a result built by hand.
+    # A slot, not a pydantic private attribute (set up on every validation); unset on a
+    # result built by hand.
     __slots__ = ("_origin",)
     if TYPE_CHECKING:
         _origin: Origin
@@ -207,8 +194,7 @@ class _Result(BaseModel):
             return None
 
     def __eq__(self, other: object) -> bool:
-        # Two results are equal when the service said the same thing; the
-        # response that carried it does not count.
+        # Equal when the service said the same thing, whatever response carried it.
         if not isinstance(other, _Result):
             return NotImplemented
         return (
@@ -219,22 +205,20 @@ class _Result(BaseModel):
 
     __hash__ = None  # type: ignore[assignment]
 
-    # A copy (copy.copy, model_copy()), a deep copy or a pickle keeps the rate limit and
-    # request id, not the response (see Origin): pydantic copies none of the slot.
+    # Copies (copy.copy, model_copy()) and pickles keep the rate limit and request id, not
+    # the response (see Origin); pydantic copies nothing of the slot.
+
+    def _with_origin(self, copied: Self) -> Self:
+        origin = self._origin_or_none
+        if origin is not None:
+            set_origin(copied, Origin(origin.rate_limit, origin.request_id))
+        return copied
 
     def __copy__(self) -> Self:
-        copied = super().__copy__()
-        origin = self._origin_or_none
-        if origin is not None:
-            set_origin(copied, Origin(origin.rate_limit, origin.request_id))
-        return copied
+        return self._with_origin(super().__copy__())
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
-        copied = super().__deepcopy__(memo)
-        origin = self._origin_or_none
-        if origin is not None:
-            set_origin(copied, Origin(origin.rate_limit, origin.request_id))
-        return copied
+        return self._with_origin(super().__deepcopy__(memo))
 
     def __getstate__(self) -> dict[Any, Any]:
         state = super().__getstate__()
@@ -251,42 +235,27 @@ class _Result(BaseModel):
 
     @property
     def rate_limit(self) -> RateLimit | None:
-        """The rate-limit state reported by the response this result came from.
-
-        ``None`` if the response sent no readable ``X-RateLimit-*`` headers, or for a
-        result you built yourself.
-        """
+        """The rate-limit state the response reported; ``None`` if unreadable, or built by hand."""
         origin = self._origin_or_none
         return None if origin is None else origin.rate_limit
 
     @property
     def request_id(self) -> str | None:
-        """The ``X-Request-Id`` of the response this result came from.
+        """The ``X-Request-Id`` of the response, to quote to support (any echo of the key masked).
 
-        The id to quote to the service's support, as an ``APIError``'s ``request_id``
-        (and, like it, with any echo of the API key masked). Copies and pickles of the
-        result keep it. ``None`` if the response sent none, or for a result you built
-        yourself.
+        Copies and pickles keep it. ``None`` if the response sent none, or built by hand.
         """
         origin = self._origin_or_none
         return None if origin is None else origin.request_id
 
     @property
     def http_response(self) -> httpx.Response | None:
-        """The ``httpx.Response`` this result was read from, for its status and headers.
+        """The ``httpx.Response`` this result was read from, its body read (decompressed).
 
-        Its body is read: ``.content``, ``.text`` and ``.json()`` give what the
-        service sent (decompressed) without another request; ``.status_code``,
-        ``.headers``, ``.elapsed``, ``.http_version`` and ``.request`` (method, URL)
-        are there too. The result keeps the response, body included, alive as
-        long as it lives. The response's ``.request`` holds the API key, in its
-        ``Authorization`` header: do not log its headers.
-
-        ``None`` for a result you built, and for a copy (``copy.copy``,
-        ``copy.deepcopy``, ``model_copy()``) or an unpickled result, which keep
-        ``request_id`` and ``rate_limit`` but never the response, and with it the key.
-        Also ``None`` for the status an exception carries
-        (``TranslationFailed.status``, ``WaitTimeout.status``).
+        The result keeps it alive as long as it lives. Its ``.request`` holds the API key
+        in its ``Authorization`` header: do not log its headers. ``None`` for a result built
+        by hand, a copy or an unpickled one (which keep ``request_id`` and ``rate_limit``,
+        never the key), and the status an exception carries (``TranslationFailed.status``).
         """
         origin = self._origin_or_none
         return None if origin is None else origin.response
@@ -300,8 +269,7 @@ set_origin: Callable[[_Result, Origin], None] = _Result.__dict__["_origin"].__se
 class TextTranslation(_Result):
     """The translation of one text.
 
-    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``:
-    the rate-limit state, the ``X-Request-Id`` and the ``httpx.Response`` it came in.
+    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``.
 
     Attributes:
         translated_text: The translation.
@@ -317,8 +285,7 @@ class TextTranslation(_Result):
 class BatchTranslation(_Result):
     """The translations of a batch.
 
-    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``:
-    the rate-limit state, the ``X-Request-Id`` and the ``httpx.Response`` it came in.
+    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``.
 
     Attributes:
         translations: One translation per input text, in input order.
@@ -328,20 +295,15 @@ class BatchTranslation(_Result):
 
 
 class TranslationJob(_Result):
-    """A document translation job, as returned when it is started.
+    """A document translation job, as started; pass it to ``wait_for_translation``.
 
-    Pass it to ``wait_for_translation`` to wait for the result.
-
-    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``:
-    the rate-limit state, the ``X-Request-Id`` and the ``httpx.Response`` it came in.
+    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``.
 
     Attributes:
         document_id: The document being translated.
-        translation_id: The job's id: all it takes to find the translation
-            again, with ``get_translation`` or ``wait_for_translation``.
+        translation_id: The job's id, all ``get_translation`` or ``wait_for_translation`` need.
         status: Its state when started, usually ``processing``: a
-            [`TranslationState`][lingodoc.TranslationState], or the plain string
-            of a state this SDK does not know.
+            [`TranslationState`][lingodoc.TranslationState], or the string of an unknown one.
         estimated_completion: When the service expects it to complete, if it said.
     """
 
@@ -354,15 +316,13 @@ class TranslationJob(_Result):
 class TranslationStatus(_Result):
     """The state of a document translation job.
 
-    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``:
-    the rate-limit state, the ``X-Request-Id`` and the ``httpx.Response`` it came in.
+    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``.
 
     Attributes:
         translation_id: The job's id.
-        status: A [`TranslationState`][lingodoc.TranslationState], or the plain
-            string of a state this SDK does not know.
-        progress: How far it is, in percent (0 to 100; a fraction sent is
-            rounded, none sent reads as 0).
+        status: A [`TranslationState`][lingodoc.TranslationState], or the string of an
+            unknown one.
+        progress: How far it is, in percent from 0 to 100 (rounded; 0 if none was sent).
         document_id: The document being translated, if the service said.
         target_language: The language it is translated into, if the service said.
         completed_at: When it completed; ``None`` until then.
@@ -377,11 +337,10 @@ class TranslationStatus(_Result):
 
 
 class Document(_Result):
-    """A stored document: its id, and whatever else the service sends about it.
+    """A stored document: its id, and as attributes any other field the service sends.
 
-    The other fields (a ``name``, say) are attributes too. Like every result, it also has
-    ``rate_limit``, ``request_id`` and ``http_response``, from the listing's response,
-    which all the documents of one listing share.
+    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``,
+    from the listing's response.
 
     Attributes:
         document_id: The document's id (also read from a field named ``id``;
