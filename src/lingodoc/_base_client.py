@@ -1,7 +1,7 @@
 """What Client and AsyncClient share: their settings, and every step of a call without I/O.
 
-The clients send, read, sleep and close; building a request, timing an attempt, turning
-an httpx error or a response into an error or a result live here, so the two cannot drift.
+Building a request, timing an attempt, turning an httpx error or a response into an error
+or a result live here, so the two clients (which send, read, sleep and close) cannot drift.
 """
 
 from __future__ import annotations
@@ -18,12 +18,7 @@ import httpx
 
 from lingodoc import _clock, _config, _endpoints, _lazy, _response, _retry
 from lingodoc._aiohttp import DefaultAioHttpClient
-from lingodoc._constants import (
-    AIOHTTP_MAX_IN_FLIGHT,
-    DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_RETRIES,
-    is_loopback,
-)
+from lingodoc._constants import DEFAULT_MAX_RETRIES, is_loopback
 from lingodoc._endpoints import Call, ShapeError, merge_query
 from lingodoc._exceptions import (
     APIConnectionError,
@@ -35,7 +30,7 @@ from lingodoc._exceptions import (
     LingodocError,
     UnexpectedResponse,
 )
-from lingodoc._http import HttpClientT, SharedHttp, new_http_client
+from lingodoc._http import HttpClientT, SharedHttp
 from lingodoc._logging import configure_from_env, logger
 from lingodoc._polling import Waiter
 from lingodoc._redaction import KeyMask, mask, raise_scrubbed, watch_http_logs
@@ -105,37 +100,13 @@ class BaseClient(Generic[HttpClientT]):
         # Set last, and case-insensitively, so no default header can replace the key.
         self._headers["Authorization"] = f"Bearer {self._api_key}"
         self._key_mask = KeyMask(self._api_key)
-        is_async = self._http_client_type is httpx.AsyncClient
-        if is_async:
-            import anyio
-
-            new_turns: Callable[[int], Any] = anyio.Semaphore
-        else:
-            new_turns = threading.Semaphore
-        if http_client is None:
-            limit = limit or DEFAULT_MAX_IN_FLIGHT
-            kind, timeout_, connections = self._http_client_type, self.timeout, limit
-            # No proxy of the environment for http:// (a loopback host, or the host the
-            # opt-in names): it would get the key in clear text.
-            trust_env = not checked.startswith("http://")
-
-            def new_http() -> HttpClientT:
-                return new_http_client(
-                    kind, timeout=timeout_, trust_env=trust_env, connections=connections
-                )
-
-            self._shared: SharedHttp[HttpClientT] = SharedHttp(
-                new_http(), new_http=new_http, owned=True, max_in_flight=limit,
-                new_turns=new_turns, loop_bound=is_async,
-            )  # fmt: skip
-        else:
-            # A DefaultAioHttpClient is made to be handed over: the client closes it.
-            aiohttp = isinstance(http_client, DefaultAioHttpClient)
-            limit = limit or (AIOHTTP_MAX_IN_FLIGHT if aiohttp else DEFAULT_MAX_IN_FLIGHT)
-            self._shared = SharedHttp(
-                http_client, new_http=None, owned=aiohttp, max_in_flight=limit,
-                new_turns=new_turns, loop_bound=aiohttp,
-            )  # fmt: skip
+        # No proxy of the environment for http:// (a loopback host, or the host the opt-in
+        # names): it would get the key in clear text.
+        self._shared: SharedHttp[HttpClientT] = SharedHttp(
+            self._http_client_type, http_client, max_in_flight=limit, timeout=self.timeout,
+            aiohttp=isinstance(http_client, DefaultAioHttpClient),
+            trust_env=not checked.startswith("http://"),
+        )  # fmt: skip
         watch_http_logs(self._key_mask)  # after the http client made its loggers
         self._view_closed = False
         self._is_copy = False
@@ -150,7 +121,7 @@ class BaseClient(Generic[HttpClientT]):
         return None
 
     def _check_clear_text(self, host: str, http_client: HttpClientT | None) -> None:
-        """For an ``http://`` host allowed by the opt-in (not loopback): refuse a proxy, warn.
+        """For ``http://`` to the host the opt-in names: warn, and refuse a proxy.
 
         Raises:
             ConfigurationError: If ``http_client`` would send through a proxy of the
@@ -214,13 +185,12 @@ class BaseClient(Generic[HttpClientT]):
         Closing the copy leaves the pool open; closing the original closes both.
 
         Args:
-            timeout: Seconds or an ``httpx.Timeout`` for each attempt;
-                ``httpx.Timeout(None)`` for no limit; ``None`` keeps this client's.
+            timeout: Seconds or an ``httpx.Timeout`` for each attempt
+                (``httpx.Timeout(None)``: no limit); ``None`` keeps this client's.
             max_retries: Extra attempts; ``None`` keeps this client's.
 
         Returns:
-            A client of the same class that shares this one's connection pool, turns
-            (``max_in_flight``) and rate-limit state.
+            A client of the same class sharing this one's pool, turns and rate limit.
 
         Raises:
             ConfigurationError: If a setting is invalid.
@@ -264,13 +234,9 @@ class BaseClient(Generic[HttpClientT]):
     def _not_retried(
         self, call: Call[Any], error: LingodocError, failed: LingodocError | None
     ) -> LingodocError:
-        """The error a call ends with: ``error``, or "not retried" if closed before its retry.
+        """What a call ends with: ``error``, or "not retried" if the client closed first.
 
-        Args:
-            call: The call.
-            error: What ended it.
-            failed: Its last attempt's failure: if ``error`` is it, and it would have been
-                retried, the client was closed before the retry.
+        That is, if ``error`` is the last attempt's failure (``failed``) and was retryable.
         """
         if (
             error is failed
@@ -295,11 +261,10 @@ class BaseClient(Generic[HttpClientT]):
     def _build_request(self, call: Call[Any]) -> httpx.Request:
         """The request of ``call``.
 
-        A caller's http client builds it (``build_request``), so that its own headers,
-        cookies and query parameters go too. The SDK's own has none but the cookies a
-        server may set: without them, the request is made directly, with the SDK's
-        headers only (httpx's cookie jar reads every header of every request: fewer cost
-        less).
+        A caller's http client builds it (``build_request``): its own headers, cookies and
+        query parameters go too. The SDK's own has none but cookies a server sets; without
+        them, the request is made directly with the SDK's headers (httpx's cookie jar
+        reads every header of every request: fewer cost less).
 
         Raises:
             InvalidArgument: If the body or path cannot be sent (NaN, a lone surrogate).
@@ -336,15 +301,11 @@ class BaseClient(Generic[HttpClientT]):
     def _attempt_timeout(
         self, call: Call[Any], request: httpx.Request, deadline: float | None
     ) -> tuple[float | None, str]:
-        """Set the timeouts of an attempt on ``request``; return its deadline's seconds.
+        """Set the timeouts of an attempt on ``request``; return its seconds and what they are.
 
-        Each attempt gets the largest of its timeouts in all (the call's own ``timeout=`` if
-        it has one, else the client's), and never more than the time left before the
-        caller's ``deadline`` (a poll's), but at least ``MIN_ATTEMPT_TIME``.
-
-        Returns:
-            The seconds the attempt may take (``None``: no limit), and what they are, for
-            the message of a timeout.
+        An attempt gets the largest of its timeouts in all (the call's own, else the
+        client's), and no more than the time left before the caller's ``deadline`` (a
+        poll's), but at least ``MIN_ATTEMPT_TIME``; ``None``: no limit.
         """
         options = call.options
         timeout = options.timeout if options is not None and options.timeout else self.timeout
@@ -366,13 +327,8 @@ class BaseClient(Generic[HttpClientT]):
     ) -> LingodocError:
         """The error for a failure of the http client, chained to a copy without the request.
 
-        Args:
-            call: The call.
-            exc: The httpx error, ``TimeoutError`` (the attempt's deadline) or
-                ``RuntimeError`` (a closed http client, another event loop).
-            number: The attempt's number.
-            started: When the attempt started (``time.perf_counter()``).
-            expired: What the attempt's deadline was, if it passed; else empty.
+        ``exc``: httpx's, ``TimeoutError`` (the attempt's deadline) or ``RuntimeError`` (a
+        closed http client, another event loop); ``expired``: the deadline, if it passed.
         """
         self._log(call, type(exc).__name__, number, started)
         detail = self._key_mask(str(exc)) or type(exc).__name__
@@ -398,22 +354,14 @@ class BaseClient(Generic[HttpClientT]):
         return error
 
     def _runtime_error(self, call: Call[Any], detail: str) -> LingodocError:
-        """The error for a RuntimeError of the http client: closed, or of another event loop.
-
-        The SDK never closes its own pool while an attempt is in flight, so a closed http
-        client here is one passed in.
-        """
-        name = type(self).__name__
-        if self._shared.http.is_closed:
-            return LingodocError(
-                f"{call.description} could not be sent: the http_client passed to "
-                f"{name} has been closed"
-            )
-        if "loop" in detail:  # "Event loop is closed", "... attached to a different loop"
-            return LingodocError(
-                f"{call.description} could not be sent: {detail}: the http_client passed to "
-                f"{name} holds connections of another event loop; create it inside the loop "
-                "that uses it"
+        """The error for a RuntimeError of a caller's http client: closed, or of another loop."""
+        passed = f"the http_client passed to {type(self).__name__}"
+        if self._shared.http.is_closed:  # never the SDK's own while an attempt is in flight
+            detail = f"{passed} has been closed"
+        elif "loop" in detail:  # "Event loop is closed", "... attached to a different loop"
+            detail += (
+                f": {passed} holds connections of another event loop; create it inside the "
+                "loop that uses it"
             )
         return LingodocError(f"{call.description} could not be sent: {detail}")
 
@@ -425,11 +373,7 @@ class BaseClient(Generic[HttpClientT]):
         number: int,
         started: float,
     ) -> T | LingodocError:
-        """Return the result of a response, or the error it reports.
-
-        The error is returned, not raised: the frames that read the body hold it as the
-        server sent it.
-        """
+        """The result of a response, or its error: returned, as this frame holds the body."""
         status_code = response.status_code
         self._log(call, status_code, number, started)
         headers = response.headers

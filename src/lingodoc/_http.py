@@ -1,22 +1,18 @@
-"""The http client a client sends through: built, shared with copies, closed, and forked.
-
-`new_http_client` builds the SDK's own: httpx's pool of ``max_in_flight`` connections,
-one shared SSL context, no redirects. `SharedHttp` is what a client and its
-``with_options`` copies share: that http client, the turns of ``max_in_flight``, the calls
-in flight, the last rate limit, the process and (``AsyncClient``) the event loop.
-"""
+"""The http client a client sends through: built, shared with copies, closed, and forked."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import ssl
 import threading
-from collections.abc import Callable
+import urllib.request
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
+from lingodoc._constants import AIOHTTP_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT
 from lingodoc._exceptions import ConfigurationError, LingodocError
 
 if TYPE_CHECKING:
@@ -41,8 +37,8 @@ def ssl_context(trust_env: bool) -> ssl.SSLContext:
     certificate setting (``SSL_CERT_FILE`` or ``SSL_CERT_DIR``, read with ``trust_env``).
 
     Raises:
-        ConfigurationError: If the certificate variable names no usable certificates; it
-            names the variable, not its value.
+        ConfigurationError: If the variable names no usable certificates (it names the
+            variable, not its value).
     """
     values = tuple(os.environ.get(name, "") for name in _CERTIFICATE_ENV) if trust_env else ()
     key: tuple[object, ...] = values if any(values) else ()
@@ -64,8 +60,7 @@ def ssl_context(trust_env: bool) -> ssl.SSLContext:
             del _contexts[next(iter(_contexts))]
         _contexts[key] = built
         return built
-    # httpx reads SSL_CERT_DIR only without SSL_CERT_FILE.
-    name = "SSL_CERT_FILE" if values[0] else "SSL_CERT_DIR"
+    name = "SSL_CERT_FILE" if values[0] else "SSL_CERT_DIR"  # httpx reads one, in this order
     raise ConfigurationError(
         f"{name} in the environment cannot be used to build the HTTP client "
         f"({problem}); fix or unset it, or pass an http_client"
@@ -75,28 +70,20 @@ def ssl_context(trust_env: bool) -> ssl.SSLContext:
 def new_http_client(
     kind: type[HttpClientT], *, timeout: httpx.Timeout, trust_env: bool, connections: int
 ) -> HttpClientT:
-    """Build the SDK's own http client.
+    """Build the SDK's own http client: httpx's pool of ``connections``, no redirects.
 
     ``Client``'s sends through ``_transport.DeadlineTransport``, which keeps each attempt
     to its deadline, unless the environment names a proxy: httpx then sends through its
-    own proxy transports, whose steps keep their own timeouts. ``AsyncClient``'s sends
-    through httpx's own transport (``anyio.fail_after`` keeps it to the deadline).
+    own proxy transports, whose steps keep their own timeouts. (``AsyncClient`` keeps to
+    the deadline with ``anyio.fail_after``, whatever the transport.)
 
     Raises:
         ConfigurationError: If a proxy or certificate variable of the environment is
             unusable; it names the variable, not its value.
     """
-    import urllib.request
-
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     verify = ssl_context(trust_env)
-    settings: dict[str, Any] = {
-        "verify": verify,
-        "timeout": timeout,
-        "limits": limits,
-        "follow_redirects": False,
-        "trust_env": trust_env,
-    }
+    settings: dict[str, Any] = {"verify": verify, "timeout": timeout, "limits": limits}
     # A bool, not the proxies: their URLs may hold a password (a traceback's locals).
     proxied = trust_env and any(
         urllib.request.getproxies_environment().get(s) for s in ("http", "https", "all")
@@ -107,7 +94,7 @@ def new_http_client(
         # httpx reads no proxy variable for a client given a transport: none is set.
         settings["transport"] = DeadlineTransport(verify=verify, limits=limits)
     try:
-        return kind(**settings)
+        return kind(follow_redirects=False, trust_env=trust_env, **settings)
     except (ImportError, ValueError, httpx.InvalidURL) as exc:
         # A proxy URL httpx cannot use (socks5:// without socksio, ftp://, a bad port...).
         masked = re.sub(r"(://[^/\s:@]*):[^/\s@]*@", r"\1:****@", str(exc))  # passwords
@@ -120,57 +107,69 @@ def new_http_client(
 
 
 class SharedHttp(Generic[HttpClientT]):
-    """What a client shares with its ``with_options`` copies.
+    """What a client shares with its ``with_options`` copies: the http client, and its state.
 
+    Its turns (``max_in_flight``), calls in flight, last rate limit, process and event loop.
     Closing is safe while calls are in flight: each attempt `enter`s (refused once closed)
-    and `leave`s, and the http client is closed when the client is closed and no attempt is
-    left in it, by whichever of the two comes last. So no connection is closed under an
-    attempt that is using it (in threads, its socket could be reused by another connection
-    and read from), and none opened by an attempt in flight outlives it.
+    and `leave`s, and the last of the two to come closes the http client. So no connection
+    is closed under an attempt using it (in threads, its socket could be reused by another
+    connection and read from), and none opened by an attempt in flight outlives it.
 
     A child process made by ``os.fork()`` must not use the connections it inherited: the
-    parent uses the same sockets, and either could read the other's answers. On its first
-    use in another process, the SDK's own http client is replaced (the inherited one is
-    left to the parent), and a caller's one used before the fork is refused.
+    parent uses the same sockets, and either could read the other's answers. There, the
+    SDK's own http client is replaced on first use (the inherited one is left to the
+    parent), and a caller's one used before the fork is refused.
 
     Args:
-        http: The http client.
-        new_http: Builds another like it (the SDK's own), or ``None`` (a caller's).
-        owned: Whether closing the client closes ``http``.
-        max_in_flight: Attempts in flight at once; past it, a call waits for its turn.
-        new_turns: Makes the semaphore of those turns (``threading``, or ``anyio``: an
-            ``AsyncClient``'s, one per event loop).
-        loop_bound: Whether ``http``'s connections belong to the event loop of its first
-            use (``AsyncClient``'s own, and ``DefaultAioHttpClient``): then no other loop
-            may use it.
+        kind: ``httpx.Client`` or ``httpx.AsyncClient``.
+        http_client: The caller's, or ``None`` to build the SDK's own.
+        aiohttp: ``http_client`` is a ``DefaultAioHttpClient``: handed over (closed with
+            the client), bound to its event loop, and 100 calls in flight by default.
+        max_in_flight: Attempts in flight at once (``None``: the default).
+        timeout: The timeout the SDK's own http client is built with.
+        trust_env: Whether the SDK's own reads the proxy and certificate variables.
     """
 
     def __init__(
         self,
-        http: HttpClientT,
+        kind: type[HttpClientT],
+        http_client: HttpClientT | None,
         *,
-        new_http: Callable[[], HttpClientT] | None,
-        owned: bool,
-        max_in_flight: int,
-        new_turns: Callable[[int], Any],
-        loop_bound: bool,
+        aiohttp: bool,
+        max_in_flight: int | None,
+        timeout: httpx.Timeout,
+        trust_env: bool,
     ) -> None:
-        self.http: HttpClientT = http
-        self.new_http: Callable[[], HttpClientT] | None = new_http
-        self.owned = owned
-        self.max_in_flight = max_in_flight
-        self.new_turns = new_turns
-        self.turns = new_turns(max_in_flight)
-        self.is_async = new_turns is not threading.Semaphore
-        self.loop_bound = loop_bound
-        self.loop: object | None = None  # the loop of the last call (kept alive: never reused)
-        self.closed = False
-        self.pool_closed = False
+        self.is_async = kind is httpx.AsyncClient
+        self.new_http: functools.partial[HttpClientT] | None = None
+        if http_client is None:
+            self.max_in_flight = max_in_flight or DEFAULT_MAX_IN_FLIGHT
+            self.new_http = functools.partial(
+                new_http_client, kind, timeout=timeout, trust_env=trust_env,
+                connections=self.max_in_flight,
+            )  # fmt: skip
+            http_client = self.new_http()
+        if self.new_http is None:
+            default = AIOHTTP_MAX_IN_FLIGHT if aiohttp else DEFAULT_MAX_IN_FLIGHT
+            self.max_in_flight = max_in_flight or default
+        self.http: HttpClientT = http_client
+        self.owned = self.new_http is not None or aiohttp  # closed with the client
+        # Whether its connections belong to the event loop of its first use: no other may.
+        self.loop_bound = self.is_async and self.owned
+        self.loop: object | None = None  # the loop of the last call (kept: never reused)
+        self.turns = self._new_turns()
+        self.closed = self.pool_closed = self.used = False
         self.in_flight = 0
-        self.used = False
         self.lock = threading.Lock()
         self.pid = os.getpid()
         self.rate_limit: RateLimit | None = None  # of the last response that reported one
+
+    def _new_turns(self) -> Any:
+        if not self.is_async:
+            return threading.Semaphore(self.max_in_flight)
+        import anyio  # an AsyncClient's turns belong to an event loop: one set per loop
+
+        return anyio.Semaphore(self.max_in_flight)
 
     def in_this_process(self, *, closing: bool = False) -> None:
         """Make the state the child's own, in a process forked since it was made.
@@ -188,9 +187,7 @@ class SharedHttp(Generic[HttpClientT]):
             )
         # The parent's threads, their calls in flight and its event loop are not here, and
         # one of them may have held the lock or a turn at the fork.
-        self.pid = os.getpid()
-        self.lock = threading.Lock()
-        self.turns = self.new_turns(self.max_in_flight)
+        self.pid, self.lock, self.turns = os.getpid(), threading.Lock(), self._new_turns()
         self.in_flight, self.loop = 0, None
         if closing or self.closed or self.new_http is None:
             self.pool_closed = True  # the parent's pool is never closed here
@@ -203,10 +200,7 @@ class SharedHttp(Generic[HttpClientT]):
         Raises:
             LingodocError: If its connections belong to another event loop.
         """
-        if not self.is_async:
-            return
-        loop = current_loop()
-        if self.loop is loop:
+        if not self.is_async or self.loop is (loop := current_loop()):
             return
         if self.loop is not None and self.loop_bound:
             raise LingodocError(
@@ -214,8 +208,7 @@ class SharedHttp(Generic[HttpClientT]):
                 "inside the loop that uses it (e.g. inside the coroutine passed to "
                 "asyncio.run), or aclose() it there"
             )
-        # Its turns are anyio's, which belong to the loop of their first use too.
-        self.loop, self.turns = loop, self.new_turns(self.max_in_flight)
+        self.loop, self.turns = loop, self._new_turns()
 
     def enter(self) -> HttpClientT | None:
         """Count an attempt in flight; the http client to send it with, ``None`` if closed."""

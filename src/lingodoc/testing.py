@@ -50,11 +50,19 @@ class FakeClock(_clock.SystemClock):
         self.sleeps: list[float] = []
 
     def monotonic(self) -> float:
-        """Return the seconds slept (or advanced) since the clock was made."""
+        """Return the fake monotonic time.
+
+        Returns:
+            The seconds slept (or advanced) since the clock was made.
+        """
         return self._monotonic
 
     def time(self) -> float:
-        """Return the Unix time: the start time plus the seconds slept (or advanced) since."""
+        """Return the fake wall-clock time.
+
+        Returns:
+            The Unix time: the start time plus the seconds slept (or advanced) since.
+        """
         return self._wall
 
     def advance(self, seconds: float) -> None:
