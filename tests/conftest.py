@@ -14,6 +14,7 @@ A module over real sockets marked ``aiohttp`` runs its ``client_class`` tests a 
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -50,6 +51,17 @@ async def call(
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+def http_client_for(client_class: type[Any], **options: Any) -> httpx.Client | httpx.AsyncClient:
+    """An httpx client of the kind ``client_class`` (Client or AsyncClient) takes."""
+    kind = httpx.AsyncClient if issubclass(client_class, lingodoc.AsyncClient) else httpx.Client
+    return kind(**options)
+
+
+def sent_json(route: respx.Route) -> Any:
+    """The JSON body of the last request that reached ``route``."""
+    return json.loads(route.calls.last.request.content)
 
 
 async def close(client: lingodoc.Client | lingodoc.AsyncClient) -> None:

@@ -1,15 +1,99 @@
-"""Configuration, headers, lifecycle and with_options, for Client and AsyncClient alike."""
+"""Configuration: the key, the base URL, headers, timeouts and with_options copies.
+
+What each setting does and what is refused at construction, for Client and AsyncClient
+alike: settings that would leak the key, hang or fail every call (userinfo or a backslash
+in ``base_url``, header injection, framing headers, a timeout that is no limit, unusable
+proxy or certificate variables of the environment), and ``http://`` to a host other than
+loopback unless ``allow_http_host=`` or ``LINGODOC_ALLOW_HTTP_HOST`` names it.
+"""
 
 from __future__ import annotations
+
+import importlib.util
+import logging
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import respx
 
 import lingodoc
-from tests.conftest import API_KEY, BASE_URL, call, close, envelope
+from lingodoc._config import environment_proxy
+from tests.conftest import (
+    API_KEY,
+    BASE_URL,
+    call,
+    close,
+    envelope,
+    http_client_for,
+)
 
 STATUS = {"translation_id": "tr_1", "status": "processing", "progress": 5}
+PASSWORD = "s3cretPassw0rd"
+URL = "http://emulator:8787/v1"
+ENV = "LINGODOC_ALLOW_HTTP_HOST"
+RESULT = {"translated_text": "Hallo", "source_language": "en", "target_language": "de"}
+PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"]
+
+
+def refusal(client_class: type[Any], *args: Any, **kwargs: Any) -> lingodoc.ConfigurationError:
+    with pytest.raises(lingodoc.ConfigurationError) as caught:
+        client_class(*args, **kwargs)
+    return caught.value
+
+
+def shown(error: BaseException) -> str:
+    """What a traceback shown with its locals prints of ``error`` and the SDK's frames.
+
+    The test's own frames, which hold the URL it passed, are left out.
+    """
+    text = ""
+    exc: traceback.TracebackException | None = traceback.TracebackException.from_exception(
+        error, capture_locals=True
+    )
+    while exc is not None:
+        frames = [frame for frame in exc.stack if "tests" not in Path(frame.filename).parts]
+        text += "".join(traceback.StackSummary.from_list(frames).format())
+        text += "".join(exc.format_exception_only())
+        exc = exc.__cause__ or exc.__context__
+    return text
+
+
+@pytest.fixture(autouse=True)
+def no_proxies(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    return monkeypatch
+
+
+@pytest.fixture
+def emulator_host() -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=URL, assert_all_called=False) as router:
+        router.post("/translate").respond(200, json=envelope(RESULT))
+        yield router
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "lingodoc" and record.levelno == logging.WARNING
+    ]
+
+
+async def sent_timeout(
+    client: lingodoc.Client | lingodoc.AsyncClient, api: respx.MockRouter
+) -> Any:
+    route = api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    await call(client, "get_translation", "tr_1")
+    return route.calls.last.request.extensions["timeout"]
+
+
+# The key and the base URL ---------------------------------------------------------
 
 
 async def test_key_and_base_url_come_from_the_environment(
@@ -54,6 +138,15 @@ def test_missing_setting_names_the_argument_and_the_variable(
         assert word in str(caught.value)
 
 
+@pytest.mark.parametrize("key", ["key with space", "key\nnewline", "caf\u00e9key1234567890", 12345])
+def test_key_that_cannot_be_sent_is_refused_without_showing_it(
+    client_class: type[lingodoc.Client], key: object
+) -> None:
+    with pytest.raises(lingodoc.ConfigurationError) as caught:
+        client_class(key, base_url=BASE_URL)  # type: ignore[arg-type]
+    assert str(key) not in str(caught.value)
+
+
 @pytest.mark.parametrize(
     "url",
     [
@@ -93,13 +186,217 @@ async def test_http_is_allowed_for_loopback(client_class: type[lingodoc.Client],
     await close(client)
 
 
-@pytest.mark.parametrize("key", ["key with space", "key\nnewline", "caf\u00e9key1234567890", 12345])
-def test_key_that_cannot_be_sent_is_refused_without_showing_it(
-    client_class: type[lingodoc.Client], key: object
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"http://alice:{PASSWORD}@127.0.0.1/v1",
+        f"https://alice:{PASSWORD}@api.lingodoc.test/v1",
+        f"https://:{PASSWORD}@api.lingodoc.test/v1",
+        f"https://alice:{PASSWORD}@@api.lingodoc.test/v1",
+        "https://token@api.lingodoc.test/v1",
+        "https://@api.lingodoc.test/v1",
+    ],
+)
+def test_userinfo_in_base_url_is_refused_and_the_password_never_shown(
+    client_class: type[lingodoc.Client], url: str
 ) -> None:
-    with pytest.raises(lingodoc.ConfigurationError) as caught:
-        client_class(key, base_url=BASE_URL)  # type: ignore[arg-type]
-    assert str(key) not in str(caught.value)
+    error = refusal(client_class, API_KEY, base_url=url)
+    assert "base_url" in str(error)
+    assert "user name or password" in str(error)
+    assert PASSWORD not in shown(error)
+
+
+def test_userinfo_in_the_base_url_variable_is_refused_naming_it(
+    client_class: type[lingodoc.Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LINGODOC_BASE_URL", f"http://alice:{PASSWORD}@localhost:8787/v1")
+    error = refusal(client_class, API_KEY)
+    assert "LINGODOC_BASE_URL" in str(error)
+    assert "'http://alice:****@localhost:8787/v1'" in str(error)
+    assert PASSWORD not in shown(error)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.lingodoc.test\\@evil.example/v1",
+        "https://api.lingodoc.test\\evil.example/v1",
+        "https://api.lingodoc.test/v1\\..\\x",
+        "https://api.lingodoc.test /v1",
+        "https://api.lingodoc.test/v1\x00",
+        "https://api.lingodoc.test/\u2028v1",
+    ],
+)
+def test_backslash_space_or_control_character_in_base_url_is_refused(
+    client_class: type[lingodoc.Client], url: str
+) -> None:
+    error = refusal(client_class, API_KEY, base_url=url)
+    assert "backslash, a space or a control character" in str(error)
+
+
+def test_a_refused_http_base_url_masks_its_password(client_class: type[lingodoc.Client]) -> None:
+    # The userinfo check comes first; whatever the reason, the password never shows.
+    error = refusal(client_class, API_KEY, base_url=f"ftp://bob:{PASSWORD}@files.example/v1")
+    assert PASSWORD not in shown(error)
+    assert "bob:****@" in str(error)
+
+
+# http:// to a named host: refused unless opted in (allow_http_host) ----------------
+
+
+def test_http_to_a_named_host_is_refused_by_default_pointing_at_the_opt_in(
+    client_class: type[lingodoc.Client],
+) -> None:
+    error = refusal(client_class, API_KEY, base_url=URL)
+    assert "clear text" in str(error)
+    assert "allow_http_host" in str(error)
+    assert ENV in str(error)
+
+
+@pytest.mark.parametrize("how", ["argument", "variable"])
+async def test_http_to_the_named_host_is_allowed_and_sends_there(
+    client_class: type[lingodoc.Client],
+    emulator_host: respx.MockRouter,
+    monkeypatch: pytest.MonkeyPatch,
+    how: str,
+) -> None:
+    if how == "argument":
+        client = client_class(API_KEY, base_url=URL, allow_http_host="Emulator")
+    else:
+        monkeypatch.setenv(ENV, " emulator ")
+        client = client_class(API_KEY, base_url=URL)
+    result = await call(client, "translate", "Hello", source_language="en", target_language="de")
+    assert result.translated_text == "Hallo"
+    assert str(emulator_host.calls.last.request.url) == f"{URL}/translate"
+    await close(client)
+
+
+@pytest.mark.parametrize("how", ["argument", "variable"])
+def test_an_opt_in_naming_another_host_keeps_the_refusal_and_names_it(
+    client_class: type[lingodoc.Client], monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    if how == "argument":
+        error = refusal(client_class, API_KEY, base_url=URL, allow_http_host="other-host")
+    else:
+        monkeypatch.setenv(ENV, "other-host")
+        error = refusal(client_class, API_KEY, base_url=URL)
+    assert "'other-host'" in str(error)
+    assert "'emulator'" in str(error)
+
+
+def test_the_argument_wins_over_the_variable(
+    client_class: type[lingodoc.Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV, "emulator")
+    error = refusal(client_class, API_KEY, base_url=URL, allow_http_host="other-host")
+    assert "'other-host'" in str(error)
+
+
+def test_an_empty_variable_is_unset_and_an_empty_or_non_str_argument_is_refused(
+    client_class: type[lingodoc.Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV, "  ")
+    assert "allow_http_host=" in str(refusal(client_class, API_KEY, base_url=URL))
+    assert "empty" in str(refusal(client_class, API_KEY, base_url=URL, allow_http_host=""))
+    assert "not bool" in str(refusal(client_class, API_KEY, base_url=URL, allow_http_host=True))
+
+
+async def test_the_opt_in_logs_one_warning_per_client_without_the_key(
+    client_class: type[lingodoc.Client], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="lingodoc")
+    client = client_class(API_KEY, base_url=URL, allow_http_host="emulator")
+    messages = warnings_of(caplog)
+    assert len(messages) == 1
+    assert "clear text" in messages[0]
+    assert "emulator" in messages[0]
+    assert API_KEY[-4:] in messages[0]
+    assert API_KEY[:-4] not in caplog.text
+    copy = client.with_options(max_retries=0)  # a copy is not a new construction
+    assert len(warnings_of(caplog)) == 1
+    await close(copy)
+    await close(client)
+
+
+async def test_loopback_and_https_stay_without_a_warning(
+    client_class: type[lingodoc.Client], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="lingodoc")
+    for base_url in ("http://127.0.0.1:8787/v1", "https://emulator/v1"):
+        await close(client_class(API_KEY, base_url=base_url, allow_http_host="emulator"))
+    await close(client_class(API_KEY, base_url="http://localhost:8787/v1"))
+    assert warnings_of(caplog) == []
+
+
+async def test_the_sdks_own_client_reads_no_proxy_for_the_named_host(
+    client_class: type[lingodoc.Client], no_proxies: pytest.MonkeyPatch
+) -> None:
+    no_proxies.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    no_proxies.setenv("ALL_PROXY", "http://proxy.example:3128")
+    client = client_class(API_KEY, base_url=URL, allow_http_host="emulator")
+    http = client._shared.http
+    assert http.trust_env is False
+    assert environment_proxy(http, URL) is None
+    # The same httpx client trusting the environment would go through the proxy.
+    trusting = http_client_for(client_class)
+    assert environment_proxy(trusting, URL) == "ALL_PROXY or HTTP_PROXY"
+    await close(client)
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "ALL_PROXY", "http_proxy"])
+def test_an_http_client_trusting_an_environment_proxy_is_refused(
+    client_class: type[lingodoc.Client], no_proxies: pytest.MonkeyPatch, variable: str
+) -> None:
+    no_proxies.setenv(variable, "http://proxy.example:3128")
+    http_client = http_client_for(client_class)  # trust_env=True, the default
+    error = refusal(
+        client_class, API_KEY, base_url=URL, allow_http_host="emulator", http_client=http_client
+    )
+    assert "proxy" in str(error)
+    assert "clear text" in str(error)
+    assert variable in str(error)  # named as it is spelled
+    assert "NO_PROXY" in str(error)
+
+
+async def test_an_http_client_that_goes_straight_to_the_host_is_accepted(
+    client_class: type[lingodoc.Client], no_proxies: pytest.MonkeyPatch
+) -> None:
+    no_proxies.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    http_client = http_client_for(client_class, trust_env=False)
+    client = client_class(
+        API_KEY, base_url=URL, allow_http_host="emulator", http_client=http_client
+    )
+    await close(client)
+    no_proxies.setenv("NO_PROXY", "emulator")
+    client = client_class(
+        API_KEY, base_url=URL, allow_http_host="emulator", http_client=http_client_for(client_class)
+    )
+    await close(client)
+
+
+async def test_a_loopback_http_client_is_left_as_set_up(
+    client_class: type[lingodoc.Client], no_proxies: pytest.MonkeyPatch
+) -> None:
+    # Loopback needs no opt-in, and a passed-in client is sent through as it is (a local
+    # debugging proxy keeps working), as before.
+    http_client = http_client_for(client_class, proxy="http://127.0.0.1:8080")
+    client = client_class(API_KEY, base_url="http://127.0.0.1:8787/v1", http_client=http_client)
+    await close(client)
+
+
+@pytest.mark.parametrize("named", ["FD00::1", "fd00::1", "[fd00::1]"])
+@pytest.mark.parametrize("written", ["FD00::1", "fd00::1"])
+def test_an_ipv6_host_is_named_in_any_case(
+    client_class: type[lingodoc.Client], named: str, written: str
+) -> None:
+    # httpx folds a DNS name to lower case, but keeps an IPv6 address as written.
+    client = client_class(API_KEY, base_url=f"http://[{written}]:8787/v1", allow_http_host=named)
+    assert client.base_url == f"http://[{written}]:8787/v1"
+    if isinstance(client, lingodoc.Client):
+        client.close()
+
+
+# Other settings refused at construction ----------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -124,10 +421,43 @@ def test_invalid_settings_are_refused(
         client_class(API_KEY, base_url=BASE_URL, **kwargs)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("argument", "value"),
+    [
+        ("timeout", "x" * 100_000),
+        ("timeout", 10**5000),  # past the largest float, and too long to print
+        ("timeout", -(10**5000)),
+        ("max_retries", "x" * 100_000),
+        ("base_url", "ftp://" + "a" * 100_000),
+        ("base_url", "https://" + "a" * 100_000 + ":pw@host/v1"),
+    ],
+    ids=[
+        "long-timeout",
+        "huge-timeout",
+        "huge-negative-timeout",
+        "long-max-retries",
+        "long-base-url",
+        "long-base-url-with-password",
+    ],
+)
+def test_a_huge_setting_is_refused_with_a_short_message(
+    client_class: type[Any], argument: str, value: object
+) -> None:
+    settings: dict[str, Any] = {"base_url": BASE_URL, argument: value}
+    with pytest.raises(lingodoc.ConfigurationError) as caught:
+        client_class(API_KEY, **settings)
+    assert type(caught.value) is lingodoc.ConfigurationError
+    assert len(str(caught.value)) < 500, str(caught.value)[:600]
+    assert ":pw@" not in str(caught.value)
+
+
 def test_http_client_of_the_wrong_kind_is_refused() -> None:
     with httpx.Client() as sync_http, pytest.raises(lingodoc.ConfigurationError) as caught:
         lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, http_client=sync_http)  # type: ignore[arg-type]
     assert "httpx.AsyncClient" in str(caught.value)
+
+
+# Headers ---------------------------------------------------------------------------
 
 
 async def test_every_request_carries_auth_accept_and_user_agent(
@@ -140,6 +470,41 @@ async def test_every_request_carries_auth_accept_and_user_agent(
     assert headers["Accept"] == "application/json"
     assert headers["User-Agent"].startswith(f"lingodoc-python/{lingodoc.__version__} ")
     assert "content-type" not in headers  # a GET has no body
+
+
+@pytest.mark.parametrize(
+    ("method", "args", "kwargs", "path"),
+    [
+        (
+            "translate_batch",
+            (["a"],),
+            {"source_language": "en", "target_language": "de"},
+            "/translate/batch",
+        ),
+        ("translate_document", ("doc_1",), {"target_language": "de"}, "/documents/doc_1/translate"),
+        ("request", ("POST", "/webhooks"), {"json": {"url": "https://x"}}, "/webhooks"),
+    ],
+)
+async def test_every_request_with_a_body_says_it_is_json(
+    client: lingodoc.Client,
+    api: respx.MockRouter,
+    method: str,
+    args: tuple,
+    kwargs: dict,
+    path: str,
+) -> None:
+    route = api.post(path).respond(
+        json=envelope(
+            {
+                "translations": ["x"],
+                "document_id": "doc_1",
+                "translation_id": "tr_1",
+                "status": "processing",
+            }
+        )
+    )
+    await call(client, method, *args, **kwargs)
+    assert route.calls.last.request.headers["Content-Type"] == "application/json"
 
 
 async def test_default_headers_are_sent_but_cannot_replace_the_key(
@@ -172,6 +537,106 @@ async def test_default_authorization_in_any_case_cannot_replace_the_key(
     await close(client)
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Trace": "abc\r\nX-Injected: 1"},
+        {"X-Trace": "abc\nmore"},
+        {"X-Trace": "abc\rmore"},
+        {"X-Trace": "a\x00b"},
+        {"X-Trace": "a\x7fb"},
+        {"X-Trace": " leading"},
+        {"X-Trace": "trailing "},
+        {"X Trace": "v"},
+        {"X-Trace:": "v"},
+        {"": "v"},
+        {"X-Trace\r\nX-Injected": "v"},
+    ],
+)
+def test_headers_that_cannot_be_sent_are_refused_without_quoting_the_value(
+    client_class: type[lingodoc.Client], headers: dict[str, str]
+) -> None:
+    error = refusal(client_class, API_KEY, base_url=BASE_URL, default_headers=headers)
+    assert "default_headers" in str(error)
+    for value in headers.values():
+        if len(value) > 3:
+            assert value not in str(error)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Content-Length",
+        "transfer-encoding",
+        "Connection",
+        "Keep-Alive",
+        "Proxy-Connection",
+        "TE",
+        "Trailer",
+        "Upgrade",
+    ],
+)
+def test_headers_that_frame_the_body_or_manage_the_connection_are_refused(
+    client_class: type[lingodoc.Client], name: str
+) -> None:
+    value = "chunked" if name.lower() in ("transfer-encoding", "te") else "5"
+    error = refusal(client_class, API_KEY, base_url=BASE_URL, default_headers={name: value})
+    assert repr(name) in str(error)
+
+
+async def test_usable_default_headers_are_sent_as_given(
+    client_class: type[lingodoc.Client], api: respx.MockRouter
+) -> None:
+    route = api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    client = client_class(
+        API_KEY,
+        base_url=BASE_URL,
+        default_headers={"X-Trace": "a\tb c", "X-Empty": "", "Host": "api.lingodoc.test"},
+    )
+    await call(client, "get_translation", "tr_1")
+    headers = route.calls.last.request.headers
+    assert (headers["X-Trace"], headers["X-Empty"]) == ("a\tb c", "")
+    assert headers.get_list("Host") == ["api.lingodoc.test"]
+    await close(client)
+
+
+async def test_the_http_clients_own_headers_are_sent_and_changes_to_them_count(
+    client_class: type[Any], api: respx.MockRouter
+) -> None:
+    route = api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    http = http_client_for(client_class, headers={"X-Proxy-Token": "one"})
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http)
+    await call(client, "get_translation", "tr_1")
+    assert route.calls.last.request.headers["X-Proxy-Token"] == "one"
+    http.headers["X-Proxy-Token"] = "two"
+    http.headers["Authorization"] = "Bearer not-the-key"
+    await call(client, "get_translation", "tr_1")
+    headers = route.calls.last.request.headers
+    assert headers["X-Proxy-Token"] == "two"
+    assert headers.get_list("Authorization") == [f"Bearer {API_KEY}"]
+    await close(client)
+
+
+async def test_cookies_and_query_parameters_of_the_http_client_are_sent(
+    client_class: type[Any], api: respx.MockRouter
+) -> None:
+    route = api.get("/translations/tr_1").respond(
+        json=envelope(STATUS), headers={"Set-Cookie": "lb=node-7; Path=/"}
+    )
+    http = http_client_for(client_class, params={"tenant": "acme"})
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http)
+    await call(client, "get_translation", "tr_1")
+    first = route.calls.last.request
+    assert first.url.params["tenant"] == "acme"
+    assert "cookie" not in first.headers
+    await call(client, "get_translation", "tr_1")  # the cookie the service set goes back
+    assert route.calls.last.request.headers["Cookie"] == "lb=node-7"
+    await close(client)
+
+
+# The timeout: "not set", a number, "no limit" -------------------------------------------
+
+
 async def test_timeout_is_applied_to_each_request(
     client_class: type[lingodoc.Client], api: respx.MockRouter
 ) -> None:
@@ -189,67 +654,57 @@ async def test_timeout_is_applied_to_each_request(
     await close(client)
 
 
-def test_repr_shows_only_the_last_four_characters_of_the_key(
-    client_class: type[lingodoc.Client],
+async def test_a_passed_in_http_clients_timeout_is_kept_when_none_is_given(
+    client_class: type[lingodoc.Client], api: respx.MockRouter
 ) -> None:
-    client = client_class(API_KEY, base_url=BASE_URL)
-    text = repr(client)
-    assert API_KEY not in text
-    assert "****WXYZ" in text
-    assert BASE_URL in text
-
-
-async def test_closed_client_refuses_to_send(
-    client: lingodoc.Client, api: respx.MockRouter
-) -> None:
-    route = api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    http = http_client_for(client_class, timeout=0.5)
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http)
+    assert client.timeout == httpx.Timeout(0.5)
+    assert await sent_timeout(client, api) == httpx.Timeout(0.5).as_dict()
     await close(client)
-    assert client.is_closed
-    with pytest.raises(lingodoc.LingodocError, match="closed"):
-        await call(client, "get_translation", "tr_1")
-    assert not route.called
 
 
-def test_sync_context_manager_closes_its_own_pool() -> None:
-    with lingodoc.Client(API_KEY, base_url=BASE_URL) as client:
-        http = client._shared.http
-        assert not http.is_closed
-    assert client.is_closed
-    assert http.is_closed
-
-
-async def test_async_context_manager_closes_its_own_pool() -> None:
-    async with lingodoc.AsyncClient(API_KEY, base_url=BASE_URL) as client:
-        http = client._shared.http
-        assert not http.is_closed
-    assert client.is_closed
-    assert http.is_closed
-
-
-async def test_a_passed_in_http_client_is_never_closed(api: respx.MockRouter) -> None:
-    api.get("/translations/tr_1").respond(json=envelope(STATUS))
-    with httpx.Client() as sync_http:
-        with lingodoc.Client(API_KEY, base_url=BASE_URL, http_client=sync_http) as client:
-            assert client.get_translation("tr_1").progress == 5
-        assert client.is_closed
-        assert not sync_http.is_closed
-    async with httpx.AsyncClient() as async_http:
-        async with lingodoc.AsyncClient(
-            API_KEY, base_url=BASE_URL, http_client=async_http
-        ) as aclient:
-            assert (await aclient.get_translation("tr_1")).progress == 5
-        assert not async_http.is_closed
-
-
-async def test_sending_through_a_closed_passed_in_http_client_is_a_clear_error(
-    api: respx.MockRouter,
+async def test_a_timeout_given_to_the_client_wins_over_the_http_clients(
+    client_class: type[lingodoc.Client], api: respx.MockRouter
 ) -> None:
-    http = httpx.Client()
-    http.close()
-    client = lingodoc.Client(API_KEY, base_url=BASE_URL, http_client=http)
-    with pytest.raises(lingodoc.LingodocError, match="http_client") as caught:
-        client.get_translation("tr_1")
-    assert not isinstance(caught.value, lingodoc.APIConnectionError)
+    http = http_client_for(client_class, timeout=0.5)
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http, timeout=12)
+    assert await sent_timeout(client, api) == httpx.Timeout(12).as_dict()
+    await close(client)
+
+
+async def test_an_http_client_left_at_httpx_default_gets_the_sdk_default(
+    client_class: type[lingodoc.Client], api: respx.MockRouter
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http_client_for(client_class))
+    assert await sent_timeout(client, api) == httpx.Timeout(30.0).as_dict()
+    await close(client)
+
+
+async def test_timeout_none_means_not_set_and_httpx_timeout_none_means_no_limit(
+    client_class: type[lingodoc.Client], api: respx.MockRouter
+) -> None:
+    unset = client_class(API_KEY, base_url=BASE_URL, timeout=None)
+    assert unset.timeout == httpx.Timeout(30.0)
+    assert await sent_timeout(unset, api) == httpx.Timeout(30.0).as_dict()
+    unlimited = client_class(API_KEY, base_url=BASE_URL, timeout=httpx.Timeout(None))
+    assert await sent_timeout(unlimited, api) == httpx.Timeout(None).as_dict()
+    await close(unset)
+    await close(unlimited)
+
+
+@pytest.mark.parametrize("timeout", [float("inf"), 0, -1])
+def test_a_timeout_that_is_not_a_limit_is_refused_pointing_at_httpx_timeout_none(
+    client_class: type[lingodoc.Client], timeout: float
+) -> None:
+    error = refusal(client_class, API_KEY, base_url=BASE_URL, timeout=timeout)
+    assert "httpx.Timeout(None)" in str(error)
+    client = client_class(API_KEY, base_url=BASE_URL)
+    with pytest.raises(lingodoc.ConfigurationError, match=r"httpx\.Timeout\(None\)"):
+        client.with_options(timeout=timeout)
+
+
+# with_options: copies with other settings, one pool ----------------------------------
 
 
 async def test_with_options_copies_settings_and_shares_the_pool(
@@ -276,31 +731,28 @@ async def test_with_options_copies_settings_and_shares_the_pool(
     assert client.rate_limit.remaining == 4
 
 
-async def test_closing_a_copy_leaves_the_original_open(
+async def test_with_options_sends_its_own_timeout(
     client: lingodoc.Client, api: respx.MockRouter
 ) -> None:
-    api.get("/translations/tr_1").respond(json=envelope(STATUS))
-    copy = client.with_options(max_retries=0)
-    await close(copy)
-    assert copy.is_closed
-    assert not client.is_closed
-    assert (await call(client, "get_translation", "tr_1")).progress == 5
+    route = api.post("/translate").respond(json=envelope(RESULT))
+    await call(client, "translate", "Hi", source_language="en", target_language="de")
+    assert route.calls.last.request.extensions["timeout"]["read"] == 30
+    slow = client.with_options(timeout=120)
+    await call(slow, "translate", "Hi", source_language="en", target_language="de")
+    assert route.calls.last.request.extensions["timeout"]["read"] == 120
+    await call(client, "translate", "Hi", source_language="en", target_language="de")
+    assert route.calls.last.request.extensions["timeout"]["read"] == 30
 
 
-async def test_closing_the_original_closes_its_copies(client: lingodoc.Client) -> None:
-    copy = client.with_options(max_retries=0)
+async def test_with_options_keeps_the_timeout_for_none_and_lifts_it_for_httpx_timeout_none(
+    client_class: type[lingodoc.Client], api: respx.MockRouter
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, timeout=7)
+    assert client.with_options(timeout=None).timeout == httpx.Timeout(7)
+    unlimited = client.with_options(timeout=httpx.Timeout(None))
+    assert await sent_timeout(unlimited, api) == httpx.Timeout(None).as_dict()
+    assert await sent_timeout(client, api) == httpx.Timeout(7).as_dict()
     await close(client)
-    assert copy.is_closed
-    with pytest.raises(lingodoc.LingodocError, match="closed"):
-        await call(copy, "get_translation", "tr_1")
-
-
-async def test_a_copy_of_a_closed_client_stays_closed(client: lingodoc.Client) -> None:
-    await close(client)
-    assert client.with_options(timeout=5).is_closed
-    copy = client.with_options(max_retries=1)
-    with pytest.raises(lingodoc.LingodocError, match="closed"):
-        await call(copy, "list_documents")
 
 
 def test_with_options_validates_its_arguments(client_class: type[lingodoc.Client]) -> None:
@@ -309,3 +761,66 @@ def test_with_options_validates_its_arguments(client_class: type[lingodoc.Client
         client.with_options(max_retries=-3)
     with pytest.raises(TypeError):
         client.with_options(5)  # type: ignore[misc]
+
+
+async def test_repr_shows_the_settings_and_only_the_last_four_characters_of_the_key(
+    client_class: type[lingodoc.Client],
+) -> None:
+    # Only the key's last four characters show, for the client and each of its copies.
+    client = client_class(API_KEY, base_url=BASE_URL)
+    copy = client.with_options(timeout=5, max_retries=0)
+    name = client_class.__name__
+    start = f"{name}(base_url={BASE_URL!r}, api_key='****{API_KEY[-4:]}'"
+    assert repr(client) == f"{start}, timeout=30.0, max_retries=2)"
+    assert repr(copy) == f"{start}, timeout=5.0, max_retries=0)"
+    unlimited = client.with_options(timeout=httpx.Timeout(None))
+    assert repr(unlimited) == f"{start}, timeout=Timeout(timeout=None), max_retries=2)"
+    await close(client)
+
+
+# The environment httpx reads when the SDK builds its client ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "problem"),
+    [
+        ("SSL_CERT_FILE", "/nonexistent/lingodoc/ca.pem", "FileNotFoundError"),
+        ("ALL_PROXY", f"ftp://proxy:{PASSWORD}@proxy.example:21", "ValueError"),
+        ("HTTPS_PROXY", f"http://proxy:{PASSWORD}@proxy.example:port", "InvalidURL"),
+        ("http_proxy", "http://proxy.example:80a", "InvalidURL"),
+        pytest.param(
+            "HTTPS_PROXY",
+            f"socks5://proxy:{PASSWORD}@proxy.example:1080",
+            "ImportError",
+            marks=pytest.mark.skipif(
+                importlib.util.find_spec("socksio") is not None, reason="socksio is installed"
+            ),
+        ),
+    ],
+)
+def test_an_unusable_environment_variable_is_a_configuration_error_naming_it(
+    client_class: type[lingodoc.Client],
+    no_proxies: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+    problem: str,
+) -> None:
+    no_proxies.setenv(variable, value)
+    error = refusal(client_class, API_KEY, base_url=BASE_URL)
+    assert variable in str(error)
+    assert problem in str(error)
+    assert PASSWORD not in shown(error)
+    assert error.__cause__ is None
+    assert error.__suppress_context__ or error.__context__ is None
+
+
+async def test_a_loopback_http_client_reads_no_proxy_or_certificate_variable(
+    client_class: type[lingodoc.Client], no_proxies: pytest.MonkeyPatch
+) -> None:
+    # With http:// (loopback only) the SDK's own client takes nothing from the environment:
+    # a proxy would get the key in clear text, and there is no TLS to configure.
+    no_proxies.setenv("ALL_PROXY", "ftp://proxy.example:21")
+    no_proxies.setenv("SSL_CERT_FILE", "/nonexistent/lingodoc/ca.pem")
+    client = client_class(API_KEY, base_url="http://127.0.0.1:8787/v1")
+    assert client._shared.http.trust_env is False
+    await close(client)

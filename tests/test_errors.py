@@ -35,6 +35,7 @@ from lingodoc import (
     UnexpectedResponse,
     WaitTimeout,
 )
+from lingodoc.emulator import Emulator
 from lingodoc.testing import FakeClock
 from tests.conftest import API_KEY, BASE_URL, call, close, envelope, failure, rate_limit_headers
 
@@ -432,13 +433,6 @@ async def test_echoed_key_is_masked_to_its_last_four_characters(
     assert error.message == f"key ****{API_KEY[-4:]}: {MESSAGE}"
 
 
-def test_client_repr_shows_only_the_last_four_characters_of_the_key(
-    client: lingodoc.Client,
-) -> None:
-    assert f"****{API_KEY[-4:]}" in repr(client)
-    assert_no_key(repr(client))
-
-
 # The tree ---------------------------------------------------------------------------
 
 TREE = [
@@ -469,3 +463,127 @@ def test_tree_and_pickle_cases_cover_every_exported_exception() -> None:
     }  # fmt: skip
     assert LingodocError.__bases__ == (Exception,)
     assert {child for child, _ in TREE} | {LingodocError} == exported == {type(e) for e in BUILT}
+
+
+# str(TranslationFailed): the service's reason ------------------------------------------
+
+
+def failed_status(**extra: Any) -> dict[str, Any]:
+    return {"translation_id": "tr_1", "status": "failed", "progress": 50, **extra}
+
+
+async def wait_error(client: lingodoc.Client, api: respx.MockRouter, status: Any) -> Any:
+    api.get("/translations/tr_1").respond(json=envelope(status))
+    with pytest.raises(LingodocError) as caught:
+        await call(client, "wait_for_translation", "tr_1")
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        ({"code": "TRANSLATION_FAILED", "message": "The file is corrupt."},
+         "TRANSLATION_FAILED: The file is corrupt."),
+        ({"message": "The file is corrupt."}, "The file is corrupt."),
+        ({"code": "UNSUPPORTED_FORMAT"}, "UNSUPPORTED_FORMAT"),
+        ("Unsupported file\nformat.", "Unsupported file format."),  # one line
+    ],
+    ids=["code-and-message", "message", "code", "string"],
+)  # fmt: skip
+async def test_translation_failed_says_the_services_reason(
+    client: lingodoc.Client, api: respx.MockRouter, error: Any, reason: str
+) -> None:
+    caught = await wait_error(client, api, failed_status(error=error))
+    assert isinstance(caught, TranslationFailed)
+    assert str(caught) == f"translation tr_1 failed: {reason}"
+    assert caught.status.error == error  # kept whole on the status
+
+
+@pytest.mark.parametrize("error", [None, 42, {"detail": "x"}, ""], ids=repr)
+async def test_translation_failed_without_a_readable_reason_says_only_that_it_failed(
+    client: lingodoc.Client, api: respx.MockRouter, error: Any
+) -> None:
+    status = failed_status() if error is None else failed_status(error=error)
+    caught = await wait_error(client, api, status)
+    assert str(caught) == "translation tr_1 failed"
+
+
+async def test_a_long_reason_is_cut_and_an_echoed_key_masked_in_message_and_status(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    message = f"bad key {API_KEY} " + "x" * 5000
+    caught = await wait_error(client, api, failed_status(error={"code": "E", "message": message}))
+    assert len(str(caught)) < 300
+    assert "characters)" in str(caught)
+    assert f"****{API_KEY[-4:]}" in str(caught)
+    pickled = pickle.dumps(caught).decode("latin-1")
+    for text in (str(caught), repr(caught), repr(caught.status), pickled):
+        assert_no_key(text)
+    assert caught.status.error["message"].startswith(f"bad key ****{API_KEY[-4:]} xxx")
+
+
+@pytest.fixture
+async def emulated(request: pytest.FixtureRequest) -> AsyncIterator[lingodoc.Client]:
+    """A Client or AsyncClient bound to an emulator in-process (its ``.emulator``)."""
+    emulator = Emulator()
+    emulator.fail_next_job("The file is corrupt.")
+    if request.param == "sync":
+        with emulator.client() as sync_client:
+            yield sync_client
+    else:
+        async with emulator.async_client() as async_client:
+            yield async_client  # type: ignore[misc]
+
+
+async def test_the_emulators_failed_job_reason_reaches_the_message(
+    emulated: lingodoc.Client,
+) -> None:
+    job = await call(emulated, "translate_document", "doc_handbook", target_language="it")
+    with pytest.raises(TranslationFailed) as caught:
+        await call(emulated, "wait_for_translation", job, poll_interval=1)
+    assert str(caught.value).endswith("failed: TRANSLATION_FAILED: The file is corrupt.")
+
+
+# repr ---------------------------------------------------------------------------------
+
+
+async def test_repr_of_a_service_error_shows_code_status_and_request_id_not_the_key(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    api.post("/translate").respond(
+        400, json=failure("TEXT_TOO_LONG", f"key {API_KEY}: too long"),
+        headers={"X-Request-Id": "req_42"},
+    )  # fmt: skip
+    with pytest.raises(lingodoc.TextTooLong) as caught:
+        await call(client, "translate", "Hi", source_language="en", target_language="de")
+    shown = repr(caught.value)
+    assert shown == (
+        f"TextTooLong(code='TEXT_TOO_LONG', status_code=400, "
+        f"message='key ****{API_KEY[-4:]}: too long', request_id='req_42')"
+    )
+    assert repr(pickle.loads(pickle.dumps(caught.value))) == shown
+
+
+def test_repr_of_a_local_error_leaves_out_what_is_not_set() -> None:
+    error = lingodoc.InvalidLanguage("bad code", code="INVALID_LANGUAGE")
+    assert repr(error) == "InvalidLanguage(code='INVALID_LANGUAGE', message='bad code')"
+    assert repr(lingodoc.ServerError("x" * 1000, status_code=503)).endswith(
+        "... (1,000 characters)')"
+    )
+
+
+async def test_repr_of_wait_errors_shows_the_translation_and_its_state(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    caught = await wait_error(client, api, failed_status())
+    assert repr(caught) == (
+        "TranslationFailed(translation_id='tr_1', state='failed', progress=50, "
+        "message='translation tr_1 failed')"
+    )
+    status = lingodoc.TranslationStatus(translation_id="tr_2", status="processing", progress=5)
+    assert repr(lingodoc.WaitTimeout(status, 30.0)) == (
+        "WaitTimeout(translation_id='tr_2', state='processing', timeout=30.0)"
+    )
+    assert repr(lingodoc.WaitTimeout(None, 5.0)) == "WaitTimeout(timeout=5.0)"
+
+

@@ -1,4 +1,4 @@
-"""Closing a client while calls are in flight, and an AsyncClient met by another event loop.
+"""Closing a client: its pool, its copies, calls in flight; an AsyncClient met by another loop.
 
 Here with respx (no sockets); the same over real loopback connections, counting the sockets,
 is in tests/reliability/test_lifecycle_sockets.py.
@@ -46,6 +46,89 @@ def closing_then(
         return answer
 
     return effect
+
+
+# Closing a client and its copies.
+
+
+async def test_closed_client_refuses_to_send(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    route = api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    await close(client)
+    assert client.is_closed
+    with pytest.raises(lingodoc.LingodocError, match="closed"):
+        await call(client, "get_translation", "tr_1")
+    assert not route.called
+
+
+def test_sync_context_manager_closes_its_own_pool() -> None:
+    with lingodoc.Client(API_KEY, base_url=BASE_URL) as client:
+        http = client._shared.http
+        assert not http.is_closed
+    assert client.is_closed
+    assert http.is_closed
+
+
+async def test_async_context_manager_closes_its_own_pool() -> None:
+    async with lingodoc.AsyncClient(API_KEY, base_url=BASE_URL) as client:
+        http = client._shared.http
+        assert not http.is_closed
+    assert client.is_closed
+    assert http.is_closed
+
+
+async def test_a_passed_in_http_client_is_never_closed(api: respx.MockRouter) -> None:
+    api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    with httpx.Client() as sync_http:
+        with lingodoc.Client(API_KEY, base_url=BASE_URL, http_client=sync_http) as client:
+            assert client.get_translation("tr_1").progress == 5
+        assert client.is_closed
+        assert not sync_http.is_closed
+    async with httpx.AsyncClient() as async_http:
+        async with lingodoc.AsyncClient(
+            API_KEY, base_url=BASE_URL, http_client=async_http
+        ) as aclient:
+            assert (await aclient.get_translation("tr_1")).progress == 5
+        assert not async_http.is_closed
+
+
+async def test_sending_through_a_closed_passed_in_http_client_is_a_clear_error(
+    api: respx.MockRouter,
+) -> None:
+    http = httpx.Client()
+    http.close()
+    client = lingodoc.Client(API_KEY, base_url=BASE_URL, http_client=http)
+    with pytest.raises(lingodoc.LingodocError, match="http_client") as caught:
+        client.get_translation("tr_1")
+    assert not isinstance(caught.value, lingodoc.APIConnectionError)
+
+
+async def test_closing_a_copy_leaves_the_original_open(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    api.get("/translations/tr_1").respond(json=envelope(STATUS))
+    copy = client.with_options(max_retries=0)
+    await close(copy)
+    assert copy.is_closed
+    assert not client.is_closed
+    assert (await call(client, "get_translation", "tr_1")).progress == 5
+
+
+async def test_closing_the_original_closes_its_copies(client: lingodoc.Client) -> None:
+    copy = client.with_options(max_retries=0)
+    await close(client)
+    assert copy.is_closed
+    with pytest.raises(lingodoc.LingodocError, match="closed"):
+        await call(copy, "get_translation", "tr_1")
+
+
+async def test_a_copy_of_a_closed_client_stays_closed(client: lingodoc.Client) -> None:
+    await close(client)
+    assert client.with_options(timeout=5).is_closed
+    copy = client.with_options(max_retries=1)
+    with pytest.raises(lingodoc.LingodocError, match="closed"):
+        await call(copy, "list_documents")
 
 
 # Closing while calls are in flight.

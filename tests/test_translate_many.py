@@ -1,21 +1,25 @@
-"""translate_many: batches sent side by side, in input order, paced, stopped at the first error.
+"""translate_many: batches side by side, in input order, paced; no work lost, no request wasted.
 
-Every test runs on Client (threads) and AsyncClient (tasks). Batches are made to
-finish out of order with events, never with real sleeps; waits are read from
-the fake clock.
+Every test runs on Client (threads) and AsyncClient (tasks), against a respx router or the
+in-process emulator (which reads the fake clock, so an hourly window passes at once).
+Batches are made to finish out of order with events, never with real sleeps; waits are
+read from the fake clock.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import pickle
 import signal
+import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import httpx
 import pytest
 import respx
@@ -23,6 +27,7 @@ import respx
 import lingodoc
 from lingodoc import _bulk
 from lingodoc.emulator import Emulator, translate_text
+from lingodoc.emulator._routing import Reply
 from lingodoc.testing import FakeClock, fake_clock
 from tests.conftest import (
     API_KEY,
@@ -102,7 +107,64 @@ def threads_and_tasks() -> tuple[int, int]:
     return threading.active_count(), running_tasks()
 
 
-# Order and splitting -----------------------------------------------------------------------
+class CountingEmulator(Emulator):
+    """The emulator, keeping the texts of every batch request it answers, and its statuses."""
+
+    def __init__(self, *, fail_batch: int | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.batches: list[list[str]] = []
+        self.statuses: list[int] = []
+        self.fail_batch = fail_batch  # this batch request (0 for the first) gets a 500
+
+    def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        if target.endswith("/translate/batch") and len(self.statuses) == self.fail_batch:
+            self.inject("server_error", path="/translate/batch")
+        reply = super().handle(method, target, headers, body)
+        if target.endswith("/translate/batch"):
+            self.statuses.append(reply.status)
+            if reply.status == 200:
+                self.batches.append(json.loads(body)["texts"])
+        return reply
+
+    @property
+    def texts_sent(self) -> list[str]:
+        return [text for batch in self.batches for text in batch]
+
+
+@pytest.fixture
+def flavour(request: pytest.FixtureRequest) -> str:
+    """ "sync" or "async", on asyncio and trio (tests/conftest.py: pytest_generate_tests)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def make(flavour: str) -> Iterator[Any]:
+    """Make a client of the kind under test for an emulator; closed after the test."""
+    made: list[Client] = []
+
+    def factory(emulator: Emulator, **kwargs: Any) -> Client:
+        client: Client = (
+            emulator.client(**kwargs) if flavour == "sync" else emulator.async_client(**kwargs)
+        )
+        made.append(client)
+        return client
+
+    yield factory
+    for client in made:
+        if isinstance(client, lingodoc.Client):
+            client.close()
+
+
+def expected(texts: list[str]) -> list[str]:
+    return [text if not text.strip() else translate_text(text, "en", "de") for text in texts]
+
+
+def corpus(count: int, *, distinct: int) -> list[str]:
+    """``count`` short texts of which ``distinct`` differ: the rest repeat earlier ones."""
+    return [f"Hello world, item {i % distinct}" for i in range(count)]
+
+
+# Order and splitting ----------------------------------------------------------------------
 
 
 async def test_translations_come_back_in_input_order_whatever_order_batches_finish(
@@ -189,7 +251,33 @@ async def test_no_more_batches_are_in_flight_than_max_concurrency(
     assert most == 3
 
 
-# The first error ---------------------------------------------------------------------------
+# Duplicates and blank texts ---------------------------------------------------------------
+
+
+async def test_duplicates_are_sent_once_and_fanned_back_out_in_order(make: Any) -> None:
+    emulator = CountingEmulator()
+    texts = corpus(1_000, distinct=700)
+    result = await call(make(emulator), "translate_many", texts, **LANGS)
+    assert result == expected(texts)
+    assert sorted(emulator.texts_sent) == sorted(set(texts))
+    assert len(emulator.batches) == math.ceil(700 / 100)  # the minimum for batches of 100
+
+
+async def test_blank_texts_come_back_unchanged_and_are_not_sent(make: Any) -> None:
+    emulator = CountingEmulator()
+    texts = ["", "Hello world", "   ", "\n\t", "Thank you", ""]
+    result = await call(make(emulator), "translate_many", texts, **LANGS)
+    assert result == ["", "Hallo Welt", "   ", "\n\t", "Danke du", ""]
+    assert emulator.batches == [["Hello world", "Thank you"]]
+
+
+async def test_only_blank_texts_need_no_request(make: Any) -> None:
+    emulator = CountingEmulator()
+    assert await call(make(emulator), "translate_many", ["", " "], **LANGS) == ["", " "]
+    assert emulator.statuses == []
+
+
+# The first error --------------------------------------------------------------------------
 
 
 async def test_the_first_error_is_raised_as_is_and_no_further_batch_starts(
@@ -325,7 +413,83 @@ async def _sync(function: Callable[[], object]) -> None:
     function()
 
 
-# Pacing ------------------------------------------------------------------------------------
+# The finished work is kept ----------------------------------------------------------------
+
+
+async def test_an_error_carries_the_finished_translations_and_the_indices_left(
+    make: Any,
+) -> None:
+    emulator = CountingEmulator(fail_batch=2)
+    client = make(emulator, max_retries=0)
+    texts = corpus(500, distinct=300)  # distinct texts 0..299; 300..499 repeat 0..199
+    with pytest.raises(lingodoc.ServerError) as info:
+        await call(client, "translate_many", texts, max_concurrency=1, **LANGS)
+    partial = info.value.partial
+    assert isinstance(partial, lingodoc.PartialTranslations)
+    # Batches 0 and 1 (distinct texts 0..199) were answered; their duplicates too.
+    finished = [i for i in range(500) if i % 300 < 200]
+    assert sorted(partial.translations) == finished
+    assert all(partial.translations[i] == expected([texts[i]])[0] for i in finished)
+    assert partial.remaining == [i for i in range(500) if i % 300 >= 200]
+    assert partial.total == 500
+    assert repr(partial) == "<PartialTranslations: 400 of 500 texts translated>"
+    if sys.version_info >= (3, 11):
+        assert any("400 of 500 texts translated" in note for note in info.value.__notes__)
+
+
+async def test_passing_the_partial_translations_as_done_sends_only_what_is_left(
+    make: Any,
+) -> None:
+    emulator = CountingEmulator(fail_batch=2)
+    client = make(emulator, max_retries=0)
+    texts = corpus(500, distinct=300)
+    with pytest.raises(lingodoc.ServerError) as info:
+        await call(client, "translate_many", texts, max_concurrency=1, **LANGS)
+    assert info.value.partial is not None
+    sent_before = len(emulator.texts_sent)
+    done = info.value.partial.translations
+    result = await call(client, "translate_many", texts, done=done, **LANGS)
+    assert result == expected(texts)
+    resent = emulator.texts_sent[sent_before:]
+    assert sorted(resent) == sorted({texts[i] for i in range(200, 300)})
+    assert len(done) == 500  # filled in as the batches were answered
+
+
+async def test_a_done_dict_of_your_own_keeps_every_answered_batch_when_a_later_one_fails(
+    make: Any,
+) -> None:
+    emulator = CountingEmulator(fail_batch=1)
+    client = make(emulator, max_retries=0)
+    texts = corpus(300, distinct=300)
+    done: dict[int, str] = {}
+    with pytest.raises(lingodoc.ServerError):
+        await call(client, "translate_many", texts, max_concurrency=1, done=done, **LANGS)
+    assert done == dict(enumerate(expected(texts[:100])))
+
+
+async def test_partial_translations_travel_with_a_pickled_error(make: Any) -> None:
+    emulator = CountingEmulator(fail_batch=1)
+    texts = ["a", "b", "a", "c"]
+    with pytest.raises(lingodoc.ServerError) as info:
+        await call(
+            make(emulator, max_retries=0),
+            "translate_many",
+            texts,
+            batch_size=2,
+            max_concurrency=1,
+            **LANGS,
+        )
+    copy = pickle.loads(pickle.dumps(info.value))
+    assert isinstance(copy, lingodoc.ServerError)
+    assert copy.partial is not None
+    assert (copy.partial.translations, copy.partial.remaining) == (
+        {0: "[de] a", 1: "[de] b", 2: "[de] a"},
+        [3],
+    )
+    assert lingodoc.APIError("x").partial is None  # only translate_many sets it
+
+
+# Pacing -----------------------------------------------------------------------------------
 
 
 async def test_waits_for_the_reset_when_no_requests_are_left(
@@ -411,7 +575,280 @@ async def test_a_reset_more_than_a_minute_away_is_not_waited_for(
     assert clock.sleeps == []
 
 
-# Arguments ---------------------------------------------------------------------------------
+# More texts than the hour's quota ---------------------------------------------------------
+
+
+async def test_a_spent_quota_raises_rate_limited_with_every_finished_translation(
+    make: Any,
+) -> None:
+    # The issue's case, scaled down: a plan of 10 requests an hour, 1,001 distinct texts.
+    # Four batches go out before any answer tells how many requests are left, so which
+    # batch meets the 429 varies; what was answered is kept, whichever it is.
+    emulator = CountingEmulator(rate_limit=10)
+    texts = corpus(1_001, distinct=1_001)
+    with pytest.raises(lingodoc.RateLimited) as info:
+        await call(make(emulator), "translate_many", texts, **LANGS)
+    partial = info.value.partial
+    assert partial is not None
+    assert len(emulator.batches) == 10  # the hour's requests: every one was answered
+    answered = set(emulator.texts_sent)
+    assert partial.translations == {
+        i: expected([text])[0] for i, text in enumerate(texts) if text in answered
+    }
+    assert len(partial.translations) in (1_000, 901)  # the lone 1,001st text, or a 100
+    assert sorted([*partial.translations, *partial.remaining]) == list(range(1_001))
+
+
+async def test_wait_for_rate_limit_waits_out_the_hour_and_uses_the_minimum_of_requests(
+    make: Any, clock: FakeClock
+) -> None:
+    emulator = CountingEmulator(rate_limit=10)
+    texts = corpus(1_001, distinct=1_001)
+    result = await call(make(emulator), "translate_many", texts, wait_for_rate_limit=True, **LANGS)
+    assert result == expected(texts)
+    assert len(emulator.batches) == 11  # ceil(1,001 / 100)
+    assert 429 not in emulator.statuses  # paced, never refused
+    assert max(clock.sleeps) == pytest.approx(3600, abs=2)
+
+
+async def test_wait_for_rate_limit_counts_the_requests_already_used_this_hour(
+    make: Any, clock: FakeClock
+) -> None:
+    emulator = CountingEmulator(rate_limit=10)
+    client = make(emulator)
+    for _ in range(5):  # half of the hour's requests, used elsewhere
+        await call(client, "translate", "Hello", **LANGS)
+    texts = corpus(600, distinct=600)
+    result = await call(client, "translate_many", texts, wait_for_rate_limit=True, **LANGS)
+    assert result == expected(texts)
+    assert len(emulator.batches) == 6
+    assert 429 not in emulator.statuses
+
+
+async def test_a_reset_beyond_the_longest_wait_allowed_raises_rate_limited(
+    make: Any, clock: FakeClock
+) -> None:
+    emulator = CountingEmulator(rate_limit=2)
+    texts = corpus(300, distinct=300)
+    with pytest.raises(lingodoc.RateLimited) as info:
+        await call(make(emulator), "translate_many", texts, wait_for_rate_limit=600, **LANGS)
+    assert info.value.partial is not None
+    assert len(info.value.partial.translations) == 200
+    assert all(sleep <= 600 for sleep in clock.sleeps)
+
+
+async def test_a_429_is_sent_again_after_the_reset_when_waiting_is_allowed(
+    client: Client, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    # A server that does not send the headers the pacing reads: the 429 is its only word.
+    answers = iter(
+        [
+            httpx.Response(429, json=failure("RATE_LIMITED"), headers={"Retry-After": "1800"}),
+            httpx.Response(200, json=envelope({"translations": ["A"]})),
+        ]
+    )
+    api.post("/translate/batch").mock(side_effect=lambda request: next(answers))
+    result = await call(client, "translate_many", ["a"], wait_for_rate_limit=True, **LANGS)
+    assert result == ["A"]
+    assert clock.sleeps == [pytest.approx(1800, abs=1e-3)]
+
+
+async def test_a_batch_refused_again_and_again_ends_the_run(
+    client: Client, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    refusal = httpx.Response(429, json=failure("RATE_LIMITED"), headers={"Retry-After": "1800"})
+    route = api.post("/translate/batch").mock(return_value=refusal)
+    with pytest.raises(lingodoc.RateLimited):
+        await call(
+            client.with_options(max_retries=0),
+            "translate_many",
+            ["a"],
+            wait_for_rate_limit=True,
+            **LANGS,
+        )
+    assert route.call_count == 4  # the first send and three after a reset: then it gives up
+
+
+async def test_a_429_without_rate_limit_headers_is_waited_out_before_any_batch_is_resent(
+    client: Client, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    # A proxy refusing everything for 30 s, with Retry-After and no X-RateLimit headers.
+    # No batch may go out again before then (the refused one was resent at once by the
+    # other workers, refused three times more, and the run ended).
+    opens_at = clock.time() + 30
+    refusals = 0
+
+    def effect(request: httpx.Request) -> httpx.Response:
+        nonlocal refusals
+        if clock.time() < opens_at:
+            refusals += 1
+            wait = str(math.ceil(opens_at - clock.time()))
+            return httpx.Response(429, json=failure("RATE_LIMITED"), headers={"Retry-After": wait})
+        texts = json.loads(request.content)["texts"]
+        return httpx.Response(200, json=envelope({"translations": [t.upper() for t in texts]}))
+
+    api.post("/translate/batch").mock(side_effect=effect)
+    result = await call(
+        client.with_options(max_retries=0),
+        "translate_many",
+        ["a", "b", "c", "d", "e", "f", "g", "h"],
+        batch_size=1,
+        wait_for_rate_limit=True,
+        **LANGS,
+    )
+    assert result == ["A", "B", "C", "D", "E", "F", "G", "H"]
+    assert refusals <= 4  # the batches already in flight when the first 429 came
+
+
+def test_after_a_429_without_headers_no_worker_sends_before_its_retry_after() -> None:
+    # The rule behind the test above, without threads: on the fake clock the worker that
+    # met the 429 sleeps at once, which hides the race. Shared by Client and AsyncClient.
+    from lingodoc import _bulk, _endpoints
+
+    bulk = _bulk.Bulk(
+        ["a", "b"],
+        batch_size=1,
+        max_concurrency=2,
+        make_call=lambda chunk: _endpoints.batch(chunk, "en", "de", None),
+        rate_limit=None,
+        max_wait=math.inf,
+    )
+    bulk.events = __import__("queue").SimpleQueue()
+    first = bulk.next()
+    assert isinstance(first, _bulk.Batch)
+    refusal = lingodoc.RateLimited("slow down", status_code=429, retry_after=30.0)
+    bulk.failed(first, refusal)
+    # This worker, and another, ask what to do: wait out the same 30 s, not send now.
+    assert bulk.next() == pytest.approx(30.0, abs=1e-3)
+    assert bulk.next() == pytest.approx(30.0, abs=1e-3)
+
+
+def test_ctrl_c_during_a_retry_wait_makes_no_further_attempt(api: respx.MockRouter) -> None:
+    # A batch failed with a 503 and waits its back-off; Ctrl-C comes meanwhile. The wait
+    # ends at once and the batch is not sent again (it was: 5 s later).
+    attempts: list[str] = []
+    waiting = threading.Event()
+
+    class Clock(FakeClock):
+        def wait(self, event: threading.Event, seconds: float) -> bool:
+            waiting.set()
+            assert event.wait(WAIT)  # really blocks, until the run stops
+            return True
+
+    def effect(request: httpx.Request) -> httpx.Response:
+        attempts.append(json.loads(request.content)["texts"][0])
+        return httpx.Response(503, json=failure("UNAVAILABLE"))
+
+    api.post("/translate/batch").mock(side_effect=effect)
+    main = threading.main_thread()
+    assert threading.current_thread() is main
+    assert main.ident is not None
+
+    def press_ctrl_c() -> None:
+        if waiting.wait(WAIT):
+            signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    interrupter = threading.Thread(target=press_ctrl_c)
+    try:
+        from lingodoc.testing import fake_clock
+
+        with fake_clock(Clock()), lingodoc.Client(API_KEY, base_url=BASE_URL) as client:
+            interrupter.start()
+            with pytest.raises(KeyboardInterrupt):
+                client.translate_many(["a"], **LANGS)
+    finally:
+        interrupter.join(WAIT)
+        signal.signal(signal.SIGINT, previous)
+    assert attempts == ["a"]
+
+
+async def test_an_error_elsewhere_ends_an_async_retry_wait_with_no_further_attempt(
+    api: respx.MockRouter,
+) -> None:
+    # The async twin of the test above, on asyncio and trio: a batch waits its back-off
+    # after a 503 when another batch's 400 ends the run. The wait ends at once (the task
+    # group cancels it) and the batch is not sent again.
+    attempts: list[str] = []
+    sleeping = anyio.Event()
+
+    class Clock(FakeClock):
+        async def async_sleep(self, seconds: float) -> None:
+            sleeping.set()
+            await anyio.sleep(WAIT)  # really blocks, until the run stops
+
+    async def effect(request: httpx.Request) -> httpx.Response:
+        text = json.loads(request.content)["texts"][0]
+        attempts.append(text)
+        if text == "a":
+            return httpx.Response(503, json=failure("UNAVAILABLE"))
+        with anyio.fail_after(WAIT):
+            await sleeping.wait()
+        return httpx.Response(400, json=failure("INVALID_REQUEST"))
+
+    api.post("/translate/batch").mock(side_effect=effect)
+    from lingodoc.testing import fake_clock
+
+    with fake_clock(Clock()), anyio.fail_after(WAIT):
+        async with lingodoc.AsyncClient(API_KEY, base_url=BASE_URL) as client:
+            with pytest.raises(lingodoc.APIError) as info:
+                await client.translate_many(["a", "b"], batch_size=1, **LANGS)
+    assert info.value.status_code == 400
+    assert sorted(attempts) == ["a", "b"]
+
+
+def test_a_second_ctrl_c_still_keeps_what_was_answered_before_it() -> None:
+    # The first Ctrl-C waits for the two batches in flight; one is answered during that
+    # wait, then a second Ctrl-C ends it. The answered batch is kept (it was lost).
+    emulator = CountingEmulator()
+    in_flight = threading.Barrier(3)
+    release_first, release_second = threading.Event(), threading.Event()
+    started = iter(range(1_000))
+
+    def handle(method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        if target.endswith("/translate/batch"):
+            order = next(started)
+            if order < 2:
+                in_flight.wait(WAIT)
+            assert (release_first if order == 0 else release_second).wait(WAIT)
+        return CountingEmulator.handle(emulator, method, target, headers, body)
+
+    emulator.handle = handle  # type: ignore[method-assign]
+    main = threading.main_thread()
+    assert main.ident is not None
+
+    def press_ctrl_c_twice() -> None:
+        in_flight.wait(WAIT)
+        signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+        release_first.set()
+        for _ in range(500):  # until the first batch is answered (bounded: 5 s)
+            if emulator.batches:
+                break
+            threading.Event().wait(0.01)
+        threading.Event().wait(0.1)  # and handed back to its worker
+        signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    interrupter = threading.Thread(target=press_ctrl_c_twice)
+    done: dict[int, str] = {}
+    texts = corpus(1_000, distinct=1_000)
+    try:
+        with emulator.client() as client:
+            interrupter.start()
+            with pytest.raises(KeyboardInterrupt):
+                client.translate_many(texts, max_concurrency=2, done=done, **LANGS)
+            release_second.set()  # the batch the second Ctrl-C left behind may finish
+            for thread in threading.enumerate():
+                if thread.name.startswith("lingodoc-many"):
+                    thread.join(WAIT)
+    finally:
+        interrupter.join(WAIT)
+        signal.signal(signal.SIGINT, previous)
+    first = emulator.batches[0]
+    assert done == {i: expected([t])[0] for i, t in enumerate(texts) if t in set(first)}
+
+
+# Arguments, checked before the first request ----------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -446,7 +883,66 @@ async def test_arguments_are_checked_before_any_request(
     assert route.call_count == 0
 
 
-# Against the emulator ----------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["translate_many", "translate_batch"])
+async def test_a_text_too_long_is_refused_by_its_index_before_any_request(
+    client: Client, api: respx.MockRouter, method: str
+) -> None:
+    route = api.post("/translate/batch")
+    texts = ["fine"] * 90
+    texts[77] = "x" * 10_001
+    with pytest.raises(lingodoc.TextTooLong, match=r"texts\[77\] has 10,001 characters"):
+        await call(client, method, texts, **LANGS)
+    assert route.call_count == 0
+
+
+async def test_translate_many_names_the_index_in_the_whole_list_not_in_its_batch(
+    client: Client, api: respx.MockRouter
+) -> None:
+    route = api.post("/translate/batch")
+    texts = ["fine"] * 100_000
+    texts[77_777] = "x" * 10_001
+    with pytest.raises(lingodoc.TextTooLong, match=r"texts\[77777\]"):
+        await call(client, "translate_many", texts, **LANGS)
+    texts[77_777] = b"bytes"  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match=r"texts\[77777\] must be a str, not bytes"):
+        await call(client, "translate_many", texts, **LANGS)
+    assert route.call_count == 0
+
+
+@pytest.mark.parametrize(
+    ("done", "error", "message"),
+    [
+        ({5: "x"}, ValueError, "done holds index 5, but texts has 3"),
+        ({-1: "x"}, ValueError, "done holds index -1"),
+        ({"0": "x"}, TypeError, "done's keys must be int indices, not str"),
+        ({True: "x"}, TypeError, "done's keys must be int indices, not bool"),
+        ({0: None}, TypeError, r"done\[0\] must be a str, not NoneType"),
+        ([("a", "b")], TypeError, "done must be a dict"),
+    ],
+)
+async def test_a_bad_done_is_refused_before_any_request(
+    client: Client, api: respx.MockRouter, done: Any, error: type[Exception], message: str
+) -> None:
+    route = api.post("/translate/batch")
+    with pytest.raises(error, match=message):
+        await call(client, "translate_many", ["a", "b", "c"], done=done, **LANGS)
+    assert route.call_count == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [("yes", TypeError), (None, TypeError), (-1, ValueError), (math.nan, ValueError)],
+)
+async def test_a_bad_wait_for_rate_limit_is_refused(
+    client: Client, api: respx.MockRouter, value: Any, error: type[Exception]
+) -> None:
+    route = api.post("/translate/batch")
+    with pytest.raises(error, match="wait_for_rate_limit"):
+        await call(client, "translate_many", ["a"], wait_for_rate_limit=value, **LANGS)
+    assert route.call_count == 0
+
+
+# Against the emulator ---------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -575,7 +1071,125 @@ async def test_cancelling_the_awaiting_asyncio_task_cancels_the_batches_in_fligh
     assert threads_and_tasks() == before
 
 
-# A pacing wait ends at once when translate_many stops ---------------------------------------
+# Progress ---------------------------------------------------------------------------------
+
+
+async def test_progress_is_reported_before_the_first_request_and_after_each_batch(
+    make: Any,
+) -> None:
+    emulator = CountingEmulator()
+    seen: list[lingodoc.BulkProgress] = []
+    texts = ["", *corpus(250, distinct=200)]
+    await call(
+        make(emulator), "translate_many", texts, max_concurrency=1, on_progress=seen.append, **LANGS
+    )
+    assert [(p.done, p.total, p.requests, p.requests_left) for p in seen] == [
+        (1, 251, 0, 2),
+        (1 + 150, 251, 1, 1),  # distinct texts 0..99, of which 0..49 appear twice
+        (251, 251, 2, 0),
+    ]
+    assert seen[0].rate_limit is None
+    assert seen[-1].rate_limit is not None
+    assert seen[-1].rate_limit.remaining == 998
+    assert all(p.waiting_until is None for p in seen)
+
+
+async def test_progress_reports_a_wait_for_the_reset_with_its_end(
+    make: Any, clock: FakeClock
+) -> None:
+    emulator = CountingEmulator(rate_limit=1)
+    seen: list[lingodoc.BulkProgress] = []
+    started = clock.time()
+    await call(
+        make(emulator),
+        "translate_many",
+        corpus(200, distinct=200),
+        wait_for_rate_limit=True,
+        on_progress=seen.append,
+        **LANGS,
+    )
+    waits = [p.waiting_until for p in seen if p.waiting_until is not None]
+    assert len(waits) == 1  # however many workers wait for it, one report
+    assert waits[0] is not None
+    assert waits[0].timestamp() == pytest.approx(started + 3600, abs=2)
+    assert (seen[-1].done, seen[-1].waiting_until) == (200, None)
+
+
+async def test_progress_is_called_in_the_callers_thread(make: Any) -> None:
+    threads: set[int] = set()
+    await call(
+        make(CountingEmulator()),
+        "translate_many",
+        corpus(1_000, distinct=1_000),
+        on_progress=lambda progress: threads.add(threading.get_ident()),
+        **LANGS,
+    )
+    assert threads == {threading.get_ident()}
+
+
+async def test_an_error_from_on_progress_stops_the_run_and_is_raised(
+    make: Any, flavour: str
+) -> None:
+    raised = threading.Event()
+
+    class Emulator(CountingEmulator):
+        def handle(
+            self, method: str, target: str, headers: Mapping[str, str], body: bytes
+        ) -> Reply:
+            # Client: the second batch is answered only once the callback has raised, so
+            # that the test sees where the run stops, not how fast its threads are.
+            if flavour == "sync" and len(self.batches) == 1:
+                assert raised.wait(WAIT)
+            return super().handle(method, target, headers, body)
+
+    emulator = Emulator()
+    done: dict[int, str] = {}
+
+    def stop_after_the_first_batch(progress: lingodoc.BulkProgress) -> None:
+        if progress.requests == 1:
+            raised.set()
+            raise RuntimeError("the progress bar broke")
+
+    with pytest.raises(RuntimeError, match="the progress bar broke"):
+        await call(
+            make(emulator),
+            "translate_many",
+            corpus(1_000, distinct=1_000),
+            max_concurrency=1,
+            on_progress=stop_after_the_first_batch,
+            done=done,
+            **LANGS,
+        )
+    # The batch reported; with Client the one in flight is finished too, and kept.
+    assert len(emulator.batches) == (2 if flavour == "sync" else 1)
+    assert len(done) == 100 * len(emulator.batches)
+
+
+async def test_an_async_progress_callback_is_awaited() -> None:
+    emulator = CountingEmulator()
+    seen: list[int] = []
+
+    async def report(progress: lingodoc.BulkProgress) -> None:
+        await anyio.lowlevel.checkpoint()
+        seen.append(progress.done)
+
+    async with emulator.async_client() as client:
+        await client.translate_many(corpus(200, distinct=200), on_progress=report, **LANGS)
+    assert seen == [0, 100, 200]
+
+
+def test_client_refuses_an_async_progress_callback_before_any_request() -> None:
+    emulator = CountingEmulator()
+
+    async def report(progress: lingodoc.BulkProgress) -> None:
+        pass
+
+    with emulator.client() as client, pytest.raises(TypeError, match="coroutine function"):
+        client.translate_many(["a"], on_progress=report, **LANGS)
+    assert emulator.statuses == []
+
+
+# A pacing wait ends at once when translate_many stops -------------------------------------
 
 
 class PacingClock(FakeClock):
@@ -720,3 +1334,153 @@ def test_fake_clock_wait_sleeps_unless_the_event_is_set() -> None:
     event.set()
     assert clock.wait(event, 30) is True
     assert (clock.sleeps, clock.monotonic()) == ([30.0], 30.0)
+
+
+# Interruption -----------------------------------------------------------------------------
+
+
+def test_ctrl_c_keeps_the_batches_in_flight_and_starts_no_more() -> None:
+    # Two batches in flight when Ctrl-C comes; their answers come after it. A worker may
+    # take one more batch before Ctrl-C takes effect; that one waits for it. All are kept:
+    # the service did the work (and counted the requests).
+    emulator = CountingEmulator()
+    both_in_flight, answer, interrupted = threading.Barrier(3), threading.Event(), threading.Event()
+    started = iter(range(1_000))
+
+    def handle(method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        if target.endswith("/translate/batch"):
+            if next(started) < 2:
+                both_in_flight.wait(WAIT)
+                assert answer.wait(WAIT)
+            else:
+                assert interrupted.wait(WAIT)
+        return CountingEmulator.handle(emulator, method, target, headers, body)
+
+    def ctrl_c(signum: int, frame: Any) -> None:
+        interrupted.set()
+        raise KeyboardInterrupt
+
+    emulator.handle = handle  # type: ignore[method-assign]
+    main = threading.main_thread()
+    assert threading.current_thread() is main
+    assert main.ident is not None
+
+    def press_ctrl_c() -> None:
+        both_in_flight.wait(WAIT)
+        signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+        answer.set()
+
+    previous = signal.signal(signal.SIGINT, ctrl_c)
+    interrupter = threading.Thread(target=press_ctrl_c)
+    done: dict[int, str] = {}
+    texts = corpus(1_000, distinct=1_000)
+    try:
+        with emulator.client() as client:
+            interrupter.start()
+            with pytest.raises(KeyboardInterrupt):
+                client.translate_many(texts, max_concurrency=2, done=done, **LANGS)
+    finally:
+        interrupter.join(WAIT)
+        signal.signal(signal.SIGINT, previous)
+    assert 2 <= len(emulator.batches) <= 4  # the two, and at most one more per worker
+    answered = {text for batch in emulator.batches for text in batch}
+    assert done == {i: expected([text])[0] for i, text in enumerate(texts) if text in answered}
+    assert [
+        t for t in threading.enumerate() if t.name.startswith("lingodoc-many") and t.is_alive()
+    ] == []
+
+
+def test_ctrl_c_while_a_batch_is_being_stored_still_stores_it_whole() -> None:
+    # Python raises KeyboardInterrupt between any two bytecodes: here, at the first
+    # translation stored into done.
+    class InterruptedOnce(dict[int, str]):
+        interrupted = False
+
+        def __setitem__(self, index: int, translation: str) -> None:
+            if not self.interrupted:
+                self.interrupted = True
+                raise KeyboardInterrupt
+            super().__setitem__(index, translation)
+
+    emulator = CountingEmulator()
+    done = InterruptedOnce()
+    texts = corpus(300, distinct=300)
+    with emulator.client() as client, pytest.raises(KeyboardInterrupt):
+        client.translate_many(texts, max_concurrency=1, done=done, **LANGS)
+    answered = {text for batch in emulator.batches for text in batch}
+    assert len(answered) >= 100
+    assert dict(done) == {i: expected([t])[0] for i, t in enumerate(texts) if t in answered}
+
+
+async def test_cancelling_keeps_the_answered_batches_in_done() -> None:
+    # Cancelled from a cancel scope: a task cancelled (asyncio) or a nursery (trio).
+    emulator = CountingEmulator()
+    release = anyio.Event()
+    answered = 0
+    outcome: list[str] = []
+
+    async with emulator.async_client() as client:
+        done: dict[int, str] = {}
+
+        def count(progress: lingodoc.BulkProgress) -> None:
+            nonlocal answered
+            answered = progress.requests
+            if answered == 3:
+                release.set()
+
+        async def translate_many() -> None:
+            try:
+                await client.translate_many(
+                    corpus(1_000, distinct=1_000),
+                    max_concurrency=1,
+                    on_progress=count,
+                    done=done,
+                    **LANGS,
+                )
+            except anyio.get_cancelled_exc_class():
+                outcome.append("cancelled")
+                raise
+            outcome.append("returned")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(translate_many)
+            with anyio.fail_after(WAIT):
+                await release.wait()
+            group.cancel_scope.cancel()
+    assert outcome == ["cancelled"]
+    assert len(done) == 100 * len(emulator.batches)
+    assert 300 <= len(done) < 1_000
+
+
+@pytest.mark.asyncio_only  # asyncio's own Task.cancel(), as asyncio code cancels
+async def test_cancelling_the_asyncio_task_keeps_the_answered_batches_in_done() -> None:
+    import asyncio
+
+    emulator = CountingEmulator()
+    release = asyncio.Event()
+    answered = 0
+
+    async with emulator.async_client() as client:
+        done: dict[int, str] = {}
+
+        def count(progress: lingodoc.BulkProgress) -> None:
+            nonlocal answered
+            answered = progress.requests
+            if answered == 3:
+                release.set()
+
+        task = asyncio.ensure_future(
+            client.translate_many(
+                corpus(1_000, distinct=1_000),
+                max_concurrency=1,
+                on_progress=count,
+                done=done,
+                **LANGS,
+            )
+        )
+        await asyncio.wait_for(release.wait(), WAIT)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert len(done) == 100 * len(emulator.batches)
+    assert 300 <= len(done) < 1_000

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import pickle
+from typing import Any
 
 import pytest
 import respx
 
 import lingodoc
+from lingodoc import InvalidArgument, InvalidArgumentType, LingodocError
 from tests.conftest import call, envelope
 
 TRANSLATION = {"translated_text": "x", "source_language": "en", "target_language": "de"}
@@ -195,3 +198,56 @@ async def test_a_size_too_large_to_print_is_refused_with_a_readable_message(
             batch_size=-(10**5000),
         )  # fmt: skip
     assert not any_route.called
+
+
+REFUSED: list[tuple[str, tuple[Any, ...], dict[str, Any], type[Exception]]] = [
+    ("translate_batch", ([],), {"source_language": "en", "target_language": "de"}, ValueError),
+    ("translate_batch", ("Hello",), {"source_language": "en", "target_language": "de"},
+     TypeError),
+    ("translate", (42,), {"source_language": "en", "target_language": "de"}, TypeError),
+    ("translate", ("Hi",), {"source_language": "en", "target_language": "de", "style": 1},
+     TypeError),
+    ("translate_many", ([],), {"source_language": "en", "target_language": "de"}, ValueError),
+    ("translate_many", (["a"],), {"source_language": "en", "target_language": "de",
+                                  "batch_size": 0}, ValueError),
+    ("translate_document", ("",), {"target_language": "de"}, ValueError),
+    ("translate_document", ("..",), {"target_language": "de"}, ValueError),
+    ("translate_document", (7,), {"target_language": "de"}, TypeError),
+    ("get_translation", ("",), {}, ValueError),
+    ("wait_for_translation", ("tr_1",), {"poll_interval": 0}, ValueError),
+    ("wait_for_translation", ("tr_1",), {"timeout": "soon"}, TypeError),
+    ("request", ("GET", "https://evil.example/v1/documents"), {}, ValueError),
+    ("request", ("GET", "/../admin"), {}, ValueError),
+    ("request", ("GET /x", "/documents"), {}, ValueError),
+    ("request", ("GET", 5), {}, TypeError),
+    # What no request can carry: a lone surrogate in an id or a text, NaN in JSON.
+    ("get_translation", ("tr_\udcff",), {}, ValueError),
+    ("translate_document", ("doc_\udcff",), {"target_language": "de"}, ValueError),
+    ("wait_for_translation", ("tr_\udcff",), {}, ValueError),
+    ("translate", ("Hi \udcff",), {"source_language": "en", "target_language": "de"},
+     ValueError),
+    ("request", ("POST", "/documents"), {"json": {"n": float("nan")}}, ValueError),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("method", "args", "kwargs", "builtin"),
+    REFUSED,
+    ids=[f"{m}-{i}" for i, (m, *_) in enumerate(REFUSED)],
+)
+async def test_a_refused_argument_is_a_lingodoc_error_and_the_builtin_error(
+    client: lingodoc.Client,
+    api: respx.MockRouter,
+    method: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    builtin: type[Exception],
+) -> None:
+    with pytest.raises(LingodocError) as caught:
+        await call(client, method, *args, **kwargs)
+    error = caught.value
+    assert isinstance(error, builtin)
+    assert type(error) is (InvalidArgument if builtin is ValueError else InvalidArgumentType)
+    assert not api.calls  # refused before sending
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), copy.args) == (type(error), error.args)

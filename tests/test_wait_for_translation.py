@@ -1,4 +1,4 @@
-"""wait_for_translation: every path of the poller, for Client and AsyncClient alike.
+"""get_translation and wait_for_translation: one poll, and every path of the poller.
 
 The fake clock records each sleep and moves fake time, so intervals, timeouts
 and rate-limit waits are checked exactly without really waiting.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import json
 import time
+from datetime import datetime, timezone
 from typing import Any
 
 import anyio
@@ -54,6 +55,59 @@ def limited(reset: int = 30, **headers: str) -> httpx.Response:
 COMPLETED = status(
     "completed", 100, document_id="doc_1", target_language="de", completed_at="2024-05-01T10:00:00Z"
 )
+
+
+# get_translation: one poll.
+
+
+async def test_get_translation_reads_the_status(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    route = api.get("/translations/tr_1").respond(json=envelope(COMPLETED))
+    status = await call(client, "get_translation", "tr_1")
+    assert isinstance(status, lingodoc.TranslationStatus)
+    assert status.status is lingodoc.TranslationState.COMPLETED
+    assert (status.progress, status.document_id, status.target_language) == (100, "doc_1", "de")
+    assert status.completed_at == datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc)
+    assert route.calls.last.request.content == b""
+
+
+async def test_timestamps_without_offset_are_read_as_utc(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    api.get("/translations/tr_1").respond(
+        json=envelope(COMPLETED | {"completed_at": "2026-11-22T10:00:05"})
+    )
+    status = await call(client, "get_translation", "tr_1")
+    assert status.completed_at.tzinfo is timezone.utc
+
+
+async def test_unknown_fields_and_states_are_kept(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    api.get("/translations/tr_1").respond(
+        json=envelope(COMPLETED | {"status": "queued", "priority": "high"})
+    )
+    status = await call(client, "get_translation", "tr_1")
+    assert status.status == "queued"
+    assert not isinstance(status.status, lingodoc.TranslationState)
+    assert status.model_extra == {"priority": "high"}
+
+
+async def test_many_different_ids_each_reach_their_own_url(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    route = api.get(path__regex=r"/translations/(?P<tid>[^/]+)$").mock(
+        side_effect=lambda request, tid: httpx.Response(
+            200, json=envelope(status("processing", 5, translation_id=tid))
+        )
+    )
+    for number in range(200):
+        await call(client, "get_translation", f"tr_{number}")
+        assert route.calls.last.request.url.path == f"/v1/translations/tr_{number}"
+
+
+# wait_for_translation.
 
 
 class Recorder:
