@@ -104,7 +104,6 @@ NAMES = {
     "async_sleep": "sleep",
     "async_wait": "wait",
     "async_run_workers": "run_workers",
-    "async_pace": "pace",
     "async_report": "report",
     "async_hand_over": "hand_over",
 }

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 import tenacity
 
-from lingodoc import _bulk, _clock, _deadline, _endpoints
+from lingodoc import _bulk, _clock, _deadline, _endpoints, _workers
 from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
@@ -274,14 +274,14 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             on_progress=on_progress, done=done, options=options, rate_limit=self.rate_limit,
             awaits=self._awaits,
         )  # fmt: skip
-        await _bulk.async_run_workers(self._bulk_worker, bulk)
+        await _workers.async_run_workers(self._bulk_worker, bulk)
         return bulk.result()
 
     async def _bulk_worker(self, bulk: _bulk.Bulk) -> None:
         try:
             while (step := bulk.next()) is not None:
-                if isinstance(step, float):
-                    await _bulk.async_pace(bulk, step)
+                if isinstance(step, float):  # the rate-limit reset (a stop ends the wait)
+                    await _clock.async_wait(bulk.stopping, step)
                     continue
                 try:
                     result = await self._send(step.call, stop=bulk.stopping)
@@ -289,7 +289,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                     bulk.failed(step, exc)  # the run's error, or sent again after the reset
                     continue
                 bulk.done(step, result)
-                await _bulk.async_hand_over(bulk)
+                await _workers.async_hand_over(bulk)
         finally:
             bulk.exited()
 

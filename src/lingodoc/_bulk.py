@@ -1,32 +1,23 @@
 """What ``translate_many`` does without I/O: dedup, batches, pacing, progress and kept work.
 
-A `Bulk` plans the run: each distinct text is sent once (a blank one, or one the caller's
-``done`` already holds, never), in batches of ``batch_size``. Workers ask it what to do
-next (`Bulk.next`), send the batch with the client's ``_send`` (so every batch has the
-retry policy) and report back (`Bulk.done`, `Bulk.failed`): threads for ``Client``
-(`run_workers`), tasks for ``AsyncClient`` (`async_run_workers`).
+A `Bulk` plans the run: each distinct text is sent once (a blank one, or one ``done``
+holds, never), in batches. Workers (``_workers``) ask it what to do next, send each batch
+with the client's ``_send`` and report back.
 
-The caller's thread or task coordinates and does not send: it takes the workers' events one
-at a time, stores each answered batch into the caller's ``done`` and calls ``on_progress``.
-So the caller's code runs in the caller's thread, one call at a time, and Ctrl-C (delivered
-to the main thread) lands there, not in a request: the batches in flight finish and are kept.
-
-Pacing: a worker may start a batch while the last ``X-RateLimit-Remaining`` heard exceeds
-the batches in flight; otherwise it waits for the reset, unless the run stops first or the
-reset is further off than ``wait_for_rate_limit`` allows (the batch is then sent, and a 429
-ends the run). A batch refused with a 429 is sent again after the reset, within that limit.
+Pacing: a worker starts a batch while the last ``X-RateLimit-Remaining`` heard exceeds the
+batches in flight; else it waits for the reset, unless the run stops or the reset is further
+off than ``wait_for_rate_limit`` allows (a 429 then ends the run). A batch refused with a
+429 is sent again after the reset, within that limit.
 """
 
 from __future__ import annotations
 
 import math
-import signal
 import sys
 import threading
 from array import array
 from collections import deque
-from collections.abc import Callable, Coroutine, Iterator, Mapping, MutableMapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, MutableMapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -47,19 +38,12 @@ if TYPE_CHECKING:
 
 DEFAULT_BATCH_SIZE = MAX_BATCH_ITEMS
 DEFAULT_MAX_CONCURRENCY = 4
-# Responses sent at nearly the same time report resets that differ by rounding (a reset in
-# whole seconds): within this, they are one window.
-_SAME_WINDOW = 1.0
-# RateLimit.reset_at is rounded to the microsecond: waking a hair before the service's
-# reset would meet the 429 the pacing is there to avoid.
-_ROUNDING = 2e-6
-# A batch refused with a 429 this many times in a row, each sent after the reset the
-# service named, ends the run: its reset times cannot be trusted.
+_SAME_WINDOW = 1.0  # resets that differ by less (rounding) are one window
+_ROUNDING = 2e-6  # reset_at is rounded to the microsecond: never wake a hair early
+# A batch refused this many times in a row, each after the reset named, ends the run.
 MAX_REFUSALS = 3
-# The longest the coordinating thread blocks at a time, so that Ctrl-C is seen.
-_CTRL_C_SLICE = 0.2
-# Events with no data. The coordinator finds answered batches in the Bulk, not in the
-# event: taking an item off a queue and keeping it are two steps, Ctrl-C between them.
+# Events with no data: answered batches wait in the Bulk, never only in a queue (taking
+# an item and keeping it are two steps; Ctrl-C may come between).
 ANSWERED = "answered"
 EXITED = "exited"
 
@@ -92,8 +76,7 @@ class Batch:
     __slots__ = ("call", "rate_limit", "refusals", "uids")
 
     def __init__(self, uids: list[int], call: Call[BatchTranslation]) -> None:
-        self.uids = uids
-        self.call = call
+        self.uids, self.call = uids, call
         self.refusals = 0  # 429s in a row, each after waiting for the reset
         self.rate_limit: RateLimit | None = None  # as its answer reported it
 
@@ -151,12 +134,8 @@ class Bulk:
         done: MutableMapping[int, str] | None = None,
         on_progress: Callable[[BulkProgress], object] | None = None,
     ) -> None:
-        self._batch_size = batch_size
-        self._make_call = make_call
-        self._max_wait = max_wait
-        self._done_map = done
-        self.on_progress = on_progress
-        self.total = len(texts)
+        self._batch_size, self._make_call, self._max_wait = batch_size, make_call, max_wait
+        self._done_map, self.on_progress, self.total = done, on_progress, len(texts)
         # Each distinct text gets an id, its rank of first appearance; _order maps each
         # input to its id, and is None when every text is distinct (id = index).
         ids: dict[str, Any] = dict.fromkeys(texts)
@@ -221,8 +200,8 @@ class Bulk:
         """Check the arguments of ``translate_many``, every text included, and plan it.
 
         Raises:
-            InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is a
-                coroutine function and the client cannot await it (``awaits``).
+            InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is
+                an ``async def`` the client cannot await (not ``awaits``).
             InvalidArgument: If ``texts`` is empty, a size is below 1, or ``done`` holds an
                 index out of range.
             TextTooLong: If a text has more than 10,000 characters.
@@ -254,9 +233,8 @@ class Bulk:
         """The input indices holding distinct text ``uid`` (asked only when ``done`` is kept)."""
         if self._order is None:
             return [uid]
-        if self._first is None:
-            # Two arrays (8 bytes an entry) rather than a list per text: the first input of
-            # each text, and for each input the next one with the same text, or -1.
+        if self._first is None:  # two arrays (8 bytes an entry): the first input of each
+            # text, and for each input the next one with the same text, or -1.
             first = array("q", [-1]) * len(self._texts)
             following = array("q", [-1]) * len(self._order)
             for index in range(len(self._order) - 1, -1, -1):
@@ -334,7 +312,7 @@ class Bulk:
         """
         with self._lock:
             self._in_flight -= 1
-            if self._retry_wait(batch, error) is not None:
+            if self._sent_again(batch, error):
                 self._retry.append(batch)
                 return
             if self._error is None:
@@ -347,10 +325,7 @@ class Bulk:
         self.events.put_nowait(EXITED)
 
     def take(self, event: object) -> BulkProgress | None:
-        """Take a worker's event (the coordinator); return the progress to report, if any.
-
-        One answered batch an event, so reports come in the order things happened.
-        """
+        """Take a worker's event; the progress to report, if any (in the order things happened)."""
         if event is EXITED:
             self.running -= 1
             return None
@@ -362,20 +337,21 @@ class Bulk:
             self._stopped = True
         self.stopping.set()
 
-    def _retry_wait(self, batch: Batch, error: BaseException) -> float | None:
+    def _sent_again(self, batch: Batch, error: BaseException) -> bool:
+        """Whether a refused batch is sent again after the reset (no batch goes before)."""
         if not isinstance(error, RateLimited) or error.retry_after is None or self._stopped:
-            return None
+            return False
         batch.refusals += 1
         if batch.refusals > MAX_REFUSALS or error.retry_after > self._max_wait:
-            return None
+            return False
         if error.rate_limit is not None:
             self._learn(error.rate_limit)
             self._remaining = 0  # refused: whatever was reported before, none are left
+        # Without rate-limit headers (a proxy's 429) the pacing would send it at once.
         wait = max(error.retry_after, 0.0) + _ROUNDING
-        # No batch goes out before then: without rate-limit headers (a proxy's 429) the
-        # pacing would otherwise send the refused batch at once.
         self._not_before = max(self._not_before, _clock.current().time() + wait)
-        return wait
+        self._announce(wait)
+        return True
 
     def _announce(self, wait: float) -> None:
         # The coordinator reports a pause once, however many workers wait for it.
@@ -389,9 +365,8 @@ class Bulk:
         reset_at = rate_limit.reset_at.timestamp() + _ROUNDING
         if self._remaining is None or reset_at > self._reset_at + _SAME_WINDOW:
             self._remaining, self._reset_at = rate_limit.remaining, reset_at  # a new window
-        elif reset_at >= self._reset_at - _SAME_WINDOW:
-            # Answers arrive out of order: the lowest count is the latest. (An answer from
-            # the window before tells nothing now.)
+        elif reset_at >= self._reset_at - _SAME_WINDOW:  # not from the window before
+            # Answers arrive out of order: the lowest count is the latest.
             self._remaining = min(self._remaining, rate_limit.remaining)
 
     def _pacing_wait(self) -> float:
@@ -423,8 +398,7 @@ class Bulk:
     def record_next(self) -> BulkProgress | None:
         """Store the oldest answered batch into ``done``; return the progress, or None if none.
 
-        The batch leaves the list only once stored: after Ctrl-C in between, the next call
-        stores it again (the same translations at the same indices).
+        The batch leaves the list once stored: after Ctrl-C in between, it is stored again.
         """
         with self._lock:
             if not self._unrecorded:
@@ -476,189 +450,3 @@ class Bulk:
             raise error
         results: list[Any] = self._results  # all str by now
         return results if self._order is None else list(map(results.__getitem__, self._order))
-
-
-def report(bulk: Bulk, progress: BulkProgress | None) -> None:
-    """Call ``on_progress`` with ``progress`` (``Client``: a coroutine returned is refused)."""
-    if progress is not None and bulk.on_progress is not None:
-        _validation.not_awaitable(bulk.on_progress(progress))
-
-
-async def async_report(bulk: Bulk, progress: BulkProgress | None) -> None:
-    """Call ``on_progress`` with ``progress``, awaiting it if it is awaitable."""
-    if progress is not None and bulk.on_progress is not None:
-        import inspect
-
-        result = bulk.on_progress(progress)
-        if inspect.isawaitable(result):
-            await result
-
-
-def hand_over(bulk: Bulk) -> None:
-    """Nothing to do for threads: the coordinator is another thread, which runs when it can."""
-
-
-async def async_hand_over(bulk: Bulk) -> None:
-    """Let the coordinator store an answered batch before the next is sent.
-
-    A task whose requests never suspend (the in-process emulator's) would otherwise send
-    every batch before the coordinator runs once: progress would come all at the end, and
-    an error from ``on_progress`` could stop nothing.
-    """
-    await bulk.events.handed_over()
-
-
-def pace(bulk: Bulk, seconds: float) -> None:
-    """Wait for the reset on the SDK clock; the first error, or Ctrl-C, wakes it (``stopping``)."""
-    _clock.wait(bulk.stopping, seconds)
-
-
-async def async_pace(bulk: Bulk, seconds: float) -> None:
-    """Wait for the reset on the SDK clock; a stop cancels the waiting task."""
-    await _clock.async_sleep(seconds)
-
-
-@contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """Hold Ctrl-C (SIGINT) back until the block ends, in the main thread.
-
-    Ctrl-C in the middle of ``Thread.start`` leaves a thread running that the pool does not
-    know of, which would outlive the call. The threads started here inherit the mask.
-    """
-    main = threading.current_thread() is threading.main_thread()
-    if not (main and hasattr(signal, "pthread_sigmask")):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
-    """Run ``bulk.workers`` copies of ``worker`` in threads, coordinating from this one.
-
-    Whatever ends the run (an error, Ctrl-C, an error from ``on_progress``), no further
-    batch starts, the batches in flight finish and are stored, and no thread is left
-    running when it returns or raises.
-    """
-    import queue
-
-    bulk.events = queue.SimpleQueue()
-    report(bulk, bulk.start())
-    if bulk.workers == 0:
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    pool = ThreadPoolExecutor(bulk.workers, thread_name_prefix="lingodoc-many")
-    try:
-        with _ctrl_c_held():
-            for _ in range(bulk.workers):
-                pool.submit(worker, bulk)
-        while bulk.running and not bulk.stopped:  # a failed batch stops the rest
-            try:
-                # In slices: a Ctrl-C that lands just before a blocking get() would be seen
-                # only at the next event (maybe an hour away); Windows would not see it.
-                report(bulk, bulk.take(bulk.events.get(timeout=_CTRL_C_SLICE)))
-            except queue.Empty:
-                continue
-        while (progress := bulk.record_next()) is not None:  # stopped: those answered before
-            report(bulk, progress)
-    finally:
-        with _ctrl_c_held():  # a second Ctrl-C must not leave a worker asleep till the reset
-            bulk.stop()
-        bulk.drain()
-        try:
-            pool.shutdown(wait=True)  # the batches in flight finish
-        finally:
-            bulk.drain()  # and are kept, even if a second Ctrl-C ends the wait for them
-
-
-class TaskEvents:
-    """``Bulk.events`` for tasks (asyncio or trio, one event loop): they only wake the coordinator.
-
-    An answered batch waits in the ``Bulk`` until stored, so a coordinator cancelled while
-    it waits loses none (``drain`` stores them all).
-    """
-
-    def __init__(self) -> None:
-        import anyio
-        import anyio.lowlevel
-
-        self._anyio = anyio
-        self._events: deque[object] = deque()
-        self._arrived: anyio.Event | None = None  # set by the next put, while waited on
-        self._taken: anyio.Event | None = None  # set by the next get, while waited on
-
-    def put_nowait(self, event: object) -> None:
-        """Queue ``event`` and wake the coordinator if it waits."""
-        self._events.append(event)
-        if self._arrived is not None:
-            self._arrived.set()
-
-    async def get(self) -> object:
-        """Take the oldest event, waiting for one if need be."""
-        while not self._events:
-            self._arrived = self._anyio.Event()
-            try:
-                await self._arrived.wait()
-            finally:
-                self._arrived = None
-        if self._taken is not None:
-            self._taken.set()
-            self._taken = None
-        return self._events.popleft()
-
-    async def handed_over(self) -> None:
-        """Yield; then, if the coordinator is woken for an event but has not taken it, wait."""
-        await self._anyio.lowlevel.checkpoint()
-        if self._events and self._arrived is not None:
-            if self._taken is None:
-                self._taken = self._anyio.Event()
-            await self._taken.wait()
-
-
-async def async_run_workers(
-    worker: Callable[[Bulk], Coroutine[Any, Any, None]], bulk: Bulk
-) -> None:
-    """Run ``bulk.workers`` copies of ``worker`` as tasks, coordinating from this one.
-
-    Whatever ends the run (an error, cancellation of this task, an error from
-    ``on_progress``), the batches in flight are cancelled and no task is left running when
-    it returns or raises. The workers run in an anyio task group (asyncio or trio); an
-    error is raised as it is, not in an exception group.
-    """
-    import anyio
-    import anyio.lowlevel
-
-    events = bulk.events = TaskEvents()
-    await async_report(bulk, bulk.start())
-    if bulk.workers == 0:
-        return
-    failure: Exception | None = None
-    try:
-        async with anyio.create_task_group() as group:
-            for _ in range(bulk.workers):
-                group.start_soon(worker, bulk)
-            try:
-                while bulk.running and not bulk.stopped:  # a failed batch stops the rest
-                    await async_report(bulk, bulk.take(await events.get()))
-                while (progress := bulk.record_next()) is not None:
-                    await async_report(bulk, progress)
-            except Exception as exc:  # from on_progress: raised below, outside the group
-                failure = exc
-            finally:
-                bulk.stop()
-                try:
-                    bulk.drain()
-                finally:
-                    group.cancel_scope.cancel()  # the workers, at once
-        # Cancelled from outside, the workers may all end before the coordinator's wait is
-        # cancelled (asyncio does not cancel a wait that has its result): the loop then ends
-        # as if the work were done. The cancellation is raised here, never a result.
-        await anyio.lowlevel.checkpoint_if_cancelled()
-    finally:
-        bulk.drain()
-    if failure is not None:
-        raise failure

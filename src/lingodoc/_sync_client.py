@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 import tenacity
 
-from lingodoc import _bulk, _clock, _deadline, _endpoints
+from lingodoc import _bulk, _clock, _deadline, _endpoints, _workers
 from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
@@ -267,14 +267,14 @@ class Client(BaseClient[httpx.Client]):
             on_progress=on_progress, done=done, options=options, rate_limit=self.rate_limit,
             awaits=self._awaits,
         )  # fmt: skip
-        _bulk.run_workers(self._bulk_worker, bulk)
+        _workers.run_workers(self._bulk_worker, bulk)
         return bulk.result()
 
     def _bulk_worker(self, bulk: _bulk.Bulk) -> None:
         try:
             while (step := bulk.next()) is not None:
-                if isinstance(step, float):
-                    _bulk.pace(bulk, step)
+                if isinstance(step, float):  # the rate-limit reset (a stop ends the wait)
+                    _clock.wait(bulk.stopping, step)
                     continue
                 try:
                     result = self._send(step.call, stop=bulk.stopping)
@@ -282,7 +282,7 @@ class Client(BaseClient[httpx.Client]):
                     bulk.failed(step, exc)  # the run's error, or sent again after the reset
                     continue
                 bulk.done(step, result)
-                _bulk.hand_over(bulk)
+                _workers.hand_over(bulk)
         finally:
             bulk.exited()
 

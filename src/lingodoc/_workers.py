@@ -1,0 +1,197 @@
+"""How ``translate_many``'s batches run: worker threads or tasks, and their coordinator.
+
+The caller's thread or task coordinates and does not send: it takes the workers' events
+one at a time, stores each answered batch into ``done`` and reports progress. Whatever
+ends a run (an error, Ctrl-C, cancellation, an error from ``on_progress``), no further
+batch starts, nothing answered is lost, and no thread or task outlives the call.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections import deque
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from lingodoc import _validation
+from lingodoc._bulk import Bulk, BulkProgress
+
+# The longest the coordinating thread blocks at a time, so that Ctrl-C is seen.
+_CTRL_C_SLICE = 0.2
+
+
+def report(bulk: Bulk, progress: BulkProgress | None) -> None:
+    """Call ``on_progress`` with ``progress`` (``Client``: a coroutine returned is refused)."""
+    if progress is not None and bulk.on_progress is not None:
+        _validation.not_awaitable(bulk.on_progress(progress))
+
+
+async def async_report(bulk: Bulk, progress: BulkProgress | None) -> None:
+    """Call ``on_progress`` with ``progress``, awaiting it if it is awaitable."""
+    if progress is not None and bulk.on_progress is not None:
+        import inspect
+
+        result = bulk.on_progress(progress)
+        if inspect.isawaitable(result):
+            await result
+
+
+def hand_over(bulk: Bulk) -> None:
+    """Nothing to do for threads: the coordinator is another thread, which runs when it can."""
+
+
+async def async_hand_over(bulk: Bulk) -> None:
+    """Let the coordinator store an answered batch before the next is sent.
+
+    A task whose requests never suspend (the in-process emulator's) would send every batch
+    before the coordinator runs once: an error from ``on_progress`` could stop nothing.
+    """
+    await bulk.events.handed_over()
+
+
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) back until the block ends, in the main thread.
+
+    Ctrl-C during ``Thread.start`` leaves a thread running that the pool does not know of.
+    The threads started here inherit the mask.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    if not (main and hasattr(signal, "pthread_sigmask")):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
+    """Run ``bulk.workers`` copies of ``worker`` in threads, coordinating from this one.
+
+    Whatever ends the run (an error, Ctrl-C, an error from ``on_progress``), no further
+    batch starts, the batches in flight finish and are stored, and no thread is left
+    running when it returns or raises.
+    """
+    import queue
+
+    bulk.events = queue.SimpleQueue()
+    report(bulk, bulk.start())
+    if bulk.workers == 0:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(bulk.workers, thread_name_prefix="lingodoc-many")
+    try:
+        with _ctrl_c_held():
+            for _ in range(bulk.workers):
+                pool.submit(worker, bulk)
+        while bulk.running and not bulk.stopped:  # a failed batch stops the rest
+            try:
+                # In slices: a Ctrl-C that lands just before a blocking get() would be seen
+                # only at the next event (maybe an hour away); Windows would not see it.
+                report(bulk, bulk.take(bulk.events.get(timeout=_CTRL_C_SLICE)))
+            except queue.Empty:
+                continue
+        while (progress := bulk.record_next()) is not None:  # stopped: those answered before
+            report(bulk, progress)
+    finally:
+        with _ctrl_c_held():  # a second Ctrl-C must not leave a worker asleep till the reset
+            bulk.stop()
+        bulk.drain()
+        try:
+            pool.shutdown(wait=True)  # the batches in flight finish
+        finally:
+            bulk.drain()  # and are kept, even if a second Ctrl-C ends the wait for them
+
+
+class TaskEvents:
+    """``Bulk.events`` for tasks (asyncio or trio, one event loop): they only wake the coordinator.
+
+    An answered batch waits in the ``Bulk`` until stored, so a coordinator cancelled while
+    it waits loses none (``drain`` stores them all).
+    """
+
+    def __init__(self) -> None:
+        import anyio
+        import anyio.lowlevel
+
+        self._anyio = anyio
+        self._events: deque[object] = deque()
+        self._arrived: anyio.Event | None = None  # set by the next put, while waited on
+        self._taken: anyio.Event | None = None  # set by the next get, while waited on
+
+    def put_nowait(self, event: object) -> None:
+        """Queue ``event`` and wake the coordinator if it waits."""
+        self._events.append(event)
+        if self._arrived is not None:
+            self._arrived.set()
+
+    async def get(self) -> object:
+        """Take the oldest event, waiting for one if need be."""
+        while not self._events:
+            self._arrived = self._anyio.Event()
+            try:
+                await self._arrived.wait()
+            finally:
+                self._arrived = None
+        if self._taken is not None:
+            self._taken.set()
+            self._taken = None
+        return self._events.popleft()
+
+    async def handed_over(self) -> None:
+        """Yield; then, if the coordinator is woken for an event but has not taken it, wait."""
+        await self._anyio.lowlevel.checkpoint()
+        if self._events and self._arrived is not None:
+            if self._taken is None:
+                self._taken = self._anyio.Event()
+            await self._taken.wait()
+
+
+async def async_run_workers(
+    worker: Callable[[Bulk], Coroutine[Any, Any, None]], bulk: Bulk
+) -> None:
+    """Run ``bulk.workers`` copies of ``worker`` as tasks, coordinating from this one.
+
+    Whatever ends the run (an error, cancellation of this task, an error from
+    ``on_progress``), the batches in flight are cancelled and no task is left running when
+    it returns or raises. The workers run in an anyio task group (asyncio or trio); an
+    error is raised as it is, not in an exception group.
+    """
+    import anyio
+    import anyio.lowlevel
+
+    events = bulk.events = TaskEvents()
+    await async_report(bulk, bulk.start())
+    if bulk.workers == 0:
+        return
+    failure: Exception | None = None
+    try:
+        async with anyio.create_task_group() as group:
+            for _ in range(bulk.workers):
+                group.start_soon(worker, bulk)
+            try:
+                while bulk.running and not bulk.stopped:  # a failed batch stops the rest
+                    await async_report(bulk, bulk.take(await events.get()))
+                while (progress := bulk.record_next()) is not None:
+                    await async_report(bulk, progress)
+            except Exception as exc:  # from on_progress: raised below, outside the group
+                failure = exc
+            finally:
+                bulk.stop()
+                try:
+                    bulk.drain()
+                finally:
+                    group.cancel_scope.cancel()  # the workers, at once
+        # Cancelled from outside, the workers may all end before the coordinator's wait is
+        # cancelled (asyncio does not cancel a wait that has its result): the loop then ends
+        # as if the work were done. The cancellation is raised here, never a result.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+    finally:
+        bulk.drain()
+    if failure is not None:
+        raise failure
