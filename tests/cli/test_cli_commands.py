@@ -21,10 +21,6 @@ from tests.cli.conftest import RunCLI, child_env, run_command, start_job
 STATUS_LINE = re.compile(r"tr_\w+  completed  100%  doc_welcome -> de  completed \S+")
 
 
-def batch_requests(em: Emulator) -> int:
-    return sum(r.path.endswith("/translate/batch") for r in em.requests)
-
-
 # -- translate ---------------------------------------------------------------------------------
 
 
@@ -63,45 +59,6 @@ def test_an_option_after_the_command_wins_over_the_same_before_it(
 ) -> None:
     run = cli("--base-url", "http://127.0.0.1:1/v1", "documents", "--base-url", server.base_url)
     assert run.code == 0, run.err
-
-
-# -- batch -------------------------------------------------------------------------------------
-
-
-def test_batch_translates_a_file_line_by_line_and_keeps_blank_lines(
-    cli: RunCLI, emulator: Emulator, tmp_path: Path
-) -> None:
-    lines = ["Hello", "", "Thank you", "   ", "the cat"]
-    path = tmp_path / "in.txt"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    run = cli("batch", str(path), "--from", "en", "--to", "es")
-    assert run.code == 0, run.err
-    assert run.out.split("\n")[:-1] == [
-        translate_text(line, "en", "es") if line.strip() else line for line in lines
-    ]
-    assert batch_requests(emulator) == 1
-
-
-def test_batch_reads_stdin_and_prints_a_json_array(cli: RunCLI) -> None:
-    run = cli("batch", "-", "--to", "fr", "--json", stdin="Hello\n\nGood morning")
-    assert run.code == 0, run.err
-    assert json.loads(run.out) == ["Bonjour", "", translate_text("Good morning", "en", "fr")]
-
-
-def test_batch_splits_a_large_input_into_requests_of_100_texts(
-    cli: RunCLI, emulator: Emulator
-) -> None:
-    lines = [f"Hello {i}" for i in range(250)]
-    run = cli("batch", "-", "--to", "de", stdin="\n".join(lines) + "\n")
-    assert run.code == 0, run.err
-    assert run.out.splitlines() == [translate_text(line, "en", "de") for line in lines]
-    assert batch_requests(emulator) == 3
-
-
-def test_batch_of_nothing_sends_nothing(cli: RunCLI, emulator: Emulator) -> None:
-    run = cli("batch", "-", "--to", "de", "--json", stdin="")
-    assert (run.code, run.out) == (0, "[]\n")
-    assert emulator.requests == []
 
 
 # -- documents, status, wait -------------------------------------------------------------------
