@@ -1,14 +1,12 @@
 """`DefaultAioHttpClient`: an ``httpx.AsyncClient`` that sends through aiohttp.
 
-The same name and shape as the openai and anthropic SDKs' own: aiohttp's connection pool
-(through ``httpx-aiohttp``) behind httpx's interface, for services that send many calls at
-once. Installed with ``pip install "lingodoc[aiohttp]"``; imported only when used.
+The name and shape of the openai and anthropic SDKs' own: aiohttp's pool (through
+``httpx-aiohttp``) behind httpx's interface. ``pip install "lingodoc[aiohttp]"``.
 
 aiohttp's errors are raised as the httpx errors that say what happened, so that the retry
-policy can tell a connection never made (retried even for a call that starts a job) from
-one dropped after the request went out (not retried for such a call). ``httpx-aiohttp``'s
-own mapping reports a refused or dropped connection alike as ``ConnectTimeout``, and lets
-some of aiohttp's own errors through.
+policy tells a connection never made (retried even when it starts a job) from one dropped
+after sending (not retried then). ``httpx-aiohttp`` maps both to ``ConnectTimeout``, and
+lets some of aiohttp's own errors through.
 """
 
 from __future__ import annotations

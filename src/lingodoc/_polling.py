@@ -1,9 +1,7 @@
-"""The rules of ``wait_for_translation``, apart from the polling and sleeping.
+"""The rules of ``wait_for_translation``: after each poll, the status, an error, or a sleep.
 
-A `Waiter` says, after each poll, whether the wait is over (the status, or the error to
-raise) and how long to sleep before the next one. Its errors are *returned*: the statuses
-it holds are as the server sent them (they may echo the key), so the client raises them
-from a frame that holds none.
+Errors are *returned*: the statuses held here are as the server sent them (they may echo
+the key), so the client raises them from a frame that holds none.
 """
 
 from __future__ import annotations
@@ -28,11 +26,9 @@ if TYPE_CHECKING:
     from lingodoc._endpoints import Call
     from lingodoc._models import TranslationStatus
 
-# A 429 while polling is waited out; these bound one such wait.
-MIN_RATE_LIMIT_WAIT = 1.0
-MAX_POLL_WAIT = 3600.0
-# Polls in a row that read a state the SDK does not know before the wait gives up
-# (TranslationFailed): a state added to the service must not make a wait endless.
+MIN_RATE_LIMIT_WAIT, MAX_POLL_WAIT = 1.0, 3600.0  # the bounds of one wait for a 429's reset
+# Polls in a row that read a state the SDK does not know before the wait gives up: a state
+# added to the service must not make a wait endless.
 MAX_UNKNOWN_STATES = 3
 
 WaitError = TypeVar("WaitError", TranslationFailed, WaitTimeout)
@@ -41,17 +37,12 @@ WaitError = TypeVar("WaitError", TranslationFailed, WaitTimeout)
 class Waiter:
     """One ``wait_for_translation``: its deadline, the last status, and what to do next.
 
-    Args:
-        call: The request of one poll.
-        poll_interval: Seconds between polls.
-        timeout: Seconds to wait in all, or ``None``.
-        on_progress: Called with each status read.
-        redact: Masks the key in what the server sent.
-        awaits: Whether the client awaits what ``on_progress`` returns (``AsyncClient``).
+    ``call`` is the request of one poll; ``redact`` masks the key; ``awaits``: whether the
+    client awaits what ``on_progress`` returns (``AsyncClient``).
 
     Raises:
-        InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is a
-            coroutine function and the client cannot await it.
+        InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is an
+            ``async def`` the client cannot await.
         InvalidArgument: If ``poll_interval`` or ``timeout`` is out of range.
     """
 
@@ -79,18 +70,14 @@ class Waiter:
         if limit is not None and not limit >= 0:  # also refuses NaN
             raise InvalidArgument(f"timeout must be None or >= 0 seconds, not {shown(timeout)}")
         _validation.callback(on_progress, awaits=awaits)
-        self.call = call
-        self.poll_interval = interval
-        self.timeout = limit
-        self.on_progress = on_progress
-        self.redact = redact
+        self.call, self.poll_interval, self.timeout = call, interval, limit
+        self.on_progress, self.redact = on_progress, redact
         self.last: TranslationStatus | None = None
         # An infinite timeout (or an int too large for a float) waits as None does.
         self.deadline = (
             None if limit is None or math.isinf(limit) else _clock.current().monotonic() + limit
         )
-        self.unknown_states = 0  # polls in a row that read a state the SDK does not know
-        self.rate_limited = 0  # 429s in a row
+        self.unknown_states = self.rate_limited = 0  # polls in a row with either
 
     def report(self, status: TranslationStatus) -> None:
         """Call ``on_progress`` with a poll's status (``Client``: a coroutine is refused)."""
@@ -107,9 +94,8 @@ class Waiter:
     def after_status(self, status: TranslationStatus) -> TranslationStatus | LingodocError | float:
         """Record a poll's status: the status if completed, the error to raise, or a sleep.
 
-        A state the SDK does not know (a plain string, not a ``TranslationState``) is polled
-        again, but read on ``MAX_UNKNOWN_STATES`` polls in a row it ends the wait as failed:
-        the service may have added a final state (``cancelled``).
+        A state the SDK does not know (a plain string) is polled again, but not on more
+        than ``MAX_UNKNOWN_STATES`` polls in a row: it may be a new final one (cancelled).
         """
         self.last = status
         self.rate_limited = 0
@@ -137,9 +123,8 @@ class Waiter:
     def delay(self, wanted: float | None = None) -> float | LingodocError:
         """Seconds to sleep before the next poll, or ``WaitTimeout`` past the deadline.
 
-        Args:
-            wanted: A wait the service asked for (a 429's reset), instead of the interval;
-                a deadline before its end is a ``WaitTimeout`` at once.
+        ``wanted``: a wait the service asked for (a 429's reset), instead of the interval;
+        a deadline before its end is a ``WaitTimeout`` at once.
         """
         if wanted is None:
             delay = self.poll_interval
@@ -155,21 +140,17 @@ class Waiter:
         return min(delay, remaining)
 
     def after_rate_limit(self, wanted: float | None) -> float | LingodocError:
-        """The sleep after a poll refused with a 429: the wait the service asked for.
-
-        If it named none (or a reset already past), an exponential backoff with jitter
-        that grows with each 429 in a row, never a tight loop of refused polls.
-        """
+        """The sleep after a 429: the wait asked for, else a backoff growing with each 429."""
         self.rate_limited += 1
         if wanted is None or wanted <= 0:
             wanted = _retry.backoff(self.rate_limited)
         return self.delay(wanted)
 
     def after_failure(self, error: LingodocError, *, closed: bool) -> float | LingodocError:
-        """The sleep after a poll failed even after the client's retries, or the error.
+        """The sleep after a poll failed its retries, or the error.
 
-        With a timeout, a transient failure (a 5xx, the network) is ridden out like a poll
-        that found the job unfinished, until the deadline; not once the client is closed.
+        With a timeout, a 5xx or a network failure is ridden out until the deadline, unless
+        the client is closed.
         """
         transient = isinstance(error, APIConnectionError) or (
             isinstance(error, APIError) and (error.status_code or 0) >= 500
@@ -177,35 +158,30 @@ class Waiter:
         if self.deadline is None or not transient or closed:
             return error
         delay = self.delay()
-        if isinstance(delay, WaitTimeout):  # as `raise timeout from error` would chain them
-            # Without its traceback: the frames it passed hold earlier statuses as sent.
+        if isinstance(delay, WaitTimeout):  # as `raise timeout from error`, without the
+            # traceback: the frames it passed hold earlier statuses as sent.
             delay.__cause__ = error.with_traceback(None)
             delay.__suppress_context__ = True
         return delay
 
     def _masked(self, error: WaitError) -> WaitError:
-        # The message quotes the translation id the server sent, and the status is what it
-        # sent: either may echo the key, and an exception must never hold it.
+        # The message and the status are what the server sent: either may echo the key.
         error.args = tuple(self.redact(a) if isinstance(a, str) else a for a in error.args)
         if error.status is not None:
             changes = {}
-            for name, value in error.status:
-                # A field the SDK does not know (the reason of a failure, ``error``) may be
-                # an object: its strings are masked too.
+            for name, value in error.status:  # an unknown field (``error``) may be an object
                 masked = _redact_json(value, self.redact)
                 if masked is not value:
                     changes[name] = masked
-            # Always a copy: it keeps the request id and rate limit, not the response,
-            # whose request holds the key (see _models.Origin).
+            # A copy keeps the request id and rate limit, not the response (with the key).
             error.status = error.status.model_copy(update=changes)
         return error
 
 
 def _redact_json(value: object, redact: Callable[[str], str]) -> object:
-    """``value`` (a JSON value) with the key masked in its strings; itself if none changed.
+    """``value`` (JSON) with the key masked in its strings; itself if none changed.
 
-    Without recursion: json's parser reads values nested deeper than Python's recursion
-    limit lets a function walk, and a status is masked on the way to a typed error.
+    Not recursive: json reads values nested deeper than Python's recursion limit.
     """
     containers: list[dict[Any, Any] | list[Any]] = []  # each before what it holds
     pending: list[object] = [value]

@@ -1,10 +1,9 @@
-"""The SDK's own transport for ``Client``: httpx's, its connections keeping to the deadline.
+"""``Client``'s own transport: httpx's, every socket step cut to the attempt's deadline.
 
-httpcore gives each read the read timeout afresh, so headers or a body sent a byte at a
-time never time out. `DeadlineTransport` is ``httpx.HTTPTransport`` rebuilt on httpcore's
-public connection pool with a network backend of its own, whose streams cut every connect,
-TLS handshake, read and write to the time left before the attempt's deadline
-(``_deadline.left``). Imported only when a ``Client`` builds its http client.
+httpcore gives each read the read timeout afresh: headers or a body sent a byte at a time
+never time out. `DeadlineTransport` is ``httpx.HTTPTransport`` on httpcore's public pool,
+with a network backend whose streams cut each connect, handshake, read and write to the
+time left (``_deadline.left``). Imported when a ``Client`` builds its http client.
 """
 
 from __future__ import annotations
@@ -75,27 +74,15 @@ class _Backend(httpcore.NetworkBackend):
         timeout = _cut(timeout, httpcore.ConnectTimeout)
         return _Stream(self.backend.connect_tcp(host, port, timeout, local_address, socket_options))
 
-    def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.NetworkStream:
-        timeout = _cut(timeout, httpcore.ConnectTimeout)
-        return _Stream(self.backend.connect_unix_socket(path, timeout, socket_options))
-
     def sleep(self, seconds: float) -> None:
         self.backend.sleep(seconds)
 
 
 # httpcore's errors, each raised as httpx's error of the same name.
 _HTTPCORE_ERRORS = (
-    httpcore.NetworkError,
-    httpcore.ProtocolError,
-    httpcore.ProxyError,
-    httpcore.TimeoutException,
-    httpcore.UnsupportedProtocol,
-)
+    httpcore.NetworkError, httpcore.ProtocolError, httpcore.ProxyError,
+    httpcore.TimeoutException, httpcore.UnsupportedProtocol,
+)  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -108,18 +95,16 @@ def _httpx_errors() -> Iterator[None]:
 
 
 class _ResponseStream(httpx.SyncByteStream):
-    def __init__(self, stream: Iterable[bytes]) -> None:
-        self.stream = stream
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream  # httpcore's pool's: iterable, and closed to free its connection
 
     def __iter__(self) -> Iterator[bytes]:
         with _httpx_errors():
             yield from self.stream
 
     def close(self) -> None:
-        close = getattr(self.stream, "close", None)
-        if close is not None:
-            with _httpx_errors():
-                close()
+        with _httpx_errors():
+            self.stream.close()
 
 
 class DeadlineTransport(httpx.BaseTransport):
@@ -153,7 +138,6 @@ class DeadlineTransport(httpx.BaseTransport):
         )
         with _httpx_errors():
             response = self.pool.handle_request(core_request)
-        assert isinstance(response.stream, Iterable)
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
