@@ -43,10 +43,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Self = TypeVar("Self", bound="BaseClient[Any]")
 
-# Parsed URLs kept per client, at most (see _url).
-URL_CACHE_SIZE = 64
-# An attempt cut short by a caller's deadline (a poll of wait_for_translation) still gets
-# this long: the poll made at the deadline is a last look, not a certain timeout.
+URL_CACHE_SIZE = 64  # parsed URLs kept per client, at most (see _url)
+# An attempt cut short by a poll's deadline still gets this long: the poll made at the
+# deadline is a last look, not a certain timeout.
 MIN_ATTEMPT_TIME = 1.0
 
 USER_AGENT = (
@@ -108,8 +107,7 @@ class BaseClient(Generic[HttpClientT]):
             trust_env=not checked.startswith("http://"),
         )  # fmt: skip
         watch_http_logs(self._key_mask)  # after the http client made its loggers
-        self._view_closed = False
-        self._is_copy = False
+        self._view_closed = self._is_copy = False
         self._urls: dict[str, httpx.URL] = {}
 
     def _use_api_key(self, api_key: object) -> ConfigurationError | None:
@@ -227,8 +225,7 @@ class BaseClient(Generic[HttpClientT]):
             f"{call.description} was not retried: client closed "
             f"(the last attempt failed with {type(failed).__name__})"
         )
-        error.__cause__ = failed.with_traceback(None)
-        error.__suppress_context__ = True
+        error.__cause__, error.__suppress_context__ = failed.with_traceback(None), True
         return error
 
     def _not_retried(
@@ -349,8 +346,7 @@ class BaseClient(Generic[HttpClientT]):
             cause: BaseException = kind(detail)
         except TypeError:
             cause = RuntimeError(f"{type(exc).__name__}: {detail}")
-        error.__cause__ = cause
-        error.__suppress_context__ = True
+        error.__cause__, error.__suppress_context__ = cause, True
         return error
 
     def _runtime_error(self, call: Call[Any], detail: str) -> LingodocError:
@@ -443,20 +439,18 @@ class BaseClient(Generic[HttpClientT]):
 
 
 def _kept(response: httpx.Response, reader: _response.BodyReader) -> Callable[[], httpx.Response]:
-    """Make the ``http_response`` of a result: the body read, and no connection."""
+    """What makes the ``http_response`` of a result: the body read, and no connection."""
     if reader.in_memory:  # built in memory and read (a mock transport's): as it is
         return lambda: response
-    status_code, headers, raw, request = (
+    status_code, headers, raw, request, elapsed = (
         response.status_code, response.headers, reader.raw_body(), response.request,
+        response.elapsed,
     )  # fmt: skip
     extensions = {k: v for k, v in response.extensions.items() if k != "network_stream"}
-    elapsed = response.elapsed
 
     def make() -> httpx.Response:
-        kept = httpx.Response(
-            status_code, headers=headers, content=raw, request=request, extensions=extensions
-        )
-        kept.elapsed = elapsed
+        kept = httpx.Response(status_code, headers=headers, content=raw, request=request)
+        kept.extensions, kept.elapsed = extensions, elapsed
         return kept
 
     return make
