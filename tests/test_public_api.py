@@ -70,7 +70,10 @@ http = httpx.Client(transport=httpx.MockTransport(answer))
 client = lingodoc.Client("k" * 20, base_url="https://api.lingodoc.test/v1", http_client=http)
 result = client.translate("Hello", source_language="en", target_language="de")
 from lingodoc import _models
+import lingodoc.emulator.pytest_plugin, lingodoc.emulator
+serving_imported = "http.server" in sys.modules  # only when serving
 print(json.dumps({"heavy": heavy, "contexts shared": contexts_shared,
+                  "emulator imports http.server": serving_imported,
                   "pydantic after clients": pydantic_after_clients,
                   "result": [type(result).__name__, result.translated_text,
                              result.rate_limit.remaining]}))
@@ -85,6 +88,7 @@ def test_import_lingodoc_stays_light_and_clients_share_one_ssl_context() -> None
     assert json.loads(result.stdout) == {
         "heavy": [],
         "contexts shared": True,  # httpx would build one per client (about 20 ms)
+        "emulator imports http.server": False,
         "pydantic after clients": False,
         "result": ["TextTranslation", "Hallo", 8],
     }

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -137,67 +136,6 @@ def test_wait_json(cli: RunCLI, server: EmulatorServer) -> None:
 
 
 # -- emulator, help, the console script --------------------------------------------------------
-
-
-def test_emulator_command_serves_until_stopped() -> None:
-    command = [sys.executable, "-m", "lingodoc", "emulator", "--port", "0", "--quiet"]
-    command += ["--api-key", "ld_cli_test_key_0000000000000000"]
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env()
-    ) as process:
-        try:
-            assert process.stdout is not None
-            first = process.stdout.readline()
-            match = re.search(r"running at (http://127\.0\.0\.1:\d+/v1)", first)
-            assert match, first
-            env = child_env(
-                LINGODOC_BASE_URL=match.group(1),
-                LINGODOC_API_KEY="ld_cli_test_key_0000000000000000",
-            )
-            command = [sys.executable, "-m", "lingodoc", "translate", "Hello", "--to", "de"]
-            run = run_command(command, env=env)
-            assert (run.code, run.out) == (0, "Hallo\n"), run.err
-        finally:
-            process.terminate()  # SIGTERM: a clean stop
-            process.wait(timeout=10)
-    if os.name == "posix":
-        assert process.returncode == 0
-
-
-def test_emulator_command_on_a_port_in_use_says_so_in_one_line(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
-        code = main(["emulator", "--port", str(port), "--quiet"])
-    assert code == 1
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err == (  # the command typed, not `python -m lingodoc.emulator`
-        f"lingodoc emulator: error: port {port} on 127.0.0.1 is in use; "
-        "pass --port 0 to listen on any free port\n"
-    )
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--port", "http"], "argument --port: must be a number from 0 to 65535, not 'http'"),
-        (["--port", "99999"], "argument --port: must be a number from 0 to 65535, not '99999'"),
-        (["--plan", "gold"], "argument --plan: invalid choice: 'gold'"),
-        (["--host", "0.0.0.0"], "'0.0.0.0' is not a loopback address"),
-    ],
-)
-def test_emulator_command_usage_errors_carry_its_name(
-    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["emulator", *args]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("usage: lingodoc emulator ")
-    assert err.splitlines()[-1].startswith(f"lingodoc emulator: error: {message}")
-    assert "python -m" not in err
 
 
 @pytest.mark.parametrize(

@@ -15,31 +15,15 @@ import lingodoc
 from lingodoc import _clock
 from lingodoc.emulator import MAX_BATCH_ITEMS, SUPPORTED_LANGUAGES, Emulator
 from lingodoc.testing import FakeClock, fake_clock
+from tests.emulator.conftest import START, http
 
-START = 1_700_000_000.0
 TRANSLATE = {"text": "Hello world", "source_language": "en", "target_language": "de"}
-
-
-def http(em: Emulator, key: str | None = None) -> httpx.Client:
-    headers = {"Authorization": f"Bearer {key if key is not None else em.api_key}"}
-    return httpx.Client(transport=em.transport(), base_url=em.base_url, headers=headers)
 
 
 def error(response: httpx.Response) -> tuple[int, str, str]:
     body = response.json()
     assert body["success"] is False
     return response.status_code, body["error"]["code"], body["error"]["message"]
-
-
-@pytest.fixture
-def em() -> Emulator:
-    return Emulator(clock=FakeClock(start=START))
-
-
-@pytest.fixture
-def client(em: Emulator) -> Iterator[httpx.Client]:
-    with http(em) as instance:
-        yield instance
 
 
 def start_job(client: httpx.Client, document_id: str = "doc_welcome") -> dict[str, Any]:

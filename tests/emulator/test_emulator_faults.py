@@ -13,32 +13,14 @@ import pytest
 import lingodoc
 from lingodoc.emulator import Emulator
 from lingodoc.testing import FakeClock, fake_clock
+from tests.emulator.conftest import START, http
 
-START = 1_700_000_000.0
 TRANSLATE = {"text": "Hello", "source_language": "en", "target_language": "de"}
-
-
-def http(em: Emulator, base_url: str | None = None, **kwargs: Any) -> httpx.Client:
-    headers = {"Authorization": f"Bearer {em.api_key}"}
-    if base_url is None:
-        kwargs["transport"] = em.transport()
-    return httpx.Client(base_url=base_url or em.base_url, headers=headers, **kwargs)
 
 
 def code_of(response: httpx.Response) -> str:
     code: str = response.json()["error"]["code"]
     return code
-
-
-@pytest.fixture
-def em() -> Emulator:
-    return Emulator(clock=FakeClock(start=START))
-
-
-@pytest.fixture
-def client(em: Emulator) -> Iterator[httpx.Client]:
-    with http(em) as instance:
-        yield instance
 
 
 @pytest.mark.parametrize(
@@ -262,7 +244,7 @@ def test_sdk_job_failure_raises_translation_failed() -> None:
 
 @pytest.fixture
 def served(em: Emulator) -> Iterator[httpx.Client]:
-    with em.serve() as server, http(em, server.base_url, timeout=5) as client:
+    with em.serve() as server, http(em, base_url=server.base_url, timeout=5) as client:
         yield client
 
 

@@ -1,0 +1,276 @@
+"""The emulator's command line: `python -m lingodoc.emulator` and `lingodoc emulator`."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+import lingodoc
+from lingodoc.cli import main as cli_main
+from lingodoc.emulator import __main__ as emulator_command
+from lingodoc.emulator.__main__ import main
+from tests.cli.conftest import child_env, run_command
+
+SRC = str(Path(lingodoc.__file__).resolve().parents[1])
+TRANSLATE = {"text": "Welcome", "source_language": "en", "target_language": "fr"}
+
+
+def subprocess_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_command_line_prints_url_and_key_and_stops_cleanly(stop: signal.Signals) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lingodoc.emulator", "--port", "0", "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stdout is not None
+
+    def read_lines() -> None:
+        for line in process.stdout or ():
+            lines.put(line)
+
+    reader = threading.Thread(target=read_lines)
+    reader.start()
+    try:
+        output = [lines.get(timeout=20) for _ in range(6)]  # bounded wait for the banner
+        url = re.search(r"running at (http://127\.0\.0\.1:\d+/v1)", output[0])
+        key = re.search(r"API key \(Full Access\): (ld_[0-9a-f]{32})$", output[1].strip())
+        assert url is not None
+        assert key is not None
+        with httpx.Client(headers={"Authorization": f"Bearer {key[1]}"}) as client:
+            response = client.post(f"{url[1]}/translate", json=TRANSLATE)
+        process.send_signal(stop)
+        _, stderr = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+        reader.join(timeout=5)
+
+    assert response.json()["data"]["translated_text"] == "Bienvenue"
+    assert output[4].strip() == f"export LINGODOC_BASE_URL={url[1]}"
+    assert output[5].strip() == f"export LINGODOC_API_KEY={key[1]}"
+    assert process.returncode == 0
+    assert "Traceback" not in stderr
+    assert "stopped" in stderr
+
+
+def start_command_line(code: str | None = None) -> tuple[subprocess.Popen[str], str, int]:
+    """Run the emulator (``code``, or ``python -m lingodoc.emulator``); return its URL and port."""
+    args = ["-c", code] if code else ["-m", "lingodoc.emulator", "--port", "0", "--quiet"]
+    process = subprocess.Popen(
+        [sys.executable, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    )
+    banner: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: banner.put(process.stdout.readline()), daemon=True).start()
+    try:
+        url = re.search(r"running at (http://127\.0\.0\.1:(\d+)/v1)", banner.get(timeout=20))
+    except queue.Empty:
+        url = None
+    if url is None:
+        process.kill()
+        pytest.fail(f"the emulator did not start: {process.communicate()[1]}")
+    return process, url[1], int(url[2])
+
+
+def stop_command_line(process: subprocess.Popen[str], *signals: signal.Signals) -> str:
+    """Send the signals; return stderr once the process has exited, within a few seconds."""
+    try:
+        for stop in signals:
+            process.send_signal(stop)
+        _, stderr = process.communicate(timeout=5)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    return stderr
+
+
+@pytest.mark.parametrize("signals", [[signal.SIGINT]] * 3 + [[signal.SIGINT, signal.SIGTERM]])
+def test_command_line_stops_at_once_with_a_keep_alive_connection_open(
+    signals: list[signal.Signals],
+) -> None:
+    process, _, port = start_command_line()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
+        connection.sendall(b"GET /v1/documents HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert connection.recv(65536).startswith(b"HTTP/1.1 401")
+        stderr = stop_command_line(process, *signals)
+    # A second signal while it stops is not another interruption: exit 0, no traceback.
+    # One that comes after the stop is over (the sender descheduled between its two
+    # kills, on a loaded machine) finds the default handlers back, as any program's, and
+    # ends the process by that signal; the stop itself was as clean.
+    late = -signals[-1] if len(signals) > 1 else 0
+    assert process.returncode in {0, late}, stderr
+    assert "Traceback" not in stderr
+    assert stderr.strip() == "lingodoc emulator stopped"
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="POSIX threads only")
+def test_command_line_stops_on_a_signal_caught_by_another_thread() -> None:
+    # A Ctrl-C the kernel hands to some other thread: Python's handler still runs on the main
+    # thread, but only once that thread wakes up.
+    code = (
+        "import signal, sys, threading\n"
+        "from lingodoc.emulator.__main__ import main\n"
+        "def relay():\n"
+        "    sys.stdin.readline()\n"
+        "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)\n"
+        "threading.Thread(target=relay, daemon=True).start()\n"
+        "sys.exit(main(['--port', '0', '--quiet']))\n"
+    )
+    process, _, _ = start_command_line(code)
+    assert process.stdin is not None
+    process.stdin.write("go\n")
+    process.stdin.flush()
+    stderr = stop_command_line(process)
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
+
+
+def test_command_line_passes_each_setting_to_the_emulator(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: dict[str, object] = {}
+
+    class Made(Exception):
+        pass
+
+    def emulator(**settings: object) -> None:
+        made.update(settings)
+        raise Made  # not served: the settings are what this test is about
+
+    monkeypatch.setattr(emulator_command, "Emulator", emulator)
+    with pytest.raises(Made):
+        main(
+            [
+                *("--port", "0", "--queue-time", "2.5", "--job-duration", "3"),
+                *("--rate-limit", "7", "--plan", "team", "--seats", "2"),
+                *("--reset-style", "unix", "--api-key", "ld_k_1"),
+            ]
+        )
+    assert made == {
+        "plan": "team",
+        "seats": 2,
+        "rate_limit": 7,
+        "reset_style": "unix",
+        "job_duration": 3.0,
+        "queue_time": 2.5,
+        "api_key": "ld_k_1",
+    }
+
+
+def test_emulator_command_serves_until_stopped() -> None:
+    command = [sys.executable, "-m", "lingodoc", "emulator", "--port", "0", "--quiet"]
+    command += ["--api-key", "ld_cli_test_key_0000000000000000"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env()
+    ) as process:
+        try:
+            assert process.stdout is not None
+            first = process.stdout.readline()
+            match = re.search(r"running at (http://127\.0\.0\.1:\d+/v1)", first)
+            assert match, first
+            env = child_env(
+                LINGODOC_BASE_URL=match.group(1),
+                LINGODOC_API_KEY="ld_cli_test_key_0000000000000000",
+            )
+            command = [sys.executable, "-m", "lingodoc", "translate", "Hello", "--to", "de"]
+            run = run_command(command, env=env)
+            assert (run.code, run.out) == (0, "Hallo\n"), run.err
+        finally:
+            process.terminate()  # SIGTERM: a clean stop
+            process.wait(timeout=10)
+    if os.name == "posix":
+        assert process.returncode == 0
+
+
+# The two commands that run it, in process: `lingodoc emulator` is the same main() under
+# its own name, which its messages carry.
+COMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "python -m lingodoc.emulator": main,
+    "lingodoc emulator": lambda args: cli_main(["emulator", *args]),
+}
+
+
+def run_in_process(command: str, args: list[str]) -> object:
+    """The exit code of ``command`` with ``args``; a failure, not a hang, if it serves."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(COMMANDS[command](args))
+        except SystemExit as exit:
+            outcome.append(exit.code)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert outcome, f"{command} {' '.join(args)} did not stop: it serves"
+    return outcome[0]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--port", "99999"], "argument --port: must be a number from 0 to 65535, not '99999'"),
+        (["--port", "-1"], "argument --port: must be a number from 0 to 65535, not '-1'"),
+        (["--port", "http"], "argument --port: must be a number from 0 to 65535, not 'http'"),
+        (["--plan", "gold"], "argument --plan: invalid choice: 'gold'"),
+        (["--job-duration", "nan"], "job_duration must be a finite number"),
+        (["--job-duration", "-1"], "job_duration must be a finite number"),
+        (["--host", "0.0.0.0"], "'0.0.0.0' is not a loopback address"),
+        (["--queue-time", "-1"], "queue_time must be a finite number"),
+        (["--api-key", ""], "a key must be a non-empty str of printable ASCII"),
+        (["--api-key", "ld key"], "a key must be a non-empty str of printable ASCII"),
+    ],
+)
+def test_bad_options_are_a_usage_error_carrying_the_command_typed(
+    command: str, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if "--port" not in args:
+        args = [*args, "--port", "0"]
+    assert run_in_process(command, [*args, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: {command} ")
+    assert err.splitlines()[-1].startswith(f"{command}: error: {message}")
+    assert "Traceback" not in err
+    if command == "lingodoc emulator":
+        assert "python -m" not in err
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_port_in_use_is_one_line_suggesting_port_0(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert run_in_process(command, ["--port", str(port), "--quiet"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"{command}: error: port {port} on 127.0.0.1 is in use; "
+        "pass --port 0 to listen on any free port\n"
+    )
