@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -190,6 +190,43 @@ def running_tasks() -> int:
         return len(anyio.get_running_tasks())
     except RuntimeError:  # sniffio's AsyncLibraryNotFoundError: not in an event loop
         return 0
+
+
+async def cancelled_midway(
+    run: Callable[[], Awaitable[object]], reached: anyio.Event, *, asyncio_task: bool = False
+) -> None:
+    """Start ``run()`` in a task and cancel it once ``reached`` is set; check it was cancelled.
+
+    By default from a cancel scope, as anyio does it: a task cancelled (asyncio) or a
+    nursery (trio). With ``asyncio_task``, by asyncio's own ``Task.cancel()``, as asyncio
+    code cancels (on asyncio only).
+    """
+    if asyncio_task:
+        import asyncio
+
+        task = asyncio.ensure_future(run())
+        with anyio.fail_after(10):
+            await reached.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return
+    outcome: list[str] = []
+
+    async def running() -> None:
+        try:
+            await run()
+        except anyio.get_cancelled_exc_class():
+            outcome.append("cancelled")
+            raise
+        outcome.append("returned")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(running)
+        with anyio.fail_after(10):
+            await reached.wait()
+        group.cancel_scope.cancel()
+    assert outcome == ["cancelled"]
 
 
 def rate_limit_headers(

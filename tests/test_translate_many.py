@@ -33,6 +33,7 @@ from tests.conftest import (
     API_KEY,
     BASE_URL,
     call,
+    cancelled_midway,
     envelope,
     failure,
     rate_limit_headers,
@@ -993,14 +994,12 @@ async def test_the_emulator_rate_limit_ends_translate_many_with_rate_limited(
     assert clock.sleeps == []
 
 
-async def test_cancelling_the_awaiting_task_cancels_the_batches_in_flight(
-    api: respx.MockRouter,
+async def cancel_translate_many_with_batches_in_flight(
+    api: respx.MockRouter, *, asyncio_task: bool
 ) -> None:
-    # Cancelled from a cancel scope: a task cancelled (asyncio) or a nursery (trio).
     started = anyio.Event()
     cancelled: list[str] = []
     in_flight: list[str] = []
-    outcome: list[str] = []
 
     async def effect(request: httpx.Request) -> httpx.Response:
         in_flight.extend(sent_texts(request))
@@ -1017,58 +1016,26 @@ async def test_cancelling_the_awaiting_task_cancels_the_batches_in_flight(
     api.post(BATCH).mock(side_effect=effect)
     before = threads_and_tasks()
     async with lingodoc.AsyncClient(API_KEY, base_url=BASE_URL) as client:
-
-        async def translate_many() -> None:
-            try:
-                await client.translate_many(texts(12), batch_size=3, max_concurrency=2, **LANGS)
-            except anyio.get_cancelled_exc_class():
-                outcome.append("cancelled")
-                raise
-            outcome.append("returned")
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(translate_many)
-            with anyio.fail_after(WAIT):
-                await started.wait()
-            group.cancel_scope.cancel()
-    assert outcome == ["cancelled"]
+        await cancelled_midway(
+            lambda: client.translate_many(texts(12), batch_size=3, max_concurrency=2, **LANGS),
+            started,
+            asyncio_task=asyncio_task,
+        )
     assert sorted(cancelled) == ["t0", "t1", "t2", "t3", "t4", "t5"]
     assert threads_and_tasks() == before
+
+
+async def test_cancelling_the_awaiting_task_cancels_the_batches_in_flight(
+    api: respx.MockRouter,
+) -> None:
+    await cancel_translate_many_with_batches_in_flight(api, asyncio_task=False)
 
 
 @pytest.mark.asyncio_only  # asyncio's own Task.cancel(), as asyncio code cancels
 async def test_cancelling_the_awaiting_asyncio_task_cancels_the_batches_in_flight(
     api: respx.MockRouter,
 ) -> None:
-    import asyncio
-
-    started = asyncio.Event()
-    cancelled: list[str] = []
-    in_flight: list[str] = []
-
-    async def effect(request: httpx.Request) -> httpx.Response:
-        in_flight.extend(sent_texts(request))
-        if len(in_flight) == 6:  # both batches are in flight
-            started.set()
-        try:
-            await asyncio.wait_for(asyncio.Event().wait(), WAIT)  # never answered
-        except asyncio.CancelledError:
-            cancelled.extend(sent_texts(request))
-            raise
-        raise AssertionError("the batch was not cancelled")
-
-    api.post(BATCH).mock(side_effect=effect)
-    before = threads_and_tasks()
-    async with lingodoc.AsyncClient(API_KEY, base_url=BASE_URL) as client:
-        task = asyncio.ensure_future(
-            client.translate_many(texts(12), batch_size=3, max_concurrency=2, **LANGS)
-        )
-        await asyncio.wait_for(started.wait(), WAIT)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-    assert sorted(cancelled) == ["t0", "t1", "t2", "t3", "t4", "t5"]
-    assert threads_and_tasks() == before
+    await cancel_translate_many_with_batches_in_flight(api, asyncio_task=True)
 
 
 # Progress ---------------------------------------------------------------------------------
@@ -1412,75 +1379,32 @@ def test_ctrl_c_while_a_batch_is_being_stored_still_stores_it_whole() -> None:
     assert dict(done) == {i: expected([t])[0] for i, t in enumerate(texts) if t in answered}
 
 
-async def test_cancelling_keeps_the_answered_batches_in_done() -> None:
-    # Cancelled from a cancel scope: a task cancelled (asyncio) or a nursery (trio).
+async def cancel_translate_many_after_three_batches(*, asyncio_task: bool) -> None:
     emulator = CountingEmulator()
-    release = anyio.Event()
-    answered = 0
-    outcome: list[str] = []
+    three_answered = anyio.Event()
+    done: dict[int, str] = {}
+
+    def count(progress: lingodoc.BulkProgress) -> None:
+        if progress.requests == 3:
+            three_answered.set()
 
     async with emulator.async_client() as client:
-        done: dict[int, str] = {}
-
-        def count(progress: lingodoc.BulkProgress) -> None:
-            nonlocal answered
-            answered = progress.requests
-            if answered == 3:
-                release.set()
-
-        async def translate_many() -> None:
-            try:
-                await client.translate_many(
-                    corpus(1_000, distinct=1_000),
-                    max_concurrency=1,
-                    on_progress=count,
-                    done=done,
-                    **LANGS,
-                )
-            except anyio.get_cancelled_exc_class():
-                outcome.append("cancelled")
-                raise
-            outcome.append("returned")
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(translate_many)
-            with anyio.fail_after(WAIT):
-                await release.wait()
-            group.cancel_scope.cancel()
-    assert outcome == ["cancelled"]
+        await cancelled_midway(
+            lambda: client.translate_many(
+                corpus(1_000, distinct=1_000), max_concurrency=1, on_progress=count, done=done,
+                **LANGS,
+            ),
+            three_answered,
+            asyncio_task=asyncio_task,
+        )  # fmt: skip
     assert len(done) == 100 * len(emulator.batches)
     assert 300 <= len(done) < 1_000
+
+
+async def test_cancelling_keeps_the_answered_batches_in_done() -> None:
+    await cancel_translate_many_after_three_batches(asyncio_task=False)
 
 
 @pytest.mark.asyncio_only  # asyncio's own Task.cancel(), as asyncio code cancels
 async def test_cancelling_the_asyncio_task_keeps_the_answered_batches_in_done() -> None:
-    import asyncio
-
-    emulator = CountingEmulator()
-    release = asyncio.Event()
-    answered = 0
-
-    async with emulator.async_client() as client:
-        done: dict[int, str] = {}
-
-        def count(progress: lingodoc.BulkProgress) -> None:
-            nonlocal answered
-            answered = progress.requests
-            if answered == 3:
-                release.set()
-
-        task = asyncio.ensure_future(
-            client.translate_many(
-                corpus(1_000, distinct=1_000),
-                max_concurrency=1,
-                on_progress=count,
-                done=done,
-                **LANGS,
-            )
-        )
-        await asyncio.wait_for(release.wait(), WAIT)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-    assert len(done) == 100 * len(emulator.batches)
-    assert 300 <= len(done) < 1_000
+    await cancel_translate_many_after_three_batches(asyncio_task=True)

@@ -25,6 +25,7 @@ from tests.conftest import (
     API_KEY,
     BASE_URL,
     call,
+    cancelled_midway,
     close,
     envelope,
     failure,
@@ -697,30 +698,6 @@ class BlockingClock(FakeClock):
         self.sleeps.append(seconds)
         self.sleeping.set()
         await anyio.Event().wait()
-
-
-async def cancelled_midway(wait: Any, reached: anyio.Event) -> None:
-    """Start ``wait()`` in a task, and cancel it once ``reached`` is set; check it was cancelled.
-
-    Cancelled from a cancel scope, as anyio does it: a task cancelled (asyncio) or a
-    nursery (trio).
-    """
-    outcome: list[str] = []
-
-    async def waiting() -> None:
-        try:
-            await wait()
-        except anyio.get_cancelled_exc_class():
-            outcome.append("cancelled")
-            raise
-        outcome.append("returned")
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(waiting)
-        with anyio.fail_after(5):
-            await reached.wait()
-        group.cancel_scope.cancel()
-    assert outcome == ["cancelled"]
 
 
 async def test_cancelling_the_wait_between_polls_leaves_the_client_usable(

@@ -30,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 LIFETIME = 60.0  # seconds a server runs at most, even if nobody stops it
@@ -60,6 +61,16 @@ def failure_body(code: str, message: str = "it went wrong") -> bytes:
     return json.dumps({"success": False, "error": {"code": code, "message": message}}).encode()
 
 
+def send_envelope(handler: BaseHTTPRequestHandler, data: Any) -> None:
+    """Answer the request of an ``http.server`` handler: 200 and a success envelope."""
+    payload = envelope_body(data)
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+
+
 def _head(code: int, headers: Mapping[str, str], length: int, reason: str = "Fault") -> bytes:
     lines = [f"HTTP/1.1 {code} {reason}", f"Content-Length: {length}", "Connection: close"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
@@ -86,6 +97,19 @@ def status(
     return act
 
 
+def _trickle(server: FaultServer, conn: socket.socket, data: bytes, every: float) -> bool:
+    """Send ``data`` one byte each ``every`` seconds; False once the client or server stops it."""
+    for i in range(len(data)):
+        if server.stopping.wait(every):
+            return False
+        try:
+            conn.sendall(data[i : i + 1])
+        except OSError:  # the client gave up
+            return False
+        server.bytes_streamed += 1
+    return True
+
+
 def drip(body: bytes, every: float) -> Action:
     """Send the headers at once, then ``body`` one byte each ``every`` seconds.
 
@@ -95,14 +119,7 @@ def drip(body: bytes, every: float) -> Action:
 
     def act(server: FaultServer, conn: socket.socket) -> None:
         conn.sendall(_head(200, {"Content-Type": "application/json"}, len(body)))
-        for i in range(len(body)):
-            if server.stopping.wait(every):
-                return
-            try:
-                conn.sendall(body[i : i + 1])
-            except OSError:  # the client gave up
-                return
-            server.bytes_streamed += 1
+        _trickle(server, conn, body, every)
 
     return act
 
@@ -116,16 +133,9 @@ def drip_head(body: bytes, every: float) -> Action:
 
     def act(server: FaultServer, conn: socket.socket) -> None:
         head = _head(200, {"Content-Type": "application/json"}, len(body))
-        for i in range(len(head)):
-            if server.stopping.wait(every):
-                return
-            try:
-                conn.sendall(head[i : i + 1])
-            except OSError:  # the client gave up
-                return
-            server.bytes_streamed += 1
-        with contextlib.suppress(OSError):
-            conn.sendall(body)
+        if _trickle(server, conn, head, every):
+            with contextlib.suppress(OSError):
+                conn.sendall(body)
 
     return act
 

@@ -19,7 +19,8 @@ import select
 import signal
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -29,7 +30,7 @@ import pytest
 import lingodoc
 from lingodoc.emulator import Emulator, EmulatorServer
 from tests.conftest import API_KEY, call, close
-from tests.reliability.fault_server import FaultServers, failure_body, status
+from tests.reliability.fault_server import FaultServers, failure_body, send_envelope, status
 
 CHILD_DEADLINE = 30.0  # seconds the parent waits for a child's report at most
 
@@ -100,12 +101,7 @@ class _TranslatingHandler(BaseHTTPRequestHandler):
             "source_language": body["source_language"],
             "target_language": body["target_language"],
         }
-        payload = json.dumps({"success": True, "data": data}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        send_envelope(self, data)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -185,6 +181,16 @@ def translate(client: lingodoc.Client, text: str) -> str:
     return client.translate(text, source_language="en", target_language="de").translated_text
 
 
+@contextmanager
+def parent_loop() -> Iterator[Callable[[Awaitable[Any]], Any]]:
+    """An event loop of the parent's, open across a fork: yields its run_until_complete."""
+    loop = asyncio.new_event_loop()
+    try:
+        yield loop.run_until_complete
+    finally:
+        loop.close()
+
+
 async def async_translate(client: lingodoc.AsyncClient, text: str) -> str:
     result = await client.translate(text, source_language="en", target_language="de")
     return result.translated_text
@@ -218,12 +224,8 @@ def test_a_forked_child_never_uses_the_parents_connection_async(
 ) -> None:
     client = lingodoc.AsyncClient(API_KEY, base_url=translator.base_url, timeout=5)
 
-    loop = asyncio.new_event_loop()
-    try:
-        assert (
-            loop.run_until_complete(async_translate(client, "parent before"))
-            == "parent before in de"
-        )
+    with parent_loop() as run:
+        assert run(async_translate(client, "parent before")) == "parent before in de"
         inherited = client._shared.http
 
         def child() -> dict[str, object]:
@@ -232,13 +234,9 @@ def test_a_forked_child_never_uses_the_parents_connection_async(
             return {"text": text, "new pool": client._shared.http is not inherited}
 
         in_the_child = in_child(child)
-        assert (
-            loop.run_until_complete(async_translate(client, "parent after")) == "parent after in de"
-        )
+        assert run(async_translate(client, "parent after")) == "parent after in de"
         assert client._shared.http is inherited
-        loop.run_until_complete(client.aclose())
-    finally:
-        loop.close()
+        run(client.aclose())
     assert in_the_child["text"] == "child in de"
     assert translator.port_of("parent after") == translator.port_of("parent before")
     assert translator.port_of("child") != translator.port_of("parent before")
@@ -334,12 +332,8 @@ def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone_async(
 ) -> None:
     client = lingodoc.AsyncClient(API_KEY, base_url=translator.base_url, timeout=5)
 
-    loop = asyncio.new_event_loop()
-    try:
-        assert (
-            loop.run_until_complete(async_translate(client, "parent before"))
-            == "parent before in de"
-        )
+    with parent_loop() as run:
+        assert run(async_translate(client, "parent before")) == "parent before in de"
         inherited = client._shared.http
 
         def child() -> dict[str, object]:
@@ -349,12 +343,8 @@ def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone_async(
 
         in_the_child = in_child(child)
         assert in_the_child == {"inherited closed": False, "closed": True}
-        assert (
-            loop.run_until_complete(async_translate(client, "parent after")) == "parent after in de"
-        )
-        loop.run_until_complete(client.aclose())
-    finally:
-        loop.close()
+        assert run(async_translate(client, "parent after")) == "parent after in de"
+        run(client.aclose())
 
 
 @posix_only

@@ -27,6 +27,7 @@ import pytest
 import lingodoc
 from lingodoc import _http
 from tests.conftest import API_KEY, call, close
+from tests.reliability.fault_server import send_envelope
 
 HERE = Path(__file__).resolve().parent / "tls"
 CA = str(HERE / "ca.pem")
@@ -70,12 +71,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         data = {"translated_text": f"{body['text']}!", "source_language": "en",
                 "target_language": "de"}  # fmt: skip
-        payload = json.dumps({"success": True, "data": data}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        send_envelope(self, data)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -161,8 +157,12 @@ class _ConnectProxy(ThreadingHTTPServer):
 
 @pytest.fixture
 def trust_the_test_ca_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    """httpx's default authorities (certifi's) are the test authority, for this test."""
+    """httpx's default authorities (certifi's) are the test authority, for this test.
+
+    The SDK's shared contexts are built afresh, with the test authority.
+    """
     monkeypatch.setattr(certifi, "where", lambda: CA)
+    monkeypatch.setattr(_http, "_contexts", {})
 
 
 LANGUAGES = {"source_language": "en", "target_language": "de"}
@@ -194,12 +194,8 @@ def test_the_shared_context_verifies_as_httpx_does() -> None:
 
 @pytest.mark.aiohttp
 async def test_clients_share_the_default_context_over_real_handshakes(
-    client_class: type[lingodoc.Client],
-    tls_server: _TLSServer,
-    trust_the_test_ca_by_default: None,
-    monkeypatch: pytest.MonkeyPatch,
+    client_class: type[lingodoc.Client], tls_server: _TLSServer, trust_the_test_ca_by_default: None
 ) -> None:
-    monkeypatch.setattr(_http, "_contexts", {})  # built afresh, with the test CA
     first = client_class(API_KEY, base_url=tls_server.base_url, max_retries=0, timeout=5)
     second = client_class(API_KEY, base_url=tls_server.base_url, max_retries=0, timeout=5)
     assert (await call(first, "translate", "one", **LANGUAGES)).translated_text == "one!"
@@ -294,7 +290,6 @@ async def test_https_through_a_connect_proxy_verifies_inside_the_tunnel(
     trust_the_test_ca_by_default: None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_http, "_contexts", {})  # built afresh, with the test CA
     proxy = _ConnectProxy()
     with running(proxy):
         monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
