@@ -66,6 +66,41 @@ WITH_BODY = {
 }
 
 
+async def with_and_without(
+    client: Client, api: respx.MockRouter, method: str, options: dict[str, Any]
+) -> tuple[httpx.Request, httpx.Request]:
+    """The request ``method`` sends with ``options``, then the one it sends without them."""
+    route_name, send = TIMED[method]
+    route = routes(api)[route_name]
+    await send(client, options)
+    sent_with = route.calls.last.request
+    await send(client, {})
+    return sent_with, route.calls.last.request
+
+
+SEND: dict[str, Callable[[Client, Any], Any]] = {name: send for name, (_, send) in TIMED.items()}
+SEND["wait_for_translation"] = lambda c, o: call(c, "wait_for_translation", "tr_1", **o)
+
+
+async def refused_before_sending(
+    client: Client,
+    api: respx.MockRouter,
+    options: dict[str, Any],
+    error: type[Exception],
+    message: str,
+    methods: list[str],
+) -> list[Exception]:
+    """Call each of ``methods`` with ``options``: each must raise; nothing may be sent."""
+    sent = routes(api)
+    raised = []
+    for method in methods:
+        with pytest.raises(error, match=message) as caught:
+            await SEND[method](client, options)
+        raised.append(caught.value)
+    assert not any(route.called for route in sent.values())
+    return raised
+
+
 # timeout= ---------------------------------------------------------------------------------
 
 
@@ -73,18 +108,15 @@ WITH_BODY = {
 async def test_a_call_timeout_is_that_calls_and_leaves_the_clients(
     client: Client, api: respx.MockRouter, method: str
 ) -> None:
-    route_name, send = TIMED[method]
-    route = routes(api)[route_name]
-    await send(client, {"timeout": 120})
-    assert route.calls.last.request.extensions["timeout"] == {
+    sent_with, sent_without = await with_and_without(client, api, method, {"timeout": 120})
+    assert sent_with.extensions["timeout"] == {
         "connect": 120,
         "read": 120,
         "write": 120,
         "pool": 120,
     }
     assert client.timeout == httpx.Timeout(30)
-    await send(client, {})
-    assert route.calls.last.request.extensions["timeout"]["read"] == 30
+    assert sent_without.extensions["timeout"]["read"] == 30
 
 
 async def test_a_call_timeout_may_be_an_httpx_timeout(
@@ -142,12 +174,9 @@ async def test_a_call_timeout_beats_a_with_options_copys(
 async def test_a_bad_call_timeout_is_refused_before_sending(
     client: Client, api: respx.MockRouter, timeout: Any, error: type[Exception]
 ) -> None:
-    sent = routes(api)
-    with pytest.raises(error, match="timeout must be a positive number"):
-        await call(client, "translate", "Hi", **LANGS, timeout=timeout)
-    with pytest.raises(error, match="timeout must be a positive number"):
-        await call(client, "translate_many", ["a", "b"], **LANGS, timeout=timeout)
-    assert not any(route.called for route in sent.values())
+    message = "timeout must be a positive number"
+    methods = ["translate", "translate_many"]
+    await refused_before_sending(client, api, {"timeout": timeout}, error, message, methods)
 
 
 # extra_headers= ---------------------------------------------------------------------------
@@ -157,17 +186,13 @@ async def test_a_bad_call_timeout_is_refused_before_sending(
 async def test_extra_headers_are_sent_with_that_call_only(
     client: Client, api: respx.MockRouter, method: str
 ) -> None:
-    route_name, send = TIMED[method]
-    route = routes(api)[route_name]
-    await send(client, {"extra_headers": {"X-Trace": "abc", "User-Agent": "mine/1"}})
-    headers = route.calls.last.request.headers
-    assert headers["X-Trace"] == "abc"
-    assert headers.get_list("User-Agent") == ["mine/1"]
-    assert headers.get_list("Authorization") == [f"Bearer {API_KEY}"]
-    await send(client, {})
-    headers = route.calls.last.request.headers
-    assert "X-Trace" not in headers
-    assert headers["User-Agent"].startswith("lingodoc-python/")
+    options = {"extra_headers": {"X-Trace": "abc", "User-Agent": "mine/1"}}
+    sent_with, sent_without = await with_and_without(client, api, method, options)
+    assert sent_with.headers["X-Trace"] == "abc"
+    assert sent_with.headers.get_list("User-Agent") == ["mine/1"]
+    assert sent_with.headers.get_list("Authorization") == [f"Bearer {API_KEY}"]
+    assert "X-Trace" not in sent_without.headers
+    assert sent_without.headers["User-Agent"].startswith("lingodoc-python/")
 
 
 async def test_extra_headers_replace_a_default_header_of_the_same_name(
@@ -190,15 +215,15 @@ async def test_extra_headers_replace_a_default_header_of_the_same_name(
 async def test_extra_headers_cannot_replace_the_authorization(
     client: Client, api: respx.MockRouter, name: str
 ) -> None:
-    sent = routes(api)
-    with pytest.raises(lingodoc.InvalidArgument, match="cannot replace 'Authorization'") as raised:
-        await call(client, "translate", "Hi", **LANGS, extra_headers={name: "Bearer other"})
-    assert "Bearer other" not in str(raised.value)
-    with pytest.raises(lingodoc.InvalidArgument, match="cannot replace 'Authorization'"):
-        await call(client, "wait_for_translation", "tr_1", extra_headers={name: "Bearer x"})
-    with pytest.raises(lingodoc.InvalidArgument, match="cannot replace 'Authorization'"):
-        await call(client, "request", "GET", "/glossaries", extra_headers={name: "Bearer x"})
-    assert not any(route.called for route in sent.values())
+    raised = await refused_before_sending(
+        client,
+        api,
+        {"extra_headers": {name: "Bearer other"}},
+        lingodoc.InvalidArgument,
+        "cannot replace 'Authorization'",
+        ["translate", "wait_for_translation", "request"],
+    )
+    assert not any("Bearer other" in str(error) for error in raised)
 
 
 @pytest.mark.parametrize(
@@ -217,14 +242,8 @@ async def test_extra_headers_cannot_replace_the_authorization(
 async def test_bad_extra_headers_are_refused_before_sending(
     client: Client, api: respx.MockRouter, headers: Any, error: type[Exception], message: str
 ) -> None:
-    sent = routes(api)
-    with pytest.raises(error, match=message):
-        await call(client, "translate", "Hi", **LANGS, extra_headers=headers)
-    with pytest.raises(error, match=message):
-        await call(client, "translate_many", ["a", "b"], **LANGS, extra_headers=headers)
-    with pytest.raises(error, match=message):
-        await call(client, "wait_for_translation", "tr_1", extra_headers=headers)
-    assert not any(route.called for route in sent.values())
+    methods = ["translate", "translate_many", "wait_for_translation"]
+    await refused_before_sending(client, api, {"extra_headers": headers}, error, message, methods)
 
 
 # extra_query= -----------------------------------------------------------------------------
@@ -234,14 +253,12 @@ async def test_bad_extra_headers_are_refused_before_sending(
 async def test_extra_query_is_sent_with_that_call_only(
     client: Client, api: respx.MockRouter, method: str
 ) -> None:
-    route_name, send = QUERIED[method]
-    route = routes(api)[route_name]
-    await send(client, {"extra_query": {"trace": "abc", "tags": ["a", "b"], "n": 3}})
-    params = route.calls.last.request.url.params
+    options = {"extra_query": {"trace": "abc", "tags": ["a", "b"], "n": 3}}
+    sent_with, sent_without = await with_and_without(client, api, method, options)
+    params = sent_with.url.params
     assert params.get_list("tags") == ["a", "b"]
     assert (params["trace"], params["n"]) == ("abc", "3")
-    await send(client, {})
-    assert not route.calls.last.request.url.params
+    assert not sent_without.url.params
 
 
 async def test_extra_query_is_sent_with_every_poll_of_a_wait(
@@ -299,12 +316,14 @@ async def test_options_are_sent_with_every_batch_of_translate_many(
 async def test_bad_extra_query_is_refused_before_sending(
     client: Client, api: respx.MockRouter, query: Any
 ) -> None:
-    sent = routes(api)
-    with pytest.raises(lingodoc.InvalidArgumentType, match="extra_query"):
-        await call(client, "get_translation", "tr_1", extra_query=query)
-    with pytest.raises(lingodoc.InvalidArgumentType, match="extra_query"):
-        await call(client, "translate_many", ["a"], **LANGS, extra_query=query)
-    assert not any(route.called for route in sent.values())
+    await refused_before_sending(
+        client,
+        api,
+        {"extra_query": query},
+        lingodoc.InvalidArgumentType,
+        "extra_query",
+        ["get_translation", "translate_many"],
+    )
 
 
 # extra_body= ------------------------------------------------------------------------------
@@ -314,15 +333,13 @@ async def test_bad_extra_query_is_refused_before_sending(
 async def test_extra_body_is_merged_into_that_calls_body(
     client: Client, api: respx.MockRouter, method: str
 ) -> None:
-    route_name, send = WITH_BODY[method]
-    route = routes(api)[route_name]
-    await send(client, {"extra_body": {"glossary_id": "g_1", "formality": {"level": 2}}})
-    body = json.loads(route.calls.last.request.content)
+    options = {"extra_body": {"glossary_id": "g_1", "formality": {"level": 2}}}
+    sent_with, sent_without = await with_and_without(client, api, method, options)
+    body = json.loads(sent_with.content)
     assert body["glossary_id"] == "g_1"
     assert body["formality"] == {"level": 2}
     assert body["target_language"] == "de"
-    await send(client, {})
-    assert "glossary_id" not in json.loads(route.calls.last.request.content)
+    assert "glossary_id" not in json.loads(sent_without.content)
 
 
 async def test_extra_body_replaces_a_field_the_sdk_sets(
@@ -353,14 +370,14 @@ async def test_extra_body_replaces_a_field_the_sdk_sets(
 async def test_bad_extra_body_is_refused_before_sending(
     client: Client, api: respx.MockRouter, body: Any, message: str
 ) -> None:
-    sent = routes(api)
-    with pytest.raises(lingodoc.InvalidArgumentType, match=message):
-        await call(client, "translate", "Hi", **LANGS, extra_body=body)
-    with pytest.raises(lingodoc.InvalidArgumentType, match=message):
-        await call(client, "translate_many", ["a", "b"], **LANGS, extra_body=body)
-    with pytest.raises(lingodoc.InvalidArgumentType, match=message):
-        await call(client, "translate_document", "doc_1", target_language="de", extra_body=body)
-    assert not any(route.called for route in sent.values())
+    await refused_before_sending(
+        client,
+        api,
+        {"extra_body": body},
+        lingodoc.InvalidArgumentType,
+        message,
+        ["translate", "translate_many", "translate_document"],
+    )
 
 
 # With an http_client of the caller's (requests built by its build_request) ----------------

@@ -389,28 +389,6 @@ def test_jsonl_translations_are_escaped_where_a_terminal_would_act_on_them() -> 
     assert json_text("\x85") == '"\\u0085"'
 
 
-@pytest.mark.parametrize(
-    ("line", "why"),
-    [
-        ('{"text": 3}', "line 2: the field 'text' is a number, not a string"),
-        ('{"text": null}', "line 2: the field 'text' is null, not a string"),
-        ('{"text": ["a"]}', "line 2: the field 'text' is an array, not a string"),
-        ('{"body": "a"}', "line 2: no field 'text' (--field names the one with the text)"),
-        ('["text"]', "line 2: an array, not a JSON object"),
-        ("17", "line 2: a number, not a JSON object"),
-        ('"text"', "line 2: a string, not a JSON object"),
-        ('{"text": {"en": "a"}}', "line 2: the field 'text' is an object, not a string"),
-        ('{"text": "a"', "line 2: not JSON (Expecting ',' delimiter at column 13)"),
-        ('{"text": "' + "x" * 10_001 + '"}', "line 2: the field 'text' has 10,001 characters"),
-    ],
-)
-def test_jsonl_records_without_a_usable_text_are_refused(line: str, why: str) -> None:
-    with pytest.raises(UsageError) as refused:
-        read_corpus('{"text": "ok"}\n' + line + "\n", "jsonl", None)
-    assert str(refused.value).startswith(why)
-    assert str(refused.value).endswith("; nothing was sent")
-
-
 # -- CSV ---------------------------------------------------------------------------------------
 
 
@@ -468,19 +446,46 @@ def test_csv_cells_are_written_exactly_to_a_file_carriage_returns_and_all() -> N
     assert rows[1:] == [["1", "two\r\nlines", "TWO\r\nLINES"], ["2", "x\x1by", "X\x1bY"]]
 
 
+# A first JSON Lines record that is fine, then the one refused.
+FIRST = '{"text": "ok"}\n'
+
+
 @pytest.mark.parametrize(
-    ("text", "why"),
+    ("format", "text", "why"),
     [
-        ("id,body\n1,a\n", "line 1: the header row has no column 'text' (it has 'id', 'body')"),
-        ("", "the file is empty: CSV needs a header row with a column 'text'"),
-        ("id,text\n1\n", "line 2: no cell in the column 'text' (1 cells)"),
-        ("text\nok\n" + "x" * 10_001 + "\n", "line 3: the cell 'text' has 10,001 characters"),
+        ("jsonl", FIRST + '{"text": 3}\n',
+         "line 2: the field 'text' is a number, not a string"),
+        ("jsonl", FIRST + '{"text": null}\n',
+         "line 2: the field 'text' is null, not a string"),
+        ("jsonl", FIRST + '{"text": ["a"]}\n',
+         "line 2: the field 'text' is an array, not a string"),
+        ("jsonl", FIRST + '{"body": "a"}\n',
+         "line 2: no field 'text' (--field names the one with the text)"),
+        ("jsonl", FIRST + '["text"]\n', "line 2: an array, not a JSON object"),
+        ("jsonl", FIRST + "17\n", "line 2: a number, not a JSON object"),
+        ("jsonl", FIRST + '"text"\n', "line 2: a string, not a JSON object"),
+        ("jsonl", FIRST + '{"text": {"en": "a"}}\n',
+         "line 2: the field 'text' is an object, not a string"),
+        ("jsonl", FIRST + '{"text": "a"\n',
+         "line 2: not JSON (Expecting ',' delimiter at column 13)"),
+        ("jsonl", FIRST + '{"text": "' + "x" * 10_001 + '"}\n',
+         "line 2: the field 'text' has 10,001 characters"),
+        ("csv", "id,body\n1,a\n",
+         "line 1: the header row has no column 'text' (it has 'id', 'body')"),
+        ("csv", "", "the file is empty: CSV needs a header row with a column 'text'"),
+        ("csv", "id,text\n1\n", "line 2: no cell in the column 'text' (1 cells)"),
+        ("csv", "text\nok\n" + "x" * 10_001 + "\n",
+         "line 3: the cell 'text' has 10,001 characters"),
     ],
-)
-def test_csv_without_a_usable_text_is_refused(text: str, why: str) -> None:
+)  # fmt: skip
+def test_records_without_a_usable_text_are_refused_naming_the_line(
+    format: str, text: str, why: str
+) -> None:
     with pytest.raises(UsageError) as refused:
-        read_corpus(text, "csv", None)
+        read_corpus(text, format, None)
     assert str(refused.value).startswith(why)
+    if format == "jsonl":
+        assert str(refused.value).endswith("; nothing was sent")
 
 
 def test_csv_names_the_line_a_multiline_record_starts_on() -> None:
@@ -873,6 +878,17 @@ def test_a_torn_last_line_is_ignored_and_cut_off_before_resuming(tmp_path: Path)
     assert path.read_text().endswith('"eins"}\n{"i": 3, "t": "drei"}\n')
 
 
+def new_checkpoint(tmp_path: Path, *written: str) -> tuple[Path, Checkpoint, Finished]:
+    """A new checkpoint, with the translations ``written`` (of texts 0, 1...) on disk."""
+    path = tmp_path / "c.checkpoint"
+    checkpoint = Checkpoint.create(str(path), HEADER)
+    finished = Finished(checkpoint, {})
+    for index, translation in enumerate(written):
+        finished[index] = translation
+    finished.flush()
+    return path, checkpoint, finished
+
+
 class FillingDisk:
     """``os`` for the checkpoint, on a disk that takes ``room`` more bytes, then no more."""
 
@@ -893,11 +909,7 @@ class FillingDisk:
 def test_an_append_the_disk_refuses_is_cut_off_and_stays_queued(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "c.checkpoint"
-    checkpoint = Checkpoint.create(str(path), HEADER)
-    finished = Finished(checkpoint, {})
-    finished[0] = "Hallo"
-    finished.flush()
+    path, checkpoint, finished = new_checkpoint(tmp_path, "Hallo")
     disk = FillingDisk(room=30)  # the next line, and part of the one after
     monkeypatch.setattr(_checkpoint, "os", disk)
     finished[1], finished[2] = "eins", "zwei"
@@ -942,9 +954,7 @@ def test_ctrl_c_during_an_append_waits_until_it_is_whole_and_off_the_queue(
 ) -> None:
     # Python's own Ctrl-C handler, even where this runs with SIGINT ignored (`pytest &`).
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    path = tmp_path / "c.checkpoint"
-    checkpoint = Checkpoint.create(str(path), HEADER)
-    finished = Finished(checkpoint, {})
+    path, checkpoint, finished = new_checkpoint(tmp_path)
     monkeypatch.setattr(_checkpoint, "os", Interrupted(room=30, signal=True))
     finished[0], finished[1] = "Hallo", "eins"
     try:
@@ -963,11 +973,7 @@ def test_ctrl_c_during_an_append_waits_until_it_is_whole_and_off_the_queue(
 def test_ctrl_c_that_cuts_an_append_short_leaves_whole_lines_and_keeps_it_queued(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "c.checkpoint"
-    checkpoint = Checkpoint.create(str(path), HEADER)
-    finished = Finished(checkpoint, {})
-    finished[0] = "Hallo"
-    finished.flush()
+    path, checkpoint, finished = new_checkpoint(tmp_path, "Hallo")
     monkeypatch.setattr(_checkpoint, "os", Interrupted(room=30, signal=False))
     finished[1], finished[2] = "eins", "zwei"
     with pytest.raises(KeyboardInterrupt):
@@ -981,9 +987,7 @@ def test_ctrl_c_that_cuts_an_append_short_leaves_whole_lines_and_keeps_it_queued
 
 
 def test_a_translation_stored_twice_is_written_once(tmp_path: Path) -> None:
-    path = tmp_path / "c.checkpoint"
-    checkpoint = Checkpoint.create(str(path), HEADER)
-    finished = Finished(checkpoint, {})
+    path, checkpoint, finished = new_checkpoint(tmp_path)
     finished[0] = "Hallo"
     finished[0] = "Hallo"  # a batch recorded again (Ctrl-C between storing and reporting)
     finished.flush()

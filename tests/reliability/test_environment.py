@@ -19,7 +19,7 @@ import select
 import signal
 import threading
 import warnings
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -177,70 +177,59 @@ def in_child(work: Callable[[], object]) -> Any:
     return report["result"]
 
 
-def translate(client: lingodoc.Client, text: str) -> str:
-    return client.translate(text, source_language="en", target_language="de").translated_text
+def _run(coroutine_or_value: Any) -> Any:
+    if asyncio.iscoroutine(coroutine_or_value):
+        return asyncio.run(coroutine_or_value)
+    return coroutine_or_value
+
+
+def translate(client: lingodoc.Client | lingodoc.AsyncClient, text: str) -> Any:
+    """``client.translate`` into German: its result, or the coroutine of an AsyncClient's."""
+    return client.translate(text, source_language="en", target_language="de")
 
 
 @contextmanager
-def parent_loop() -> Iterator[Callable[[Awaitable[Any]], Any]]:
-    """An event loop of the parent's, open across a fork: yields its run_until_complete."""
+def parent(
+    kind: str, base_url: str
+) -> Iterator[tuple[lingodoc.Client | lingodoc.AsyncClient, Callable[[Any], str]]]:
+    """A client of ``kind`` in the parent, and how the parent reads a translation's text.
+
+    An AsyncClient runs in an event loop of the parent's, open across the fork.
+    """
+    if kind == "sync":
+        with lingodoc.Client(API_KEY, base_url=base_url, timeout=5) as client:
+            yield client, lambda result: str(result.translated_text)
+        return
+    async_client = lingodoc.AsyncClient(API_KEY, base_url=base_url, timeout=5)
     loop = asyncio.new_event_loop()
     try:
-        yield loop.run_until_complete
+        yield async_client, lambda result: str(loop.run_until_complete(result).translated_text)
+        loop.run_until_complete(async_client.aclose())
     finally:
         loop.close()
 
 
-async def async_translate(client: lingodoc.AsyncClient, text: str) -> str:
-    result = await client.translate(text, source_language="en", target_language="de")
-    return result.translated_text
-
-
 @posix_only
-def test_a_forked_child_never_uses_the_parents_connection_sync(
-    translator: _PortRecordingServer,
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_forked_child_never_uses_the_parents_connection(
+    translator: _PortRecordingServer, kind: str
 ) -> None:
-    with lingodoc.Client(API_KEY, base_url=translator.base_url, timeout=5) as client:
-        assert translate(client, "parent before") == "parent before in de"
+    with parent(kind, translator.base_url) as (client, text_of):
+        assert text_of(translate(client, "parent before")) == "parent before in de"
         inherited = client._shared.http
 
         def child() -> dict[str, object]:
-            text = translate(client, "child")
+            # An AsyncClient in an event loop of the child's own: the parent's is not here.
+            text = _run(translate(client, "child")).translated_text
             return {"text": text, "new pool": client._shared.http is not inherited}
 
         in_the_child = in_child(child)
-        assert translate(client, "parent after") == "parent after in de"
+        assert text_of(translate(client, "parent after")) == "parent after in de"
         assert client._shared.http is inherited  # the parent's pool is untouched
-    assert in_the_child["text"] == "child in de"
+    assert in_the_child == {"text": "child in de", "new pool": True}
     # The parent kept its connection alive; the child opened one of its own.
     assert translator.port_of("parent after") == translator.port_of("parent before")
     assert translator.port_of("child") != translator.port_of("parent before")
-    assert in_the_child["new pool"] is True
-
-
-@posix_only
-def test_a_forked_child_never_uses_the_parents_connection_async(
-    translator: _PortRecordingServer,
-) -> None:
-    client = lingodoc.AsyncClient(API_KEY, base_url=translator.base_url, timeout=5)
-
-    with parent_loop() as run:
-        assert run(async_translate(client, "parent before")) == "parent before in de"
-        inherited = client._shared.http
-
-        def child() -> dict[str, object]:
-            # A child starts an event loop of its own; the parent's is not running here.
-            text = asyncio.run(async_translate(client, "child"))
-            return {"text": text, "new pool": client._shared.http is not inherited}
-
-        in_the_child = in_child(child)
-        assert run(async_translate(client, "parent after")) == "parent after in de"
-        assert client._shared.http is inherited
-        run(client.aclose())
-    assert in_the_child["text"] == "child in de"
-    assert translator.port_of("parent after") == translator.port_of("parent before")
-    assert translator.port_of("child") != translator.port_of("parent before")
-    assert in_the_child["new pool"] is True
 
 
 def _mock_http(client_class: type[Any]) -> httpx.Client | httpx.AsyncClient:
@@ -251,12 +240,6 @@ def _mock_http(client_class: type[Any]) -> httpx.Client | httpx.AsyncClient:
 
     kind = httpx.Client if client_class is lingodoc.Client else httpx.AsyncClient
     return kind(transport=httpx.MockTransport(answer))
-
-
-def _run(coroutine_or_value: Any) -> Any:
-    if asyncio.iscoroutine(coroutine_or_value):
-        return asyncio.run(coroutine_or_value)
-    return coroutine_or_value
 
 
 @posix_only
@@ -294,11 +277,12 @@ def test_a_callers_http_client_is_refused_in_a_child_if_it_was_used_before_the_f
 
 
 @posix_only
-def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone_sync(
-    translator: _PortRecordingServer,
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone(
+    translator: _PortRecordingServer, kind: str
 ) -> None:
-    with lingodoc.Client(API_KEY, base_url=translator.base_url, timeout=5) as client:
-        assert translate(client, "parent before") == "parent before in de"
+    with parent(kind, translator.base_url) as (client, text_of):
+        assert text_of(translate(client, "parent before")) == "parent before in de"
         inherited = client._shared.http
         holding = threading.Event()
         release = threading.Event()
@@ -313,7 +297,9 @@ def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone_sync(
         holding.wait(10)
 
         def child() -> dict[str, object]:
-            client.close()  # its first and only use: a worker shutting down
+            # Its first and only use: a worker shutting down (an AsyncClient in a loop of the
+            # child's own: the parent's loop is still open, but not here).
+            _run(close(client))
             return {"inherited closed": inherited.is_closed, "closed": client.is_closed}
 
         try:
@@ -322,29 +308,8 @@ def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone_sync(
             release.set()
             thread.join()
         assert in_the_child == {"inherited closed": False, "closed": True}
-        assert translate(client, "parent after") == "parent after in de"
-        assert translator.port_of("parent after") == translator.port_of("parent before")
-
-
-@posix_only
-def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone_async(
-    translator: _PortRecordingServer,
-) -> None:
-    client = lingodoc.AsyncClient(API_KEY, base_url=translator.base_url, timeout=5)
-
-    with parent_loop() as run:
-        assert run(async_translate(client, "parent before")) == "parent before in de"
-        inherited = client._shared.http
-
-        def child() -> dict[str, object]:
-            # The parent's loop is still open, but not in the child: closing must work here.
-            asyncio.run(client.aclose())
-            return {"inherited closed": inherited.is_closed, "closed": client.is_closed}
-
-        in_the_child = in_child(child)
-        assert in_the_child == {"inherited closed": False, "closed": True}
-        assert run(async_translate(client, "parent after")) == "parent after in de"
-        run(client.aclose())
+        assert text_of(translate(client, "parent after")) == "parent after in de"
+    assert translator.port_of("parent after") == translator.port_of("parent before")
 
 
 @posix_only
