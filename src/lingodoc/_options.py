@@ -1,13 +1,13 @@
 """A call's own options: ``timeout=``, ``extra_headers=``, ``extra_query=``, ``extra_body=``.
 
-`call_options` checks them once, before anything is sent, and returns ``None`` when none is
-set (the common case), so the request path only tests for it.
+`call_options` checks them before anything is sent; ``None`` when none is set (most calls).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -15,13 +15,13 @@ import httpx
 from lingodoc import _validation
 from lingodoc._exceptions import InvalidArgument, InvalidArgumentType
 
-# What a query parameter's value may be (or a list or tuple of): httpx writes anything
-# else as its str(), such as "{'a': 1}" for a dict, which no service means to read.
+# What a query value may be (or a list or tuple of): httpx sends anything else as its str().
 _QUERY_VALUE_TYPES = (str, int, float, bool, type(None))
 
 
+@dataclass(slots=True, kw_only=True, eq=False)
 class Options:
-    """A call's own options, already checked. One object may serve many requests.
+    """A call's own options, already checked (one object may serve many requests).
 
     Args:
         timeout: The timeout of each attempt, instead of the client's.
@@ -30,20 +30,10 @@ class Options:
         body: JSON fields merged into the body, over those the SDK sets.
     """
 
-    __slots__ = ("body", "headers", "query", "timeout")
-
-    def __init__(
-        self,
-        *,
-        timeout: httpx.Timeout | None = None,
-        headers: httpx.Headers | None = None,
-        query: httpx.QueryParams | None = None,
-        body: dict[str, Any] | None = None,
-    ) -> None:
-        self.timeout = timeout
-        self.headers = headers
-        self.query = query
-        self.body = body
+    timeout: httpx.Timeout | None = None
+    headers: httpx.Headers | None = None
+    query: httpx.QueryParams | None = None
+    body: dict[str, Any] | None = None
 
     def merge_params(self, params: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         """``params`` with the query parameters added (replacing those of the same name)."""
@@ -66,11 +56,8 @@ def call_options(
 ) -> Options | None:
     """Check a call's own options; ``None`` if none is set.
 
-    Raises:
-        InvalidArgumentType: If an option has the wrong type, or ``extra_body`` cannot be
-            sent as JSON.
-        InvalidArgument: If ``timeout`` is not a positive number, or ``extra_headers``
-            holds a header the SDK refuses.
+    ``InvalidArgumentType`` for an option of the wrong type or an ``extra_body`` not JSON;
+    ``InvalidArgument`` for a ``timeout`` not positive, or a header the SDK refuses.
     """
     if timeout is None and extra_headers is None and extra_query is None and extra_body is None:
         return None
@@ -82,17 +69,18 @@ def call_options(
     )
 
 
-def _extra_headers(extra_headers: object) -> httpx.Headers:
-    """``extra_headers=``, checked as ``default_headers`` are.
+def _mapping(value: object, argument: str, names: str) -> Mapping[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise _validation.wrong_type(argument, f"a mapping of {names} to values", value)
+    return value
 
-    ``Authorization`` is refused, not silently replaced (as it is in ``default_headers``):
-    a call that asks for its own is a mistake to say at once.
+
+def _extra_headers(extra_headers: object) -> httpx.Headers:
+    """``extra_headers=``, checked as ``default_headers`` are, and refusing ``Authorization``.
+
+    (Not silently replaced, as in ``default_headers``: a call that asks for it is a mistake.)
     """
-    if not isinstance(extra_headers, Mapping):
-        raise InvalidArgumentType(
-            f"extra_headers must be a mapping of header names to values, "
-            f"not {type(extra_headers).__name__}"
-        )
+    _mapping(extra_headers, "extra_headers", "header names")
     headers = _validation.headers(extra_headers, "extra_headers", InvalidArgument)
     if "authorization" in headers:
         raise InvalidArgument(
@@ -104,16 +92,10 @@ def _extra_headers(extra_headers: object) -> httpx.Headers:
 
 def _extra_query(extra_query: object) -> httpx.QueryParams:
     """``extra_query=``: names are str; values str, int, float, bool or None, or lists of them."""
-    if not isinstance(extra_query, Mapping):
-        raise InvalidArgumentType(
-            f"extra_query must be a mapping of parameter names to values, "
-            f"not {type(extra_query).__name__}"
-        )
-    for name, value in extra_query.items():
+    query = _mapping(extra_query, "extra_query", "parameter names")
+    for name, value in query.items():
         if not isinstance(name, str):
-            raise InvalidArgumentType(
-                f"extra_query's parameter names must be str, not {type(name).__name__}"
-            )
+            raise _validation.wrong_type("extra_query's parameter names", "str", name)
         values = value if isinstance(value, (list, tuple)) else (value,)
         bad = next((v for v in values if not isinstance(v, _QUERY_VALUE_TYPES)), None)
         if bad is not None:
@@ -121,22 +103,15 @@ def _extra_query(extra_query: object) -> httpx.QueryParams:
                 f"extra_query[{name!r}] cannot be sent as a query parameter: a value must be "
                 f"a str, int, float, bool or None, or a list of them, not {type(bad).__name__}"
             )
-    return httpx.QueryParams(extra_query)
+    return httpx.QueryParams(query)
 
 
 def _extra_body(extra_body: object) -> dict[str, Any]:
     """``extra_body=``: a copy, checked to be sendable as httpx will send it."""
-    if not isinstance(extra_body, Mapping):
-        raise InvalidArgumentType(
-            f"extra_body must be a mapping of JSON field names to values, "
-            f"not {type(extra_body).__name__}"
-        )
-    body = dict(extra_body)
+    body = dict(_mapping(extra_body, "extra_body", "JSON field names"))
     name = next((name for name in body if not isinstance(name, str)), None)
     if name is not None:
-        raise InvalidArgumentType(
-            f"extra_body's field names must be str, not {type(name).__name__}"
-        )
+        raise _validation.wrong_type("extra_body's field names", "str", name)
     try:
         json.dumps(body, allow_nan=False)  # as httpx encodes a body
     except (TypeError, ValueError, RecursionError) as exc:

@@ -23,8 +23,7 @@ from lingodoc._exceptions import (
     TextTooLong,
 )
 
-# Messages quote at most this many characters of what they were given, so a
-# megabyte-long id does not become a megabyte-long exception (or log line).
+# So that a megabyte-long id does not become a megabyte-long exception (or log line).
 QUOTE_LIMIT = 100
 
 
@@ -41,11 +40,7 @@ def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
 
 
 def shown(value: object) -> str:
-    """Return ``repr(value)`` for a message, cut to about 100 characters.
-
-    Every message that quotes an argument, or something the server sent, quotes
-    it through this function.
-    """
+    """Return ``repr(value)`` cut to about 100 characters: how every message quotes a value."""
     if isinstance(value, str) and len(value) > QUOTE_LIMIT:
         return f"{value[:QUOTE_LIMIT]!r}... ({len(value):,} characters)"
     try:
@@ -55,17 +50,23 @@ def shown(value: object) -> str:
     return cut(text)
 
 
+def wrong_type(argument: str, expected: str, value: object) -> InvalidArgumentType:
+    """The error for ``value`` given as ``argument``, which must be ``expected`` (``a str``)."""
+    return InvalidArgumentType(f"{argument} must be {expected}, not {type(value).__name__}")
+
+
+def _too_long(argument: str, value: str) -> TextTooLong:
+    return TextTooLong(
+        f"{argument} has {len(value):,} characters; the limit is {MAX_TEXT_LENGTH:,}",
+        code="TEXT_TOO_LONG",
+    )
+
+
 def has_dot_segment(path: str, *, decoded: bool = False) -> bool:
-    """Whether a server could read ``path`` as stepping up (``..``) or staying (``.``).
+    """Whether a server could read a segment of ``path`` as ``.`` or ``..``.
 
-    A segment counts if it is ``.`` or ``..``, with a backslash read as ``/`` (as
-    some servers do) and a ``;parameter`` stripped (as Java servers do).
-
-    Args:
-        path: The path, or an id that will be one segment.
-        decoded: Check it once percent-decoded too: ``%2e%2e`` is ``..``, and
-            ``%2f`` or ``%5c`` make new segments, for a server that decodes
-            before it normalises.
+    A backslash counts as ``/`` and a ``;parameter`` is stripped, as some servers do. With
+    ``decoded``, the path is checked once percent-decoded too (``%2e%2e``, ``%2f``, ``%5c``).
     """
     forms = (path, unquote(path)) if decoded and "%" in path else (path,)
     return any(
@@ -76,12 +77,7 @@ def has_dot_segment(path: str, *, decoded: bool = False) -> bool:
 
 
 def language(value: object, argument: str) -> str:
-    """Return the language code folded to lower case.
-
-    Raises:
-        InvalidLanguage: If ``value`` is not two ASCII letters. Whether a
-            well-formed code is supported is the server's call.
-    """
+    """Return the language code in lower case; ``InvalidLanguage`` unless two ASCII letters."""
     if isinstance(value, str) and len(value) == 2 and value.isascii() and value.isalpha():
         return value.lower()
     raise InvalidLanguage(
@@ -91,83 +87,51 @@ def language(value: object, argument: str) -> str:
 
 
 def text(value: object) -> str:
-    """Return ``value`` if it is a text the service can take.
-
-    Raises:
-        InvalidArgumentType: If it is not a string.
-        TextTooLong: If it has more than 10,000 characters.
-    """
+    """Return ``value``; ``InvalidArgumentType`` unless a str, ``TextTooLong`` if too long."""
     if not isinstance(value, str):
-        raise InvalidArgumentType(f"text must be a str, not {type(value).__name__}")
+        raise wrong_type("text", "a str", value)
     if len(value) > MAX_TEXT_LENGTH:
-        raise TextTooLong(
-            f"text has {len(value):,} characters; the limit is {MAX_TEXT_LENGTH:,}",
-            code="TEXT_TOO_LONG",
-        )
+        raise _too_long("text", value)
     return value
 
 
 def texts(values: object) -> list[str]:
-    """Return the batch as a list of strings, each checked, so that nothing is sent for a bad one.
+    """Return the batch as a list, each item checked as `text` checks one (named by index).
 
-    Errors name the item by its index in ``values``.
-
-    Raises:
-        InvalidArgumentType: If it is a single string or holds anything but strings.
-        InvalidArgument: If it is empty.
-        TextTooLong: If an item has more than 10,000 characters.
+    Also ``InvalidArgumentType`` for a single string, ``InvalidArgument`` if empty.
     """
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise InvalidArgumentType(f"texts must be a list of str, not {type(values).__name__}")
+        raise wrong_type("texts", "a list of str", values)
     batch = list(values)
     if not batch:
         raise InvalidArgument("texts must not be empty")
-    # The loops run in C, once over a million texts; the slow search for the index
-    # only runs when one of them fails.
+    # Checked in C, fast over a million texts; the index is looked for only on a failure.
     if not set(map(type, batch)) <= {str}:
-        for index, item in enumerate(batch):
+        for index, item in enumerate(batch):  # a str subclass passes
             if not isinstance(item, str):
-                raise InvalidArgumentType(
-                    f"texts[{index}] must be a str, not {type(item).__name__}"
-                )
+                raise wrong_type(f"texts[{index}]", "a str", item)
     if max(map(len, batch)) > MAX_TEXT_LENGTH:
-        for index, item in enumerate(batch):
-            if len(item) > MAX_TEXT_LENGTH:
-                raise TextTooLong(
-                    f"texts[{index}] has {len(item):,} characters; the limit is "
-                    f"{MAX_TEXT_LENGTH:,}",
-                    code="TEXT_TOO_LONG",
-                )
+        index, item = next((i, t) for i, t in enumerate(batch) if len(t) > MAX_TEXT_LENGTH)
+        raise _too_long(f"texts[{index}]", item)
     return batch
 
 
 def optional(value: object, argument: str, kind: type) -> object:
-    """Return ``value`` if it is ``None`` or of ``kind``.
-
-    Raises:
-        InvalidArgumentType: Otherwise.
-    """
+    """Return ``value`` if it is ``None`` or of ``kind``, else raise ``InvalidArgumentType``."""
     if value is None or isinstance(value, kind):
         return value
-    raise InvalidArgumentType(
-        f"{argument} must be a {kind.__name__} or None, not {type(value).__name__}"
-    )
+    raise wrong_type(argument, f"a {kind.__name__} or None", value)
 
 
 def path_segment(value: object, argument: str) -> str:
-    """Return an id escaped for use as one path segment.
+    """Return an id percent-encoded as one path segment (every character not unreserved).
 
-    ``/``, ``?``, ``#``, ``%`` and every other character that is not
-    unreserved are percent-encoded.
-
-    Raises:
-        InvalidArgumentType: If it is not a string.
-        InvalidArgument: If it is empty, or is ``.`` or ``..``, or has such a part
-            between slashes or backslashes (``a/../b``): escaped or not, a
-            server that decodes the path first would read it as a step up.
+    ``InvalidArgumentType`` unless a str; ``InvalidArgument`` if empty, or ``.`` or ``..``
+    or holding one between slashes: escaped or not, a server that decodes the path first
+    would read it as a step up.
     """
     if not isinstance(value, str):
-        raise InvalidArgumentType(f"{argument} must be a str, not {type(value).__name__}")
+        raise wrong_type(argument, "a str", value)
     if not value:
         raise InvalidArgument(f"{argument} must not be empty")
     if has_dot_segment(value):
@@ -185,14 +149,9 @@ def path_segment(value: object, argument: str) -> str:
 
 
 def positive_int(value: object, argument: str) -> int:
-    """Return ``value`` if it is an int of at least 1.
-
-    Raises:
-        InvalidArgumentType: If it is not an int (``bool`` included).
-        InvalidArgument: If it is below 1.
-    """
+    """Return ``value``: ``InvalidArgumentType`` unless an int, ``InvalidArgument`` below 1."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgumentType(f"{argument} must be an int, not {type(value).__name__}")
+        raise wrong_type(argument, "an int", value)
     if value < 1:
         raise InvalidArgument(f"{argument} must be at least 1, not {shown(value)}")
     return value
@@ -216,9 +175,7 @@ def as_float(value: object) -> float:
 def timeout(value: object, error: type[LingodocError] = InvalidArgument) -> httpx.Timeout:
     """Return a timeout given as a positive number of seconds, or an ``httpx.Timeout``.
 
-    Raises:
-        LingodocError: ``error`` if it is not a positive finite number (a call's own
-            timeout of the wrong type is an ``InvalidArgumentType``).
+    Raises ``error`` otherwise (a call's own timeout of the wrong type: ``InvalidArgumentType``).
     """
     if isinstance(value, httpx.Timeout):
         return value
@@ -234,33 +191,23 @@ def timeout(value: object, error: type[LingodocError] = InvalidArgument) -> http
     )
 
 
-# RFC 9110: a header name is a token. A value here is printable ASCII, with inner spaces or
-# tabs only (a CR or LF would end the header and start another).
+# RFC 9110: a header name is a token. A value is printable ASCII, with inner spaces or tabs
+# only (a CR or LF would end the header and start another).
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[ \t]*[\x21-\x7e])*)?")
-# Headers that frame the body or manage the connection: httpx and httpcore set them from
-# the request itself, and a second, different one breaks or smuggles a request.
-_TRANSPORT_HEADERS = frozenset(
-    {
-        "connection",
-        "content-length",
-        "keep-alive",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-    }
-)
+# httpx and httpcore set these from the request itself: a second, different one breaks or
+# smuggles a request.
+_TRANSPORT_HEADERS = frozenset({
+    "connection", "content-length", "keep-alive", "proxy-connection", "te", "trailer",
+    "transfer-encoding", "upgrade",
+})  # fmt: skip
 
 
 def headers(value: object, argument: str, error: type[LingodocError]) -> httpx.Headers:
-    """Return headers to send with every request (``default_headers``) or one call.
+    """Return headers to send (``default_headers``, or a call's ``extra_headers``).
 
-    Raises:
-        LingodocError: ``error`` (or ``InvalidArgumentType`` for a call's headers of the
-            wrong type) if one cannot be sent, or would frame the body or manage the
-            connection; the message never quotes a value.
+    Raises ``error`` (``InvalidArgumentType`` for a call's headers of the wrong type) if one
+    cannot be sent, or would frame the body or manage the connection, never quoting a value.
     """
     problem: str | None
     try:
@@ -297,19 +244,14 @@ def _header_problem(checked: httpx.Headers) -> str | None:
 
 
 def relative_path(path: object) -> str:
-    """Return ``path`` with a leading slash if it stays under ``base_url``.
+    """Return ``path`` with a leading slash; ``InvalidArgument`` if it would leave ``base_url``.
 
-    Refused: an absolute URL, a path starting ``//`` or with a backslash, and a path with
-    a ``.`` or ``..`` segment as written or once percent-decoded (``%2e%2e``, ``.%2E``, or
-    ``..`` between a ``%2f`` or ``%5c``): a server or proxy that decodes before
-    normalising would read it as a step up.
-
-    Raises:
-        InvalidArgumentType: If it is not a string.
-        InvalidArgument: If it would leave ``base_url``.
+    Refused: an absolute URL, a path starting ``//`` or with a backslash, and a ``.`` or
+    ``..`` segment as written or once percent-decoded, which a server or proxy that decodes
+    before normalising would read as a step up. ``InvalidArgumentType`` unless a str.
     """
     if not isinstance(path, str):
-        raise InvalidArgumentType(f"path must be a str, not {type(path).__name__}")
+        raise wrong_type("path", "a str", path)
     route = path.split("?", 1)[0]
     if (
         "://" in route
@@ -323,12 +265,14 @@ def relative_path(path: object) -> str:
     return path if path.startswith("/") else f"/{path}"
 
 
+_CANNOT_AWAIT = "which Client cannot await: pass a plain function, or use AsyncClient"
+
+
 def callback(on_progress: object, *, awaits: bool) -> None:
     """Check an ``on_progress``: callable, and no ``async def`` unless the client awaits it.
 
-    Raises:
-        InvalidArgumentType: If it is not callable, or is a coroutine function (or an
-            object whose ``__call__`` is one) and the client is ``Client``.
+    ``InvalidArgumentType`` if not callable, or a coroutine function (or an object whose
+    ``__call__`` is one) given to ``Client``.
     """
     if on_progress is None:
         return
@@ -339,21 +283,15 @@ def callback(on_progress: object, *, awaits: bool) -> None:
         inspect.iscoroutinefunction(on_progress) or inspect.iscoroutinefunction(call)
     ):
         raise InvalidArgumentType(
-            "on_progress is a coroutine function (async def), which Client cannot await: "
-            "pass a plain function, or use AsyncClient"
+            f"on_progress is a coroutine function (async def), {_CANNOT_AWAIT}"
         )
 
 
 def not_awaitable(result: object) -> None:
-    """Refuse what a ``Client``'s ``on_progress`` returned if it must be awaited.
+    """Refuse (``InvalidArgumentType``) a coroutine that a ``Client``'s ``on_progress`` returned.
 
-    Raises:
-        InvalidArgumentType: If it is a coroutine (closed here, so it is never left
-            un-awaited).
+    It is closed first, so it is never left un-awaited.
     """
     if inspect.iscoroutine(result):
         result.close()
-        raise InvalidArgumentType(
-            "on_progress returned a coroutine, which Client cannot await: "
-            "pass a plain function, or use AsyncClient"
-        )
+        raise InvalidArgumentType(f"on_progress returned a coroutine, {_CANNOT_AWAIT}")
