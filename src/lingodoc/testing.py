@@ -1,9 +1,8 @@
 """Helpers for testing code that uses lingodoc, without waiting for real.
 
 Retries back off, a 429 waits for the rate-limit reset and ``wait_for_translation`` polls
-every 5 seconds: real sleeping in production, and never in a test suite. ``fake_clock``
-swaps the SDK's clock for a ``FakeClock`` whose sleeps return at once and move its time
-forward, so deadlines and timeouts still behave exactly as they would:
+every 5 seconds. ``fake_clock`` swaps the SDK's clock for a ``FakeClock`` whose sleeps
+return at once and move its time forward, so deadlines still behave as they would:
 
 ```python
 from lingodoc.testing import fake_clock
@@ -14,8 +13,8 @@ def test_waits_for_the_document(client):
     assert clock.sleeps == [5.0, 5.0]
 ```
 
-The in-process emulator (``lingodoc.emulator``) reads the same clock, so its translation
-jobs advance as the fake time does. ``import lingodoc`` does not import this module.
+The in-process emulator (``lingodoc.emulator``) reads the same clock, so its jobs advance
+as the fake time does. ``import lingodoc`` does not import this module.
 """
 
 from __future__ import annotations
@@ -33,18 +32,15 @@ __all__ = ["FakeClock", "fake_clock"]
 class FakeClock(_clock.SystemClock):
     """A clock that only moves when something sleeps on it or calls `advance`.
 
+    Args:
+        start: The Unix time it starts at; by default the real time now.
+
     Attributes:
         sleeps: Every sleep requested through this clock, in seconds, in order.
     """
 
     def __init__(self, *, start: float | None = None) -> None:
-        """Create a fake clock.
-
-        Args:
-            start: The wall-clock time (Unix seconds) it starts at; defaults to
-                the real time now, so timestamps it produces look plausible.
-        """
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._monotonic = 0.0
         self._wall = time.time() if start is None else float(start)
         self.sleeps: list[float] = []
@@ -81,23 +77,21 @@ class FakeClock(_clock.SystemClock):
             self._wall += seconds
 
     def sleep(self, seconds: float) -> None:
-        """Record the sleep and move the clock forward; return at once.
+        """Record the sleep and move the clock forward at once.
 
         Args:
             seconds: The sleep asked for; a negative one counts as 0.
         """
         seconds = max(0.0, float(seconds))
-        with self._lock:
+        with self._lock:  # the sleep recorded and the clock moved as one
             self.sleeps.append(seconds)
-            self._monotonic += seconds
-            self._wall += seconds
+            self.advance(seconds)
 
     def wait(self, event: threading.Event, seconds: float) -> bool:
         """Sleep until ``event`` is set, at most ``seconds``: return at once either way.
 
-        If ``event`` is already set, nothing is slept; else the sleep is recorded and the
-        clock moves forward, as by `sleep`. (`Client.translate_many` waits for a reset
-        this way, so that an error in another batch, or Ctrl-C, ends the wait at once.)
+        If ``event`` is already set, nothing is slept; else the sleep is recorded as by
+        `sleep`. (`Client.translate_many` waits for a rate-limit reset this way.)
 
         Args:
             event: What ends the sleep early.
@@ -106,15 +100,12 @@ class FakeClock(_clock.SystemClock):
         Returns:
             Whether ``event`` is set.
         """
-        if event.is_set():
-            return True
-        self.sleep(seconds)
+        if not event.is_set():
+            self.sleep(seconds)
         return event.is_set()
 
     async def async_sleep(self, seconds: float) -> None:
-        """Like `sleep`, and yield to the event loop once (asyncio or trio), as a real sleep would.
-
-        As a real sleep, it is where a cancelled task stops.
+        """Like `sleep`, and yield to the event loop once, where a cancelled task stops.
 
         Args:
             seconds: The sleep asked for; a negative one counts as 0.
