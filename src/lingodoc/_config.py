@@ -1,8 +1,7 @@
 """The client's settings, checked at construction: key, base URL, timeout, headers, limits.
 
-Functions that see the key, or a base URL that may hold a password, *return* the error
-that refuses it rather than raise it: the client raises it from a frame that holds
-neither, so a traceback shown with its locals never prints them.
+Functions that see the key, or a base URL that may hold a password, *return* their error:
+the client raises it from a frame that holds neither, so no traceback's locals show them.
 """
 
 from __future__ import annotations
@@ -25,8 +24,12 @@ from lingodoc._constants import (
 from lingodoc._exceptions import ConfigurationError
 
 
-def _missing(argument: str, variable: str) -> ConfigurationError:
-    return ConfigurationError(
+def _setting(value: object, argument: str, variable: str) -> str | ConfigurationError:
+    """The argument, else the environment variable, stripped; or the error if none or no str."""
+    if value is not None and not isinstance(value, str):
+        return ConfigurationError(f"{argument} must be a str, not {type(value).__name__}")
+    text = ((os.environ.get(variable) if value is None else value) or "").strip()
+    return text or ConfigurationError(
         f"no {argument.replace('_', ' ')} given: pass {argument}=... "
         f"or set the {variable} environment variable"
     )
@@ -34,12 +37,8 @@ def _missing(argument: str, variable: str) -> ConfigurationError:
 
 def api_key(value: object) -> str | ConfigurationError:
     """Return the key to send (``api_key``, else ``LINGODOC_API_KEY``), or the error."""
-    if value is not None and not isinstance(value, str):
-        return ConfigurationError(f"api_key must be a str, not {type(value).__name__}")
-    key = ((os.environ.get(API_KEY_ENV) if value is None else value) or "").strip()
-    if not key:
-        return _missing("api_key", API_KEY_ENV)
-    if not _validation.sendable_key(key):
+    key = _setting(value, "api_key", API_KEY_ENV)
+    if isinstance(key, str) and not _validation.sendable_key(key):
         return ConfigurationError(
             f"api_key (or {API_KEY_ENV}) holds spaces or characters that cannot be "
             "sent in a header; check it was copied whole"
@@ -50,11 +49,8 @@ def api_key(value: object) -> str | ConfigurationError:
 def allow_http_host(value: object) -> str | None:
     """Return the host named by ``allow_http_host`` (or its variable), folded; ``None`` if unset.
 
-    An empty or blank ``LINGODOC_ALLOW_HTTP_HOST`` is unset (as ``VAR=`` in a compose
-    file leaves it); an empty argument is refused, as it names no host.
-
-    Raises:
-        ConfigurationError: If the argument is not a string, or is empty.
+    A blank variable is unset (as ``VAR=`` in a compose file leaves it); a blank argument,
+    or one not a str, raises ``ConfigurationError``.
     """
     if value is None:
         named = os.environ.get(ALLOW_HTTP_HOST_ENV, "").strip()
@@ -77,9 +73,13 @@ def _host_key(host: str) -> str:
     return host.lower().strip("[]")
 
 
+def _authority_start(raw: str) -> int:
+    return raw.find("://") + 3 if "://" in raw else 0
+
+
 def _shown_url(raw: str) -> str:
     """``raw`` as an error message may quote it: a password before an ``@`` is masked."""
-    start = raw.find("://") + 3 if "://" in raw else 0
+    start = _authority_start(raw)
     at = raw.rfind("@")
     if at < start or ":" not in raw[start:at]:
         return _validation.cut(raw)
@@ -90,25 +90,20 @@ def _shown_url(raw: str) -> str:
 def base_url(value: object, allowed_http_host: str | None) -> str | ConfigurationError:
     """Return the base URL to send to (``base_url``, else ``LINGODOC_BASE_URL``), or the error.
 
-    Args:
-        value: The argument, or ``None`` to read ``LINGODOC_BASE_URL``.
-        allowed_http_host: The host (from `allow_http_host`) to which ``http://`` is
-            allowed, besides loopback ones.
+    ``http://`` is allowed to loopback hosts and to ``allowed_http_host`` (`allow_http_host`).
     """
-    if value is not None and not isinstance(value, str):
-        return ConfigurationError(f"base_url must be a str, not {type(value).__name__}")
-    raw = ((os.environ.get(BASE_URL_ENV) if value is None else value) or "").strip()
-    if not raw:
-        return _missing("base_url", BASE_URL_ENV)
-    where = f"base_url {_shown_url(raw)!r}" + (f" (from {BASE_URL_ENV})" if value is None else "")
+    raw = _setting(value, "base_url", BASE_URL_ENV)
+    if isinstance(raw, ConfigurationError):
+        return raw
+    shown = _shown_url(raw)
+    where = f"base_url {shown!r}" + (f" (from {BASE_URL_ENV})" if value is None else "")
     if "\\" in raw or not raw.isprintable() or any(c.isspace() for c in raw):
         # "https://api.example.com\\@evil.com" is evil.com to httpx, another host to others.
         return ConfigurationError(
             f"{where} holds a backslash, a space or a control character; "
             "write the address as a plain URL such as 'https://api.example.com/v1'"
         )
-    start = raw.find("://") + 3 if "://" in raw else 0
-    if "@" in raw[start:].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]:
+    if "@" in raw[_authority_start(raw) :].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]:
         # httpx would send it as Basic authentication, instead of the key.
         return ConfigurationError(
             f"{where} holds a user name or password (before '@'); remove it: "
@@ -124,23 +119,24 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
     if url.scheme not in ("http", "https") or not url.host or url.userinfo:
         return ConfigurationError(
             f"base_url must be an absolute https:// URL such as "
-            f"'https://api.example.com/v1', not {_shown_url(raw)!r} "
+            f"'https://api.example.com/v1', not {shown!r} "
             f"(from base_url or {BASE_URL_ENV})"
         )
     if url.scheme == "http" and not is_loopback(url.host):
+        clear = (
+            f"{where} uses http://, which would send the API key in clear text; use "
+            f"https:// (http:// is allowed only for localhost and loopback addresses"
+        )
         if allowed_http_host is None:
             return ConfigurationError(
-                f"{where} uses http://, which would send the API key in clear text; use "
-                f"https:// (http:// is allowed only for localhost and loopback addresses and, "
-                f"for a host on a network you trust (a docker-compose service), the host "
-                f"named by allow_http_host= or {ALLOW_HTTP_HOST_ENV})"
+                f"{clear} and, for a host on a network you trust (a docker-compose service), "
+                f"the host named by allow_http_host= or {ALLOW_HTTP_HOST_ENV})"
             )
         if allowed_http_host != _host_key(url.host):
             return ConfigurationError(
-                f"{where} uses http://, which would send the API key in clear text; use "
-                f"https:// (http:// is allowed only for localhost and loopback addresses, "
-                f"but the opt-in (allow_http_host or {ALLOW_HTTP_HOST_ENV}) names the host "
-                f"{_validation.shown(allowed_http_host)}, not {_validation.shown(url.host)})"
+                f"{clear}, but the opt-in (allow_http_host or {ALLOW_HTTP_HOST_ENV}) names "
+                f"the host {_validation.shown(allowed_http_host)}, not "
+                f"{_validation.shown(url.host)})"
             )
     if "?" in raw or "#" in raw:
         return ConfigurationError(f"{where} must not have a query or fragment")
@@ -150,9 +146,8 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
 def environment_proxy(http_client: httpx.Client | httpx.AsyncClient, url: str) -> str | None:
     """The proxy variables that would send ``http_client``'s requests for ``url`` to a proxy.
 
-    httpx reads them with ``trust_env`` (``NO_PROXY`` excluded) as ``urllib`` does. An
-    ``http_client``'s own ``proxy=`` or ``mounts=`` is not visible through httpx's public
-    API: that is the caller's own choice.
+    Read as httpx (with ``trust_env``) and ``urllib`` do. An ``http_client``'s own ``proxy=``
+    or ``mounts=``, not visible through httpx's public API, is the caller's own choice.
     """
     import urllib.request
 
@@ -173,13 +168,9 @@ def environment_proxy(http_client: httpx.Client | httpx.AsyncClient, url: str) -
 
 
 def timeout(value: object, http_client: httpx.Client | httpx.AsyncClient | None) -> httpx.Timeout:
-    """Return the timeout of each attempt.
+    """Return the timeout of each attempt; ``ConfigurationError`` if not valid.
 
-    ``None`` means "not set": the timeout of ``http_client`` if its creator set one, else
-    30 seconds. No limit at all is ``httpx.Timeout(None)``.
-
-    Raises:
-        ConfigurationError: If it is not a positive number or an ``httpx.Timeout``.
+    ``None`` is the timeout of ``http_client`` if its creator set one, else 30 seconds.
     """
     if value is not None:
         return _validation.timeout(value, ConfigurationError)
@@ -193,22 +184,14 @@ def timeout(value: object, http_client: httpx.Client | httpx.AsyncClient | None)
 
 
 def max_retries(value: object) -> int:
-    """Return ``max_retries``, an int of at least 0.
-
-    Raises:
-        ConfigurationError: Otherwise.
-    """
+    """Return ``max_retries`` if an int of at least 0, else raise ``ConfigurationError``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConfigurationError(f"max_retries must be an int >= 0, not {_validation.shown(value)}")
     return value
 
 
 def max_in_flight(value: object) -> int | None:
-    """Return ``max_in_flight``, an int of at least 1, or ``None`` (the default).
-
-    Raises:
-        ConfigurationError: Otherwise.
-    """
+    """Return ``max_in_flight`` if ``None`` or an int of at least 1; else ``ConfigurationError``."""
     if value is None or (not isinstance(value, bool) and isinstance(value, int) and value >= 1):
         return value
     raise ConfigurationError(
@@ -218,11 +201,9 @@ def max_in_flight(value: object) -> int | None:
 
 
 def headers(default_headers: Mapping[str, str] | None, user_agent: str) -> httpx.Headers:
-    """Return the headers of every request, ``default_headers`` included (not the key yet).
+    """Return the headers of every request but the key, ``default_headers`` included.
 
-    Raises:
-        ConfigurationError: If a header cannot be sent, or would frame the body or manage
-            the connection; the message never quotes a value.
+    Raises ``ConfigurationError`` for a header the SDK refuses (see `_validation.headers`).
     """
     from lingodoc._response import ACCEPT_ENCODING
 
@@ -234,11 +215,7 @@ def headers(default_headers: Mapping[str, str] | None, user_agent: str) -> httpx
 
 
 def http_client_kind(http_client: Any, expected: type[Any]) -> None:
-    """Refuse an ``http_client`` that is not an ``expected`` (httpx.Client or AsyncClient).
-
-    Raises:
-        ConfigurationError: If it is not.
-    """
+    """Refuse (``ConfigurationError``) an ``http_client`` that is not an ``expected``."""
     if http_client is not None and not isinstance(http_client, expected):
         raise ConfigurationError(
             f"http_client must be an {expected.__module__}.{expected.__qualname__}, "

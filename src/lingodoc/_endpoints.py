@@ -1,13 +1,13 @@
-"""The endpoints: each method's arguments checked and turned into a `Call`, and its parser.
+"""The endpoints: each method's arguments checked (before sending) and turned into a `Call`.
 
-A `Call` says what to send and how to read the envelope's ``data`` into a result. Every
-argument is checked here, before anything is sent (``_validation``); each parser checks
-that the data is the endpoint's model and attaches the response's ``Origin``.
+A `Call` says what to send and how to read the envelope's ``data``: each parser checks that
+it is the endpoint's model and attaches the response's ``Origin``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
@@ -34,6 +34,7 @@ ModelT = TypeVar("ModelT", bound="BaseModel")
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class Call(Generic[T]):
     """One API call, ready to send: what to send and how to read the answer.
 
@@ -47,26 +48,14 @@ class Call(Generic[T]):
         options: The call's own options (``timeout=``, ``extra_headers=``...), if any.
     """
 
-    __slots__ = ("idempotent", "json", "method", "options", "params", "parse", "path")
-
-    def __init__(
-        self,
-        method: str,
-        path: str,
-        parse: Callable[[Any, Origin], T],
-        *,
-        json: Any = None,
-        params: Mapping[str, Any] | None = None,
-        idempotent: bool = True,
-        options: Options | None = None,
-    ) -> None:
-        self.method = method
-        self.path = path
-        self.parse = parse
-        self.json = json
-        self.params = params
-        self.idempotent = idempotent
-        self.options = options
+    method: str
+    path: str
+    parse: Callable[[Any, Origin], T]
+    _: KW_ONLY
+    json: Any = None
+    params: Mapping[str, Any] | None = None
+    idempotent: bool = True
+    options: Options | None = None
 
     def __repr__(self) -> str:
         return f"Call({self.description})"

@@ -1,13 +1,13 @@
 """Reading a response: its body within bounds, then the envelope, or the error it stands for.
 
-The service answers ``{"success": true, "data": ...}`` or
-``{"success": false, "error": {"code": ..., "message": ...}}``. `unwrap` is the one place
-that turns a response into its ``data`` or the typed exception it stands for; `BodyReader`
-reads the body first, with a cap on its size (after decompression) and on its time.
+`BodyReader` reads the body, capped in size (after decompression) and time. `unwrap` turns
+``{"success": true, "data": ...}`` into its ``data``, and anything else into the typed
+exception it stands for (``{"success": false, "error": {"code": ..., "message": ...}}``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import zlib
@@ -22,27 +22,20 @@ from lingodoc._exceptions import APIError, RateLimited, UnexpectedResponse, erro
 if TYPE_CHECKING:
     from lingodoc._models import RateLimit
 
-# A success body is read whole; an error body only far enough to show its start, so a
-# broken proxy cannot make a client load megabytes of HTML.
+# An error body is read only far enough to show its start: no megabytes of a proxy's HTML.
 MAX_BODY_BYTES = 32 * 1024 * 1024
 MAX_ERROR_BODY_BYTES = 64 * 1024
 BODY_EXCERPT_CHARS = 500
-# What the SDK asks for, and so all it decodes: zlib does both with a bound on its output
-# (httpx would inflate each chunk whole: 64 KiB of gzip can inflate to 64 MiB).
+# All the SDK asks for, so all it decodes: zlib bounds its output (httpx would inflate each
+# chunk whole: 64 KiB of gzip can inflate to 64 MiB).
 ACCEPT_ENCODING = "gzip, deflate"
 
 
 class BodyReader:
     """Collects one response body, up to a limit after decompression and before the deadline.
 
-    Its failures are httpx exceptions, so the clients map them, and decide on retries, as
-    they do for httpx's own.
-
-    Args:
-        response: The response whose body is read, its headers received.
-
-    Raises:
-        httpx.DecodingError: If the body is encoded otherwise than the SDK asks for.
+    Its failures are httpx exceptions, so the clients handle them as httpx's own:
+    ``httpx.DecodingError`` for an encoding the SDK did not ask for.
     """
 
     def __init__(self, response: httpx.Response) -> None:
@@ -51,7 +44,7 @@ class BodyReader:
         self.chunks: list[bytes] = []
         self.size = 0
         self.decoder: Any = None
-        # A response built in memory and read (a mock transport's): its body is decoded.
+        # Built in memory and read (a mock transport's): its body is decoded.
         self.in_memory = response.is_stream_consumed
         if self.in_memory:
             self.chunks.append(response.content)
@@ -74,9 +67,7 @@ class BodyReader:
     def feed(self, raw: bytes) -> bool:
         """Take the next chunk as received; ``True`` once past the limit (stop reading).
 
-        Raises:
-            httpx.ReadTimeout: If the attempt's deadline has passed.
-            httpx.DecodingError: If the body is not valid for its encoding.
+        ``httpx.ReadTimeout`` past the attempt's deadline; ``httpx.DecodingError`` if invalid.
         """
         if _deadline.left() == 0:
             raise httpx.ReadTimeout("the response took longer than the timeout of the attempt")
@@ -128,10 +119,8 @@ def unwrap(
 ) -> Any:
     """Return the ``data`` of a success envelope (``None`` for a bodiless 204).
 
-    Raises:
-        APIError: The subclass the error code, else the status, stands for; a 429 is
-            always ``RateLimited``, whatever its body.
-        UnexpectedResponse: If the body is not the envelope.
+    Else raise the ``APIError`` the error code, else the status, stands for: a 429 without
+    an error envelope is ``RateLimited``, any other body not the envelope ``UnexpectedResponse``.
     """
     if status_code == 204 and not body:
         return None
@@ -144,12 +133,9 @@ def unwrap(
         data = envelope.get("data")
         if data is not None:
             return data
-    fields: dict[str, Any] = {
-        "status_code": status_code,
-        "rate_limit": rate_limit,
-        "request_id": request_id(headers, redact),
-    }
     code = None
+    # Without an error envelope, a 429 still means "slow down".
+    cls: type[APIError] = RateLimited if status_code == 429 else UnexpectedResponse
     if envelope is _NOT_JSON:
         problem = "the response body is not JSON"
     elif not isinstance(envelope, dict) or not isinstance(envelope.get("success"), bool):
@@ -161,29 +147,25 @@ def unwrap(
     else:
         code = error.get("code") if isinstance(error.get("code"), str) else None
         message = error.get("message") if isinstance(error.get("message"), str) else None
-        cls = error_class(code, status_code)
+        chosen = error_class(code, status_code)
         # The class follows the code as sent; what the error keeps is masked, as a server
         # may echo the key in any field.
         code = None if code is None else redact(code)
-        if cls is not APIError or not is_2xx:
-            retry_after = _retry_after(headers, now, cls)
-            raise cls(
-                redact(message or "no message given"), code=code, retry_after=retry_after, **fields
-            )
-        problem = f"a failure envelope came with status {status_code}"
-    # Raised here, outside any except block, so no chained exception keeps the raw body.
-    if status_code == 429:
-        # The spec does not show the 429 body; whatever it is, it means "slow down".
-        raise RateLimited(
-            problem, code=code, retry_after=_retry_after(headers, now, RateLimited), **fields
-        )
-    raise UnexpectedResponse(
+        if chosen is not APIError or not is_2xx:
+            cls, problem = chosen, redact(message or "no message given")
+        else:
+            problem = f"a failure envelope came with status {status_code}"
+    exc = cls(
         problem,
         code=code,
-        body=excerpt(body[: BODY_EXCERPT_CHARS * 32].decode("utf-8", "replace"), redact),
-        retry_after=_retry_after(headers, now, UnexpectedResponse),
-        **fields,
+        status_code=status_code,
+        rate_limit=rate_limit,
+        request_id=request_id(headers, redact),
+        retry_after=_retry_after(headers, now, cls),
     )
+    if isinstance(exc, UnexpectedResponse):
+        exc.body = excerpt(body[: BODY_EXCERPT_CHARS * 32].decode("utf-8", "replace"), redact)
+    raise exc  # outside any except block, so no chained exception keeps the raw body
 
 
 _NOT_JSON = object()
@@ -196,27 +178,23 @@ def request_id(headers: Mapping[str, str], redact: Callable[[str], str]) -> str 
 
 
 def excerpt(text: str, redact: Callable[[str], str]) -> str:
-    """Return the start of a body for an error, with the key masked before it is cut."""
-    # Masking first: a key cut in two by the excerpt would no longer be found.
+    """Return the start of a body for an error, masked before it is cut (a key cut is missed)."""
     return redact(text[: BODY_EXCERPT_CHARS * 8])[:BODY_EXCERPT_CHARS]
 
 
 def _retry_after(headers: Mapping[str, str], now: float, cls: type[APIError]) -> float | None:
     """Seconds the response asks to wait: ``Retry-After``, else (429 only) the reset."""
     value = headers.get("retry-after")
-    if value is not None:
-        seconds = _seconds(value, now)
-        if seconds is not None:
-            return seconds
+    seconds = None if value is None else _seconds(value, now)
+    if seconds is not None:
+        return seconds
     if cls is RateLimited:
         from lingodoc._models import reset_delay
 
-        try:
-            # The raw header, not RateLimit.reset_at: that is rounded to the
-            # microsecond, and a wait a hair short of the reset is refused again.
+        # The raw header, not reset_at: rounded to the microsecond, a wait a hair short of
+        # the reset would be refused again.
+        with contextlib.suppress(KeyError, ValueError, OverflowError):  # Overflow: no float
             return reset_delay(int(headers["x-ratelimit-reset"]), now)
-        except (KeyError, ValueError, OverflowError):  # OverflowError: beyond any float
-            pass
     return None
 
 
