@@ -365,13 +365,18 @@ KINDS: dict[str, type[LingodocError]] = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("kind", KINDS)
-async def test_error_from_a_call_survives_pickle_with_its_fields(
-    no_retry: lingodoc.Client, api: respx.MockRouter, kind: str
-) -> None:
-    error = await provoke(kind, no_retry, api)
-    assert type(error) is KINDS[kind]
-    assert_same_after_pickle(error)
+@pytest.fixture(params=KINDS)
+async def provoked(
+    request: pytest.FixtureRequest, no_retry: lingodoc.Client, api: respx.MockRouter
+) -> LingodocError:
+    """An error of each kind, raised by a call to a server that echoes the key."""
+    error: LingodocError = await provoke(request.param, no_retry, api)
+    assert type(error) is KINDS[request.param]
+    return error
+
+
+async def test_error_from_a_call_survives_pickle_with_its_fields(provoked: LingodocError) -> None:
+    assert_same_after_pickle(provoked)
 
 
 STATE = TranslationStatus(translation_id="tr_1", status="failed", progress=40)
@@ -404,15 +409,12 @@ def test_error_built_directly_survives_pickle_with_its_fields(error: LingodocErr
     assert_same_after_pickle(error)
 
 
-@pytest.mark.parametrize("kind", KINDS)
 async def test_api_key_never_shows_in_an_error_even_when_echoed(
-    no_retry: lingodoc.Client, api: respx.MockRouter, kind: str
+    provoked: LingodocError,
 ) -> None:
-    error = await provoke(kind, no_retry, api)
-    assert type(error) is KINDS[kind]
-    pickled = pickle.dumps(error).decode("latin-1")
-    for text in (str(error), repr(error), getattr(error, "message", ""),
-                 getattr(error, "body", ""), pickled):  # fmt: skip
+    pickled = pickle.dumps(provoked).decode("latin-1")
+    for text in (str(provoked), repr(provoked), getattr(provoked, "message", ""),
+                 getattr(provoked, "body", ""), pickled):  # fmt: skip
         assert_no_key(text)
 
 
@@ -585,5 +587,3 @@ async def test_repr_of_wait_errors_shows_the_translation_and_its_state(
         "WaitTimeout(translation_id='tr_2', state='processing', timeout=30.0)"
     )
     assert repr(lingodoc.WaitTimeout(None, 5.0)) == "WaitTimeout(timeout=5.0)"
-
-

@@ -24,10 +24,8 @@ async def test_translate_posts_the_text_and_returns_a_text_translation(
     request = route.calls.last.request
     assert request.headers["Content-Type"] == "application/json"
     assert sent_json(route) == {
-        "text": "Hello world",
-        "source_language": "en",
-        "target_language": "de",
-    }
+        "text": "Hello world", "source_language": "en", "target_language": "de",
+    }  # fmt: skip
 
 
 async def test_translate_sends_style_only_when_given(

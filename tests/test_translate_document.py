@@ -18,16 +18,6 @@ JOB = {
 }
 
 
-COMPLETED = {
-    "translation_id": "tr_1",
-    "status": "completed",
-    "progress": 100,
-    "document_id": "doc_1",
-    "target_language": "de",
-    "completed_at": "2026-11-22T10:00:05Z",
-}
-
-
 async def test_translate_document_starts_a_job(
     client: lingodoc.Client, api: respx.MockRouter
 ) -> None:
@@ -70,9 +60,8 @@ async def test_translate_document_sends_optional_fields_only_when_given(
 async def test_ids_are_escaped_so_they_cannot_change_the_path(
     client: lingodoc.Client, api: respx.MockRouter, identifier: str, raw_path: str
 ) -> None:
-    route = api.route().respond(
-        json=envelope(COMPLETED | {"translation_id": identifier, "document_id": identifier})
-    )
+    status = {"translation_id": identifier, "status": "completed", "progress": 100}
+    route = api.route().respond(json=envelope({**status, "document_id": identifier}))
     await call(client, "get_translation", identifier)
     assert route.calls.last.request.url.raw_path.decode() == raw_path
     await call(client, "translate_document", identifier, target_language="de")

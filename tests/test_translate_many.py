@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -101,6 +102,32 @@ class Gates:
             return after(request)
 
         return effect
+
+
+def ctrl_c() -> None:
+    """Press Ctrl-C: a SIGINT for the main thread, sent from any thread."""
+    main = threading.main_thread().ident
+    assert main is not None
+    signal.pthread_kill(main, signal.SIGINT)
+
+
+@contextmanager
+def interrupter(press: Callable[[], None], handler: Any = None) -> Iterator[threading.Thread]:
+    """A thread that runs ``press`` (which calls ctrl_c()), for the test to start when ready.
+
+    Meanwhile SIGINT goes to ``handler`` (Python's own Ctrl-C handler by default, even where
+    the tests run with SIGINT ignored); at the end, the thread is joined and the handler
+    restored.
+    """
+    assert threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, handler or signal.default_int_handler)
+    thread = threading.Thread(target=press, name="test-ctrl-c")
+    try:
+        yield thread
+    finally:
+        if thread.ident is not None:
+            thread.join(WAIT)
+        signal.signal(signal.SIGINT, previous)
 
 
 def threads_and_tasks() -> tuple[int, int]:
@@ -417,15 +444,26 @@ async def _sync(function: Callable[[], object]) -> None:
 # The finished work is kept ----------------------------------------------------------------
 
 
+async def failed_run(
+    make: Any, texts: list[str], *, fail_batch: int, **options: Any
+) -> tuple[CountingEmulator, Client, lingodoc.ServerError]:
+    """translate_many one batch at a time, with no retry, where batch ``fail_batch`` gets a 500.
+
+    Returns the emulator, the client and the error raised.
+    """
+    emulator = CountingEmulator(fail_batch=fail_batch)
+    client = make(emulator, max_retries=0)
+    with pytest.raises(lingodoc.ServerError) as info:
+        await call(client, "translate_many", texts, max_concurrency=1, **options, **LANGS)
+    return emulator, client, info.value
+
+
 async def test_an_error_carries_the_finished_translations_and_the_indices_left(
     make: Any,
 ) -> None:
-    emulator = CountingEmulator(fail_batch=2)
-    client = make(emulator, max_retries=0)
     texts = corpus(500, distinct=300)  # distinct texts 0..299; 300..499 repeat 0..199
-    with pytest.raises(lingodoc.ServerError) as info:
-        await call(client, "translate_many", texts, max_concurrency=1, **LANGS)
-    partial = info.value.partial
+    _, _, error = await failed_run(make, texts, fail_batch=2)
+    partial = error.partial
     assert isinstance(partial, lingodoc.PartialTranslations)
     # Batches 0 and 1 (distinct texts 0..199) were answered; their duplicates too.
     finished = [i for i in range(500) if i % 300 < 200]
@@ -435,20 +473,17 @@ async def test_an_error_carries_the_finished_translations_and_the_indices_left(
     assert partial.total == 500
     assert repr(partial) == "<PartialTranslations: 400 of 500 texts translated>"
     if sys.version_info >= (3, 11):
-        assert any("400 of 500 texts translated" in note for note in info.value.__notes__)
+        assert any("400 of 500 texts translated" in note for note in error.__notes__)
 
 
 async def test_passing_the_partial_translations_as_done_sends_only_what_is_left(
     make: Any,
 ) -> None:
-    emulator = CountingEmulator(fail_batch=2)
-    client = make(emulator, max_retries=0)
     texts = corpus(500, distinct=300)
-    with pytest.raises(lingodoc.ServerError) as info:
-        await call(client, "translate_many", texts, max_concurrency=1, **LANGS)
-    assert info.value.partial is not None
+    emulator, client, error = await failed_run(make, texts, fail_batch=2)
+    assert error.partial is not None
     sent_before = len(emulator.texts_sent)
-    done = info.value.partial.translations
+    done = error.partial.translations
     result = await call(client, "translate_many", texts, done=done, **LANGS)
     assert result == expected(texts)
     resent = emulator.texts_sent[sent_before:]
@@ -459,28 +494,15 @@ async def test_passing_the_partial_translations_as_done_sends_only_what_is_left(
 async def test_a_done_dict_of_your_own_keeps_every_answered_batch_when_a_later_one_fails(
     make: Any,
 ) -> None:
-    emulator = CountingEmulator(fail_batch=1)
-    client = make(emulator, max_retries=0)
     texts = corpus(300, distinct=300)
     done: dict[int, str] = {}
-    with pytest.raises(lingodoc.ServerError):
-        await call(client, "translate_many", texts, max_concurrency=1, done=done, **LANGS)
+    await failed_run(make, texts, fail_batch=1, done=done)
     assert done == dict(enumerate(expected(texts[:100])))
 
 
 async def test_partial_translations_travel_with_a_pickled_error(make: Any) -> None:
-    emulator = CountingEmulator(fail_batch=1)
-    texts = ["a", "b", "a", "c"]
-    with pytest.raises(lingodoc.ServerError) as info:
-        await call(
-            make(emulator, max_retries=0),
-            "translate_many",
-            texts,
-            batch_size=2,
-            max_concurrency=1,
-            **LANGS,
-        )
-    copy = pickle.loads(pickle.dumps(info.value))
+    _, _, error = await failed_run(make, ["a", "b", "a", "c"], fail_batch=1, batch_size=2)
+    copy = pickle.loads(pickle.dumps(error))
     assert isinstance(copy, lingodoc.ServerError)
     assert copy.partial is not None
     assert (copy.partial.translations, copy.partial.remaining) == (
@@ -741,26 +763,19 @@ def test_ctrl_c_during_a_retry_wait_makes_no_further_attempt(api: respx.MockRout
         return httpx.Response(503, json=failure("UNAVAILABLE"))
 
     api.post("/translate/batch").mock(side_effect=effect)
-    main = threading.main_thread()
-    assert threading.current_thread() is main
-    assert main.ident is not None
 
     def press_ctrl_c() -> None:
         if waiting.wait(WAIT):
-            signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+            ctrl_c()
 
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    interrupter = threading.Thread(target=press_ctrl_c)
-    try:
-        from lingodoc.testing import fake_clock
-
-        with fake_clock(Clock()), lingodoc.Client(API_KEY, base_url=BASE_URL) as client:
-            interrupter.start()
-            with pytest.raises(KeyboardInterrupt):
-                client.translate_many(["a"], **LANGS)
-    finally:
-        interrupter.join(WAIT)
-        signal.signal(signal.SIGINT, previous)
+    with (
+        interrupter(press_ctrl_c) as pressing,
+        fake_clock(Clock()),
+        lingodoc.Client(API_KEY, base_url=BASE_URL) as client,
+    ):
+        pressing.start()
+        with pytest.raises(KeyboardInterrupt):
+            client.translate_many(["a"], **LANGS)
     assert attempts == ["a"]
 
 
@@ -815,36 +830,28 @@ def test_a_second_ctrl_c_still_keeps_what_was_answered_before_it() -> None:
         return CountingEmulator.handle(emulator, method, target, headers, body)
 
     emulator.handle = handle  # type: ignore[method-assign]
-    main = threading.main_thread()
-    assert main.ident is not None
 
     def press_ctrl_c_twice() -> None:
         in_flight.wait(WAIT)
-        signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+        ctrl_c()
         release_first.set()
         for _ in range(500):  # until the first batch is answered (bounded: 5 s)
             if emulator.batches:
                 break
             threading.Event().wait(0.01)
         threading.Event().wait(0.1)  # and handed back to its worker
-        signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+        ctrl_c()
 
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    interrupter = threading.Thread(target=press_ctrl_c_twice)
     done: dict[int, str] = {}
     texts = corpus(1_000, distinct=1_000)
-    try:
-        with emulator.client() as client:
-            interrupter.start()
-            with pytest.raises(KeyboardInterrupt):
-                client.translate_many(texts, max_concurrency=2, done=done, **LANGS)
-            release_second.set()  # the batch the second Ctrl-C left behind may finish
-            for thread in threading.enumerate():
-                if thread.name.startswith("lingodoc-many"):
-                    thread.join(WAIT)
-    finally:
-        interrupter.join(WAIT)
-        signal.signal(signal.SIGINT, previous)
+    with interrupter(press_ctrl_c_twice) as pressing, emulator.client() as client:
+        pressing.start()
+        with pytest.raises(KeyboardInterrupt):
+            client.translate_many(texts, max_concurrency=2, done=done, **LANGS)
+        release_second.set()  # the batch the second Ctrl-C left behind may finish
+        for thread in threading.enumerate():
+            if thread.name.startswith("lingodoc-many"):
+                thread.join(WAIT)
     first = emulator.batches[0]
     assert done == {i: expected([t])[0] for i, t in enumerate(texts) if t in set(first)}
 
@@ -1268,24 +1275,19 @@ def test_ctrl_c_during_a_pacing_wait_ends_translate_many_at_once(api: respx.Mock
     # for them (Ctrl-C took 49 s).
     api.post(BATCH).mock(side_effect=spent)
     clock = PacingClock(threading.Event())
-    main = threading.main_thread()
-    assert threading.current_thread() is main
 
     def press_ctrl_c() -> None:
         if clock.two_waiting.wait(WAIT):  # both workers
-            assert main.ident is not None
-            signal.pthread_kill(main.ident, signal.SIGINT)
+            ctrl_c()
 
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    interrupter = threading.Thread(target=press_ctrl_c, name="test-ctrl-c")
-    try:
-        with fake_clock(clock), lingodoc.Client(API_KEY, base_url=BASE_URL) as client:
-            interrupter.start()
-            with pytest.raises(KeyboardInterrupt):
-                client.translate_many(texts(4), batch_size=1, max_concurrency=2, **LANGS)
-    finally:
-        interrupter.join(WAIT)
-        signal.signal(signal.SIGINT, previous)
+    with (
+        interrupter(press_ctrl_c) as pressing,
+        fake_clock(clock),
+        lingodoc.Client(API_KEY, base_url=BASE_URL) as client,
+    ):
+        pressing.start()
+        with pytest.raises(KeyboardInterrupt):
+            client.translate_many(texts(4), batch_size=1, max_concurrency=2, **LANGS)
     assert clock.sleeps == [pytest.approx(50.0, abs=1e-3)] * 2
     assert clock.outcomes == ["woken", "woken"]
     assert [
@@ -1323,32 +1325,23 @@ def test_ctrl_c_keeps_the_batches_in_flight_and_starts_no_more() -> None:
                 assert interrupted.wait(WAIT)
         return CountingEmulator.handle(emulator, method, target, headers, body)
 
-    def ctrl_c(signum: int, frame: Any) -> None:
+    def on_ctrl_c(signum: int, frame: Any) -> None:
         interrupted.set()
         raise KeyboardInterrupt
 
     emulator.handle = handle  # type: ignore[method-assign]
-    main = threading.main_thread()
-    assert threading.current_thread() is main
-    assert main.ident is not None
 
     def press_ctrl_c() -> None:
         both_in_flight.wait(WAIT)
-        signal.pthread_kill(main.ident, signal.SIGINT)  # type: ignore[arg-type]
+        ctrl_c()
         answer.set()
 
-    previous = signal.signal(signal.SIGINT, ctrl_c)
-    interrupter = threading.Thread(target=press_ctrl_c)
     done: dict[int, str] = {}
     texts = corpus(1_000, distinct=1_000)
-    try:
-        with emulator.client() as client:
-            interrupter.start()
-            with pytest.raises(KeyboardInterrupt):
-                client.translate_many(texts, max_concurrency=2, done=done, **LANGS)
-    finally:
-        interrupter.join(WAIT)
-        signal.signal(signal.SIGINT, previous)
+    with interrupter(press_ctrl_c, on_ctrl_c) as pressing, emulator.client() as client:
+        pressing.start()
+        with pytest.raises(KeyboardInterrupt):
+            client.translate_many(texts, max_concurrency=2, done=done, **LANGS)
     assert 2 <= len(emulator.batches) <= 4  # the two, and at most one more per worker
     answered = {text for batch in emulator.batches for text in batch}
     assert done == {i: expected([text])[0] for i, text in enumerate(texts) if text in answered}

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -1062,11 +1062,27 @@ def test_finished_is_a_mapping_of_earlier_and_new_translations(tmp_path: Path) -
 # -- stopped in the middle ---------------------------------------------------------------------
 
 
+Start = Callable[..., "subprocess.Popen[str]"]
+
+
 @pytest.fixture
-def started(env: dict[str, str]) -> Iterator[list[subprocess.Popen[str]]]:
-    """The commands a test starts, killed at the end if they are still running."""
+def start(env: dict[str, str]) -> Iterator[Start]:
+    """Start `python -m lingodoc ARGS` against the emulator, killed at the end if still running."""
     processes: list[subprocess.Popen[str]] = []
-    yield processes
+
+    def started(*args: str) -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "lingodoc", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            env=env,
+        )
+        processes.append(process)
+        return process
+
+    yield started
     for process in processes:
         if process.poll() is None:
             process.kill()
@@ -1076,28 +1092,9 @@ def started(env: dict[str, str]) -> Iterator[list[subprocess.Popen[str]]]:
                 stream.close()
 
 
-def start(
-    started: list[subprocess.Popen[str]], env: dict[str, str], *args: str
-) -> subprocess.Popen[str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lingodoc", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        env=env,
-    )
-    started.append(process)
-    return process
-
-
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 def test_ctrl_c_keeps_the_finished_texts_and_resume_sends_none_twice(
-    cli: RunCLI,
-    emulator: Recorder,
-    env: dict[str, str],
-    tmp_path: Path,
-    started: list[subprocess.Popen[str]],
+    cli: RunCLI, emulator: Recorder, tmp_path: Path, start: Start
 ) -> None:
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         pytest.skip("SIGINT is ignored in this process, and so would be in the command")
@@ -1106,7 +1103,7 @@ def test_ctrl_c_keeps_the_finished_texts_and_resume_sends_none_twice(
     source.write_text("\n".join(texts), encoding="utf-8")
     emulator.hold_after = 3  # the 4th batch request on is held back until released
     args = ("batch", str(source), "--to", "de", "-o", str(out), "--batch-size", "10", "-q")
-    process = start(started, env, *args, "--concurrency", "2")
+    process = start(*args, "--concurrency", "2")
     emulator.wait_for(5)  # 3 answered, 2 in flight and held
     process.send_signal(signal.SIGINT)
     # Let the command take the signal while both requests are still held, then let them
@@ -1138,18 +1135,14 @@ def test_ctrl_c_keeps_the_finished_texts_and_resume_sends_none_twice(
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 def test_a_killed_run_loses_at_most_the_batches_in_flight(
-    cli: RunCLI,
-    emulator: Recorder,
-    env: dict[str, str],
-    tmp_path: Path,
-    started: list[subprocess.Popen[str]],
+    cli: RunCLI, emulator: Recorder, tmp_path: Path, start: Start
 ) -> None:
     texts = phrases(100)
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
     emulator.hold_after = 4
     args = ("batch", str(source), "--to", "de", "--batch-size", "10", "-q")
-    process = start(started, env, *args, "--concurrency", "3")
+    process = start(*args, "--concurrency", "3")
     emulator.wait_for(7)  # 4 answered, 3 in flight and held
     checkpoint = tmp_path / "in.jsonl.de.checkpoint"
     pause = threading.Event()  # never set: its wait is a bounded pause

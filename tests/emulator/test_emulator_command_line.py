@@ -30,50 +30,13 @@ def subprocess_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_command_line_prints_url_and_key_and_stops_cleanly(stop: signal.Signals) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lingodoc.emulator", "--port", "0", "--quiet"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=subprocess_env(),
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    assert process.stdout is not None
+def start_command_line(
+    code: str | None = None,
+) -> tuple[subprocess.Popen[str], str, int, list[str]]:
+    """Run the emulator (``code``, or ``python -m lingodoc.emulator``).
 
-    def read_lines() -> None:
-        for line in process.stdout or ():
-            lines.put(line)
-
-    reader = threading.Thread(target=read_lines)
-    reader.start()
-    try:
-        output = [lines.get(timeout=20) for _ in range(6)]  # bounded wait for the banner
-        url = re.search(r"running at (http://127\.0\.0\.1:\d+/v1)", output[0])
-        key = re.search(r"API key \(Full Access\): (ld_[0-9a-f]{32})$", output[1].strip())
-        assert url is not None
-        assert key is not None
-        with httpx.Client(headers={"Authorization": f"Bearer {key[1]}"}) as client:
-            response = client.post(f"{url[1]}/translate", json=TRANSLATE)
-        process.send_signal(stop)
-        _, stderr = process.communicate(timeout=20)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-        reader.join(timeout=5)
-
-    assert response.json()["data"]["translated_text"] == "Bienvenue"
-    assert output[4].strip() == f"export LINGODOC_BASE_URL={url[1]}"
-    assert output[5].strip() == f"export LINGODOC_API_KEY={key[1]}"
-    assert process.returncode == 0
-    assert "Traceback" not in stderr
-    assert "stopped" in stderr
-
-
-def start_command_line(code: str | None = None) -> tuple[subprocess.Popen[str], str, int]:
-    """Run the emulator (``code``, or ``python -m lingodoc.emulator``); return its URL and port."""
+    Returns the process, its URL and port, and the six lines of the banner it prints.
+    """
     args = ["-c", code] if code else ["-m", "lingodoc.emulator", "--port", "0", "--quiet"]
     process = subprocess.Popen(
         [sys.executable, *args],
@@ -83,24 +46,32 @@ def start_command_line(code: str | None = None) -> tuple[subprocess.Popen[str], 
         text=True,
         env=subprocess_env(),
     )
-    banner: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: banner.put(process.stdout.readline()), daemon=True).start()
+    banner: queue.Queue[list[str]] = queue.Queue()
+
+    def read_banner() -> None:
+        assert process.stdout is not None
+        banner.put([process.stdout.readline() for _ in range(6)])
+
+    threading.Thread(target=read_banner, daemon=True).start()
     try:
-        url = re.search(r"running at (http://127\.0\.0\.1:(\d+)/v1)", banner.get(timeout=20))
+        lines = banner.get(timeout=20)
     except queue.Empty:
-        url = None
+        lines = [""]
+    url = re.search(r"running at (http://127\.0\.0\.1:(\d+)/v1)", lines[0])
     if url is None:
         process.kill()
         pytest.fail(f"the emulator did not start: {process.communicate()[1]}")
-    return process, url[1], int(url[2])
+    return process, url[1], int(url[2]), lines
 
 
-def stop_command_line(process: subprocess.Popen[str], *signals: signal.Signals) -> str:
-    """Send the signals; return stderr once the process has exited, within a few seconds."""
+def stop_command_line(
+    process: subprocess.Popen[str], *signals: signal.Signals, within: float = 5
+) -> str:
+    """Send the signals; return stderr once the process has exited ``within`` seconds."""
     try:
         for stop in signals:
             process.send_signal(stop)
-        _, stderr = process.communicate(timeout=5)
+        _, stderr = process.communicate(timeout=within)
     finally:
         if process.poll() is None:
             process.kill()
@@ -108,11 +79,29 @@ def stop_command_line(process: subprocess.Popen[str], *signals: signal.Signals) 
     return stderr
 
 
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_command_line_prints_url_and_key_and_stops_cleanly(stop: signal.Signals) -> None:
+    process, url, _, banner = start_command_line()
+    try:
+        key = re.search(r"API key \(Full Access\): (ld_[0-9a-f]{32})$", banner[1].strip())
+        assert key is not None
+        with httpx.Client(headers={"Authorization": f"Bearer {key[1]}"}) as client:
+            response = client.post(f"{url}/translate", json=TRANSLATE)
+    finally:
+        stderr = stop_command_line(process, stop, within=20)
+    assert response.json()["data"]["translated_text"] == "Bienvenue"
+    assert banner[4].strip() == f"export LINGODOC_BASE_URL={url}"
+    assert banner[5].strip() == f"export LINGODOC_API_KEY={key[1]}"
+    assert process.returncode == 0
+    assert "Traceback" not in stderr
+    assert "stopped" in stderr
+
+
 @pytest.mark.parametrize("signals", [[signal.SIGINT]] * 3 + [[signal.SIGINT, signal.SIGTERM]])
 def test_command_line_stops_at_once_with_a_keep_alive_connection_open(
     signals: list[signal.Signals],
 ) -> None:
-    process, _, port = start_command_line()
+    process, _, port, _ = start_command_line()
     with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
         connection.sendall(b"GET /v1/documents HTTP/1.1\r\nHost: x\r\n\r\n")
         assert connection.recv(65536).startswith(b"HTTP/1.1 401")
@@ -140,7 +129,7 @@ def test_command_line_stops_on_a_signal_caught_by_another_thread() -> None:
         "threading.Thread(target=relay, daemon=True).start()\n"
         "sys.exit(main(['--port', '0', '--quiet']))\n"
     )
-    process, _, _ = start_command_line(code)
+    process, _, _, _ = start_command_line(code)
     assert process.stdin is not None
     process.stdin.write("go\n")
     process.stdin.flush()

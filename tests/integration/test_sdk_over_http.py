@@ -45,6 +45,14 @@ async def client_with(
     return client_class(key, base_url=server.base_url, **options)
 
 
+async def client_with_a_new_key(
+    client_class: type[lingodoc.Client], server: EmulatorServer, permission: str, **key: Any
+) -> tuple[str, Any]:
+    """A key the emulator makes with ``permission`` (and ``key``'s options), and a client of it."""
+    made = server.emulator.create_key("test", permission, **key)
+    return made, await client_with(client_class, server, made)
+
+
 async def test_translate(client: lingodoc.Client) -> None:
     result = await call(
         client, "translate", "Hello world", source_language="en", target_language="de"
@@ -146,8 +154,7 @@ async def test_unknown_key_is_unauthorized(
 async def test_revoked_key_stops_working_at_once(
     client_class: type[lingodoc.Client], server: EmulatorServer
 ) -> None:
-    key = server.emulator.create_key("ci", "read_write")
-    client = await client_with(client_class, server, key)
+    key, client = await client_with_a_new_key(client_class, server, "read_write")
     assert await call(client, "list_documents")
     server.emulator.revoke_key(key)
     with pytest.raises(lingodoc.Unauthorized):
@@ -159,8 +166,7 @@ async def test_expired_key_is_unauthorized(
     client_class: type[lingodoc.Client], server: EmulatorServer
 ) -> None:
     past = datetime.now(timezone.utc) - timedelta(days=1)
-    key = server.emulator.create_key("old", "full_access", expires_at=past)
-    client = await client_with(client_class, server, key)
+    _, client = await client_with_a_new_key(client_class, server, "full_access", expires_at=past)
     with pytest.raises(lingodoc.Unauthorized, match="expired"):
         await call(client, "list_documents")
     await close(client)
@@ -169,8 +175,7 @@ async def test_expired_key_is_unauthorized(
 async def test_read_only_key_reads_but_cannot_start_translations(
     client_class: type[lingodoc.Client], server: EmulatorServer
 ) -> None:
-    key = server.emulator.create_key("viewer", "read_only")
-    client = await client_with(client_class, server, key)
+    _, client = await client_with_a_new_key(client_class, server, "read_only")
     assert await call(client, "list_documents")
     with pytest.raises(lingodoc.Unauthorized, match="permission"):
         await call(client, "translate_document", "doc_welcome", target_language="de")
