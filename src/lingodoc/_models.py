@@ -43,9 +43,7 @@ UTCDateTime = Annotated[datetime, AfterValidator(_as_utc)]
 
 
 class TranslationState(str, Enum):
-    """The states of a document translation job.
-
-    Each member compares equal to its plain string.
+    """The states of a document translation job; each compares equal to its plain string.
 
     Attributes:
         PENDING: ``"pending"``: accepted, not started yet.
@@ -116,10 +114,7 @@ def reset_delay(reset: int, now: float) -> float:
 
 
 def parse_rate_limit(headers: httpx.Headers, now: float) -> RateLimit | None:
-    """Read the ``X-RateLimit-*`` headers (``now``: when the response arrived, Unix time).
-
-    ``None`` unless each is sent exactly once, as an integer.
-    """
+    """Read the ``X-RateLimit-*`` headers; ``None`` unless each is sent once, as an integer."""
     values = [
         headers.get_list(name)
         for name in ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")

@@ -19,7 +19,7 @@ from lingodoc._exceptions import InvalidArgument, InvalidArgumentType
 _QUERY_VALUE_TYPES = (str, int, float, bool, type(None))
 
 
-@dataclass(slots=True, kw_only=True, eq=False)
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)  # a repr would show header values
 class Options:
     """A call's own options, already checked (one object may serve many requests).
 
