@@ -60,22 +60,12 @@ __all__ = [
     "WaitTimeout", "__version__",
 ]  # fmt: skip
 
-# Exceptions and clients show as lingodoc.X in reprs and tracebacks, not as
-# the private module that defines them. Models keep their module: pydantic and
-# typing.get_type_hints resolve their annotations through it.
+# Exceptions and clients show as lingodoc.X in reprs and tracebacks, not as the private
+# module that defines them. The models, not imported yet, keep theirs: pydantic resolves
+# their annotations through it.
 for _name in __all__:
     _obj = globals().get(_name)
-    if isinstance(_obj, type) and issubclass(
-        _obj,
-        (
-            LingodocError,
-            Client,
-            AsyncClient,
-            BulkProgress,
-            PartialTranslations,
-            DefaultAioHttpClient,
-        ),
-    ):
+    if isinstance(_obj, type):
         _obj.__module__ = __name__
 del _name, _obj
 

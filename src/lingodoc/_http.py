@@ -109,25 +109,18 @@ def new_http_client(
 class SharedHttp(Generic[HttpClientT]):
     """What a client shares with its ``with_options`` copies: the http client, and its state.
 
-    Its turns (``max_in_flight``), calls in flight, last rate limit, process and event loop.
     Closing is safe while calls are in flight: each attempt `enter`s (refused once closed)
-    and `leave`s, and the last of the two to come closes the http client. So no connection
-    is closed under an attempt using it (in threads, its socket could be reused by another
-    connection and read from), and none opened by an attempt in flight outlives it.
+    and `leave`s, and the last of the two closes the http client. So no connection is
+    closed under an attempt (in threads, its socket could be reused by another connection
+    and read from), and none opened by an attempt in flight outlives it.
 
-    A child process made by ``os.fork()`` must not use the connections it inherited: the
-    parent uses the same sockets, and either could read the other's answers. There, the
-    SDK's own http client is replaced on first use (the inherited one is left to the
-    parent), and a caller's one used before the fork is refused.
+    A forked child must not use the connections it inherited (parent and child could read
+    each other's answers): the SDK's own http client is replaced on its first use there,
+    the inherited one left to the parent, and a caller's one used before the fork refused.
 
-    Args:
-        kind: ``httpx.Client`` or ``httpx.AsyncClient``.
-        http_client: The caller's, or ``None`` to build the SDK's own.
-        aiohttp: ``http_client`` is a ``DefaultAioHttpClient``: handed over (closed with
-            the client), bound to its event loop, and 100 calls in flight by default.
-        max_in_flight: Attempts in flight at once (``None``: the default).
-        timeout: The timeout the SDK's own http client is built with.
-        trust_env: Whether the SDK's own reads the proxy and certificate variables.
+    ``http_client`` is the caller's, or ``None`` to build the SDK's own with ``timeout``
+    and ``trust_env``; ``aiohttp``: it is a ``DefaultAioHttpClient``, handed over (closed
+    with the client), bound to one event loop, with 100 calls in flight by default.
     """
 
     def __init__(
@@ -259,7 +252,7 @@ def current_loop() -> object:
 
     try:
         return asyncio.get_running_loop()
-    except RuntimeError:  # not asyncio: an AsyncClient runs on asyncio or trio
+    except RuntimeError:  # not asyncio, so trio: anyio runs on nothing else
         import trio
 
         return trio.lowlevel.current_trio_token()

@@ -7,6 +7,7 @@ the key), so the client raises them from a frame that holds none.
 from __future__ import annotations
 
 import inspect
+import json
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -179,37 +180,20 @@ class Waiter:
 
 
 def _redact_json(value: object, redact: Callable[[str], str]) -> object:
-    """``value`` (JSON) with the key masked in its strings; itself if none changed.
+    """``value`` (JSON) with the key masked in its strings and names; itself if none changed.
 
-    Not recursive: json reads values nested deeper than Python's recursion limit.
+    Masked as JSON text: json's parser reads values nested deeper than a recursive walk could.
     """
-    containers: list[dict[Any, Any] | list[Any]] = []  # each before what it holds
-    pending: list[object] = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            containers.append(item)
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            containers.append(item)
-            pending.extend(item)
-    masked: dict[int, object] = {}
-
-    def new(item: object) -> object:
-        if isinstance(item, str):
-            text = redact(item)
-            return item if text == item else text
-        return masked.get(id(item), item)
-
-    for container in reversed(containers):  # what a container holds is done before it
-        if isinstance(container, dict):
-            pairs = {redact(str(key)): new(item) for key, item in container.items()}
-            if list(pairs) != list(container) or any(
-                a is not b for a, b in zip(pairs.values(), container.values(), strict=True)
-            ):
-                masked[id(container)] = pairs
-        else:
-            elements = [new(item) for item in container]
-            if any(a is not b for a, b in zip(elements, container, strict=True)):
-                masked[id(container)] = elements
-    return new(value)
+    if not isinstance(value, (str, dict, list)):
+        return value
+    try:
+        text = value if isinstance(value, str) else json.dumps(value)
+    except (ValueError, RecursionError):  # deeper than this stack can write: never shown
+        return "(too deeply nested to show)"
+    masked = redact(text)
+    if masked == text:
+        return value
+    try:
+        return masked if isinstance(value, str) else json.loads(masked)
+    except ValueError:  # the mask's last characters broke the JSON: the text, masked
+        return masked
