@@ -151,17 +151,16 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             The translation.
 
         Raises:
-            InvalidArgumentType: If an argument has the wrong type (a ``TypeError``).
-            InvalidArgument: If an option is out of range (a ``ValueError``).
+            InvalidArgumentType: If an argument has the wrong type.
+            InvalidArgument: If an option is out of range.
             TextTooLong: If the text exceeds 10,000 characters (checked before sending).
             InvalidLanguage: If a code is malformed (checked before sending) or unsupported.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
-        return await self._send(
-            _endpoints.translate(text, source_language, target_language, style, options)
-        )
+        call = _endpoints.translate(text, source_language, target_language, style, options)
+        return await self._send(call)
 
     async def translate_batch(
         self,
@@ -197,9 +196,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             APIConnectionError: If the service cannot be reached.
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
-        return await self._send(
-            _endpoints.translate_batch(texts, source_language, target_language, options)
-        )
+        call = _endpoints.translate_batch(texts, source_language, target_language, options)
+        return await self._send(call)
 
     async def translate_many(
         self,
@@ -334,11 +332,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             APIConnectionError: If the service cannot be reached.
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
-        return await self._send(
-            _endpoints.translate_document(
-                document_id, target_language, style, use_translation_memory, options
-            )
+        call = _endpoints.translate_document(
+            document_id, target_language, style, use_translation_memory, options
         )
+        return await self._send(call)
 
     async def get_translation(
         self,

@@ -143,17 +143,16 @@ class Client(BaseClient[httpx.Client]):
             The translation.
 
         Raises:
-            InvalidArgumentType: If an argument has the wrong type (a ``TypeError``).
-            InvalidArgument: If an option is out of range (a ``ValueError``).
+            InvalidArgumentType: If an argument has the wrong type.
+            InvalidArgument: If an option is out of range.
             TextTooLong: If the text exceeds 10,000 characters (checked before sending).
             InvalidLanguage: If a code is malformed (checked before sending) or unsupported.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
-        return self._send(
-            _endpoints.translate(text, source_language, target_language, style, options)
-        )
+        call = _endpoints.translate(text, source_language, target_language, style, options)
+        return self._send(call)
 
     def translate_batch(
         self,
@@ -189,9 +188,8 @@ class Client(BaseClient[httpx.Client]):
             APIConnectionError: If the service cannot be reached.
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
-        return self._send(
-            _endpoints.translate_batch(texts, source_language, target_language, options)
-        )
+        call = _endpoints.translate_batch(texts, source_language, target_language, options)
+        return self._send(call)
 
     def translate_many(
         self,
@@ -327,11 +325,10 @@ class Client(BaseClient[httpx.Client]):
             APIConnectionError: If the service cannot be reached.
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
-        return self._send(
-            _endpoints.translate_document(
-                document_id, target_language, style, use_translation_memory, options
-            )
+        call = _endpoints.translate_document(
+            document_id, target_language, style, use_translation_memory, options
         )
+        return self._send(call)
 
     def get_translation(
         self,
