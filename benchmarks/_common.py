@@ -14,7 +14,7 @@ import os
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ RESPONSE_HEADERS = [
 ]
 
 
-def interleaved(cases: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
+def interleaved(cases: Mapping[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
     """Run every case once per round, rotating the order; return each case's samples."""
     names = list(cases)
     samples: dict[str, list[float]] = {name: [] for name in names}
@@ -87,7 +87,7 @@ def fast_server_process(delay: float = 0.0, max_seconds: float = 900) -> Iterato
         line = child.stdout.readline()
         if not line:
             raise RuntimeError("_fast_server.py did not start")
-        yield json.loads(line)  # type: ignore[no-any-return]
+        yield json.loads(line)
     finally:
         child.stdin.close()
         try:

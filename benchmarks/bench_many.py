@@ -65,7 +65,6 @@ def corpus(count: int, repeats: float, blanks: float, seed: int) -> list[str]:
 def run(texts: list[str], batch_size: int, asynchronous: bool) -> dict[str, Any]:
     emulator = Emulator(rate_limit=10**9, seed_documents=False)
     counting = Counting(emulator)
-    options = {"source_language": "en", "target_language": "de", "batch_size": batch_size}
     if asynchronous:
 
         async def translate() -> list[str]:
@@ -73,7 +72,9 @@ def run(texts: list[str], batch_size: int, asynchronous: bool) -> dict[str, Any]
             async with lingodoc.AsyncClient(
                 emulator.api_key, base_url=emulator.base_url, http_client=http
             ) as client:
-                return await client.translate_many(texts, **options)
+                return await client.translate_many(
+                    texts, source_language="en", target_language="de", batch_size=batch_size
+                )
 
         results = asyncio.run(translate())
     else:
@@ -81,7 +82,9 @@ def run(texts: list[str], batch_size: int, asynchronous: bool) -> dict[str, Any]
         with lingodoc.Client(
             emulator.api_key, base_url=emulator.base_url, http_client=http
         ) as sync:
-            results = sync.translate_many(texts, **options)
+            results = sync.translate_many(
+                texts, source_language="en", target_language="de", batch_size=batch_size
+            )
     wanted = [translate_text(text, "en", "de") if text.strip() else text for text in texts]
     distinct = len({text for text in texts if text.strip()})
     return {
