@@ -726,16 +726,12 @@ async def test_a_429_without_rate_limit_headers_is_waited_out_before_any_batch_i
 def test_after_a_429_without_headers_no_worker_sends_before_its_retry_after() -> None:
     # The rule behind the test above, without threads: on the fake clock the worker that
     # met the 429 sleeps at once, which hides the race. Shared by Client and AsyncClient.
-    from lingodoc import _bulk, _endpoints
+    from lingodoc import _bulk
 
     bulk = _bulk.Bulk(
-        ["a", "b"],
-        batch_size=1,
-        max_concurrency=2,
-        make_call=lambda chunk: _endpoints.batch(chunk, "en", "de", None),
-        rate_limit=None,
-        max_wait=math.inf,
-    )
+        ["a", "b"], "en", "de", batch_size=1, max_concurrency=2, wait_for_rate_limit=True,
+        on_progress=None, done=None, options=None, rate_limit=None, awaits=False,
+    )  # fmt: skip
     bulk.events = __import__("queue").SimpleQueue()
     first = bulk.next()
     assert isinstance(first, _bulk.Batch)

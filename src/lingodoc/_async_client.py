@@ -266,7 +266,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         """
         self._check_open()
         options = call_options(timeout, extra_headers, extra_query, extra_body)
-        bulk = _bulk.Bulk.plan(
+        bulk = _bulk.Bulk(
             texts, source_language, target_language, batch_size=batch_size,
             max_concurrency=max_concurrency, wait_for_rate_limit=wait_for_rate_limit,
             on_progress=on_progress, done=done, options=options, rate_limit=self.rate_limit,

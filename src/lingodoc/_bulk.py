@@ -108,44 +108,72 @@ def max_wait(value: object) -> float:
 
 
 class Bulk:
-    """The shared state of one ``translate_many`` (`plan` checks its arguments and makes it).
+    """The shared state of one ``translate_many``, its arguments checked, every text included.
 
     Args:
-        texts: The texts, already checked.
+        texts: The texts.
+        source_language: Their ISO 639-1 code.
+        target_language: The code to translate into.
         batch_size: Texts per request.
         max_concurrency: Requests in flight at most.
-        make_call: Builds the request of one batch from its texts.
-        rate_limit: The client's last known rate limit, if any.
-        max_wait: The longest wait for a rate-limit reset, in seconds.
-        done: The caller's finished translations by index, filled in as batches are
-            answered; ``None`` if the caller keeps none.
+        wait_for_rate_limit: The longest wait for a reset allowed (see `max_wait`).
         on_progress: The caller's progress callback, if any.
+        done: The caller's finished translations by index (filled in as batches are
+            answered), if any.
+        options: The batches' own options.
+        rate_limit: The client's last known rate limit, if any.
+        awaits: Whether the client awaits what ``on_progress`` returns (``AsyncClient``).
+
+    Raises:
+        InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is an
+            ``async def`` the client cannot await.
+        InvalidArgument: If ``texts`` is empty, a size is below 1, or ``done`` holds an
+            index out of range.
+        TextTooLong: If a text has more than 10,000 characters.
+        InvalidLanguage: If a code is malformed.
     """
 
     def __init__(
         self,
-        texts: list[str],
+        texts: object,
+        source_language: object,
+        target_language: object,
         *,
-        batch_size: int,
-        max_concurrency: int,
-        make_call: Callable[[list[str]], Call[BatchTranslation]],
+        batch_size: object,
+        max_concurrency: object,
+        wait_for_rate_limit: object,
+        on_progress: Callable[[BulkProgress], object] | None,
+        done: object,
+        options: Options | None,
         rate_limit: RateLimit | None,
-        max_wait: float = MAX_SERVER_WAIT,
-        done: MutableMapping[int, str] | None = None,
-        on_progress: Callable[[BulkProgress], object] | None = None,
+        awaits: bool,
     ) -> None:
-        self._batch_size, self._make_call, self._max_wait = batch_size, make_call, max_wait
-        self._done_map, self.on_progress, self.total = done, on_progress, len(texts)
+        checked = _validation.texts(texts)
+        source = _validation.language(source_language, "source_language")
+        target = _validation.language(target_language, "target_language")
+        self._batch_size = _validation.positive_int(batch_size, "batch_size")
+        concurrency = _validation.positive_int(max_concurrency, "max_concurrency")
+        self._max_wait = max_wait(wait_for_rate_limit)
+        _validation.callback(on_progress, awaits=awaits)
+        if done is not None and not isinstance(done, MutableMapping):
+            raise InvalidArgumentType(
+                f"done must be a dict (or other mutable mapping), not {type(done).__name__}"
+            )
+        self._make_call: Callable[[list[str]], Call[BatchTranslation]] = lambda chunk: (
+            _endpoints.batch(chunk, source, target, options)
+        )
+        self._done_map: MutableMapping[int, str] | None = done
+        self.on_progress, self.total = on_progress, len(checked)
         # Each distinct text gets an id, its rank of first appearance; _order maps each
         # input to its id, and is None when every text is distinct (id = index).
-        ids: dict[str, Any] = dict.fromkeys(texts)
-        self._texts, self._order = texts, None
+        ids: dict[str, Any] = dict.fromkeys(checked)
+        self._texts, self._order = checked, None
         self._occurrences: array[int] | None = None
-        if len(ids) < len(texts):
+        if len(ids) < len(checked):
             for uid, text in enumerate(ids):
                 ids[text] = uid
             self._texts = list(ids)
-            self._order = array("q", map(ids.__getitem__, texts))
+            self._order = array("q", map(ids.__getitem__, checked))
             self._occurrences = array("q", bytes(8 * len(self._texts)))
             for uid in self._order:
                 self._occurrences[uid] += 1
@@ -161,8 +189,8 @@ class Bulk:
         self._todo = [uid for uid, result in enumerate(self._results) if result is None]
         self._next = 0  # in _todo
         self._retry: list[Batch] = []  # refused with a 429, to send again after the reset
-        self._batches = -(-len(self._todo) // batch_size)
-        self.workers = self.running = min(max_concurrency, self._batches)
+        self._batches = -(-len(self._todo) // self._batch_size)
+        self.workers = self.running = min(concurrency, self._batches)
         # Counted by the coordinator as it stores answered batches, so that a report
         # agrees with itself and with what ``done`` holds.
         self._answered = self._translated = self._in_flight = 0
@@ -180,54 +208,6 @@ class Bulk:
         self._unrecorded: deque[Batch] = deque()  # answered, not yet stored into done
         if rate_limit is not None:
             self._learn(rate_limit)
-
-    @classmethod
-    def plan(
-        cls,
-        texts: object,
-        source_language: object,
-        target_language: object,
-        *,
-        batch_size: object,
-        max_concurrency: object,
-        wait_for_rate_limit: object,
-        on_progress: Callable[[BulkProgress], object] | None,
-        done: object,
-        options: Options | None,
-        rate_limit: RateLimit | None,
-        awaits: bool,
-    ) -> Bulk:
-        """Check the arguments of ``translate_many``, every text included, and plan it.
-
-        Raises:
-            InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is
-                an ``async def`` the client cannot await (not ``awaits``).
-            InvalidArgument: If ``texts`` is empty, a size is below 1, or ``done`` holds an
-                index out of range.
-            TextTooLong: If a text has more than 10,000 characters.
-            InvalidLanguage: If a code is malformed.
-        """
-        checked = _validation.texts(texts)
-        source = _validation.language(source_language, "source_language")
-        target = _validation.language(target_language, "target_language")
-        size = _validation.positive_int(batch_size, "batch_size")
-        concurrency = _validation.positive_int(max_concurrency, "max_concurrency")
-        longest_wait = max_wait(wait_for_rate_limit)
-        _validation.callback(on_progress, awaits=awaits)
-        if done is not None and not isinstance(done, MutableMapping):
-            raise InvalidArgumentType(
-                f"done must be a dict (or other mutable mapping), not {type(done).__name__}"
-            )
-        return cls(
-            checked,
-            batch_size=size,
-            max_concurrency=concurrency,
-            make_call=lambda chunk: _endpoints.batch(chunk, source, target, options),
-            rate_limit=rate_limit,
-            max_wait=longest_wait,
-            done=done,
-            on_progress=on_progress,
-        )
 
     def _inputs_of(self, uid: int) -> list[int]:
         """The input indices holding distinct text ``uid`` (asked only when ``done`` is kept)."""
