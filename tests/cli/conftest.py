@@ -1,10 +1,15 @@
-"""Fixtures for the command line: a served emulator and a way to run `lingodoc` against it."""
+"""Fixtures for the command line: a served emulator and a way to run `lingodoc` against it.
+
+``cli`` runs each command in a process of its own, forked from one that has imported
+lingodoc already (tests/cli/forked.py); ``run_command`` starts any command, such as
+`python -m lingodoc` or the console script, as a subprocess.
+"""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +18,7 @@ import pytest
 
 import lingodoc
 from lingodoc.emulator import Emulator, EmulatorServer
+from tests.cli.forked import run_forked
 
 SRC = str(Path(lingodoc.__file__).resolve().parents[1])
 
@@ -93,11 +99,18 @@ def env(server: EmulatorServer) -> dict[str, str]:
     return child_env(LINGODOC_BASE_URL=server.base_url, LINGODOC_API_KEY=server.api_key)
 
 
+def text(printed: bytes) -> str:
+    """What a process printed, read as text as ``subprocess.run(text=True)`` reads it."""
+    return io.TextIOWrapper(io.BytesIO(printed), encoding="utf-8").read()
+
+
 @pytest.fixture
 def cli(env: dict[str, str]) -> RunCLI:
-    """Run `python -m lingodoc ARGS` against the emulator; ``env=`` replaces the environment."""
+    """Run `lingodoc ARGS` against the emulator, in a process of its own; ``env=`` replaces
+    the environment."""
 
     def run(*args: str, stdin: str | None = None, env: dict[str, str] = env) -> Run:
-        return run_command([sys.executable, "-m", "lingodoc", *args], env=env, stdin=stdin)
+        code, out, err = run_forked(list(args), env=env, stdin=(stdin or "").encode())
+        return Run(code, text(out), text(err))
 
     return run

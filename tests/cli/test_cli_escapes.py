@@ -30,6 +30,7 @@ from lingodoc.cli import _VisibleFormatter, main
 from lingodoc.cli._progress import Progress
 from lingodoc.cli._visible import visible
 from tests.cli.conftest import child_env
+from tests.cli.forked import run_forked
 
 HOSTILE = "A\x1b[2J\x1b]52;c;SGVsbG8=\x07\x1b]0;title\x07\x9b6n\rB\nlingodoc: error: forged"
 # How the command shows it on one line.
@@ -100,20 +101,19 @@ def base_url() -> Iterator[str]:
 
 
 def run(base_url: str, *args: str, stdin: str = "") -> tuple[int, str, str]:
-    """Run `lingodoc ARGS` in a process of its own; check and decode what it printed."""
-    result = subprocess.run(
-        [sys.executable, "-m", "lingodoc", "--max-retries", "0", *args],
-        input=stdin.encode(),
-        capture_output=True,
+    """Run `lingodoc ARGS` in a process of its own (forked: tests/cli/forked.py); check and
+    decode what it printed."""
+    code, out, err = run_forked(
+        ["--max-retries", "0", *args],
         env=child_env(LINGODOC_BASE_URL=base_url, LINGODOC_API_KEY=KEY),
+        stdin=stdin.encode(),
         timeout=30,
-        check=False,
     )
-    for printed in (result.stdout, result.stderr):
+    for printed in (out, err):
         assert not re.search(b"[\x1b\r\x07]", printed), printed
         text = printed.decode("utf-8")  # a C1 character would be b"\xc2\x9b" here
         assert not CONTROL.search(text), text
-    return result.returncode, result.stdout.decode(), result.stderr.decode()
+    return code, out.decode(), err.decode()
 
 
 def test_translate_prints_the_translation_with_escapes_and_its_own_line_breaks(
