@@ -11,6 +11,7 @@ lets some of aiohttp's own errors through.
 
 from __future__ import annotations
 
+import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -112,6 +113,9 @@ class DefaultAioHttpClient(httpx.AsyncClient):
         trust_env = kwargs.setdefault("trust_env", True)
         # The SDK's shared SSL context, unless told otherwise: httpx would build one each.
         verify = kwargs.setdefault("verify", ssl_context(trust_env))
+        proxied = trust_env and any(
+            urllib.request.getproxies_environment().get(s) for s in ("http", "https", "all")
+        )
 
         def session() -> Any:  # made in the event loop of the first request
             import aiohttp
@@ -121,8 +125,9 @@ class DefaultAioHttpClient(httpx.AsyncClient):
                 keepalive_timeout=limits.keepalive_expiry,
                 ssl=verify,
             )
-            # aiohttp reads the proxy variables itself: httpx reads none for a transport.
-            return aiohttp.ClientSession(connector=connector, trust_env=trust_env)
+            # httpx reads no proxy variable for a transport: aiohttp reads them, where set
+            # (it then looks for each request's proxy, and .netrc, in a thread).
+            return aiohttp.ClientSession(connector=connector, trust_env=proxied)
 
         transport = AiohttpTransport(verify=verify, client=session)
         kwargs.setdefault("transport", _Transport(transport))
