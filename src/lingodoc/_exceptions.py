@@ -22,10 +22,7 @@ LingodocError
 └── WaitTimeout                   wait_for_translation ran out of time
 ```
 
-``InvalidArgument`` and ``InvalidArgumentType`` are also ``ValueError`` and ``TypeError``.
-The error code chooses the class before the HTTP status, so an unknown code gets its
-status's class and keeps ``.code``. Every exception pickles with its fields, and none holds
-the API key: messages are redacted before they get here.
+Every exception pickles with its fields; none holds the API key (messages arrive redacted).
 """
 
 from __future__ import annotations
@@ -65,11 +62,7 @@ def _repr(error: BaseException, **fields: object) -> str:
 
 
 def failure_reason(status: TranslationStatus) -> str | None:
-    """The reason a failed job's status gives (``error``), on one line and cut; or ``None``.
-
-    The spec names no such field; the service sends ``error: {"code", "message"}``. A plain
-    string is read too, and so is an object with only one of the two.
-    """
+    """A failed job's ``error`` (``{"code", "message"}`` or a str; not in the spec), on one line."""
     error = (status.model_extra or {}).get("error")
     if isinstance(error, dict):
         parts = [error.get("code"), error.get("message")]
@@ -86,9 +79,7 @@ class LingodocError(Exception):
     """The base class of every exception lingodoc raises.
 
     Attributes:
-        partial: When ``translate_many`` raised it, the work finished before: a
-            [`PartialTranslations`][lingodoc.PartialTranslations] with the translations
-            done (by input index) and the indices left. ``None`` otherwise.
+        partial: From ``translate_many``, the [`PartialTranslations`][lingodoc.PartialTranslations].
     """
 
     partial: PartialTranslations | None = None
@@ -101,8 +92,7 @@ class LingodocError(Exception):
 class PartialTranslations:
     """The work a failed ``translate_many`` finished, carried by its error as ``.partial``.
 
-    Resume with what is left by passing the finished translations back:
-    ``client.translate_many(texts, ..., done=err.partial.translations)``.
+    Resume with ``client.translate_many(texts, ..., done=err.partial.translations)``.
 
     Attributes:
         total: The number of texts the call was given.
@@ -139,35 +129,23 @@ class PartialTranslations:
 
 
 class ConfigurationError(LingodocError):
-    """The client was given, or found in the environment, a setting it cannot use.
-
-    The message names the argument and the environment variable concerned.
-    """
+    """The client was given, or found in the environment, a setting it cannot use."""
 
 
 class InvalidArgument(LingodocError, ValueError):
     """A method was given an argument it refuses, before anything is sent; also a ``ValueError``.
 
-    An empty batch, an absolute URL or ``..`` as a ``request()`` path, an empty id, a
-    ``poll_interval`` of 0... The message names the argument. (A malformed language code or
-    a text too long are [`InvalidLanguage`][lingodoc.InvalidLanguage] and
-    [`TextTooLong`][lingodoc.TextTooLong], as the service would answer.)
+    A bad language code or too long a text is [`InvalidLanguage`][lingodoc.InvalidLanguage] or
+    [`TextTooLong`][lingodoc.TextTooLong] instead, as the service would answer.
     """
 
 
 class InvalidArgumentType(LingodocError, TypeError):
-    """A method was given an argument of the wrong type, before sending; also a ``TypeError``.
-
-    A single string where a list of texts is expected, a number as an id, an
-    ``on_progress`` that is not callable... The message names the argument and the type.
-    """
+    """A method was given an argument of the wrong type, before sending; also a ``TypeError``."""
 
 
 class APIConnectionError(LingodocError):
-    """The service could not be reached, or the connection failed mid-request.
-
-    Raised once the retries are spent; the ``httpx`` error is the ``__cause__``.
-    """
+    """The service could not be reached, after the retries; the ``httpx`` error is the cause."""
 
 
 class APITimeoutError(APIConnectionError):
@@ -182,8 +160,7 @@ class APIError(LingodocError):
         status_code: The HTTP status; ``None`` for an error raised locally, before sending.
         code: The machine-readable error code, such as ``"TEXT_TOO_LONG"``, if any.
         rate_limit: The rate-limit state the response reported, if any.
-        request_id: The ``X-Request-Id`` the service sent, if any; quote it when
-            reporting a problem.
+        request_id: The ``X-Request-Id`` the service sent, if any; quote it to support.
         retry_after: Seconds the service asked to wait before trying again, if it said.
     """
 
@@ -243,11 +220,7 @@ class NotFound(APIError):
 
 
 class RateLimited(APIError):
-    """The rate limit is spent (429).
-
-    ``retry_after`` is the seconds to wait: from ``Retry-After`` if sent, else from
-    ``X-RateLimit-Reset``; ``None`` if the response said neither.
-    """
+    """The rate limit is spent (429); ``retry_after`` says how long to wait, if the response did."""
 
 
 class ServerError(APIError):
@@ -255,10 +228,7 @@ class ServerError(APIError):
 
 
 class UnexpectedResponse(APIError):
-    """The response is not the service's envelope.
-
-    HTML from a proxy, truncated or invalid JSON, ``success: true`` without ``data``, or
-    data of the wrong shape.
+    """The response is not the service's envelope: HTML from a proxy, invalid JSON, a wrong shape.
 
     Attributes:
         body: The start of the response body, for diagnosis.
@@ -297,8 +267,7 @@ class WaitTimeout(LingodocError):
     """``wait_for_translation`` gave up before the translation finished.
 
     Attributes:
-        status: The last [`TranslationStatus`][lingodoc.TranslationStatus] read, or
-            ``None`` if no poll succeeded.
+        status: The last [`TranslationStatus`][lingodoc.TranslationStatus] read; ``None`` if none.
         timeout: The timeout, in seconds, that ran out.
     """
 
