@@ -4,11 +4,8 @@ Every call translates a text unique to its caller, and the emulator's translatio
 digits of a text, so a result handed to the wrong caller, lost or duplicated is seen at once:
 ``"Hello world 7 123"`` comes back as ``"Hallo Welt 7 123"`` and as nothing else.
 
-Connections are counted by the operating system, not by asking httpx: the sockets this
-process holds (``/proc/self/fd``) that are connected to the emulator's port
-(``/proc/self/net/tcp``). The server runs in this process too, so its side of each
-connection (local port = the emulator's) is told apart from the client's (remote port =
-the emulator's). Linux only; elsewhere these tests are skipped.
+Connections are counted by the operating system, not by asking httpx (tests/reliability/
+sockets.py). Linux only; elsewhere these tests are skipped. They run apart, with -m stress.
 
 The autouse fake clock of tests/conftest.py makes the SDK's own sleeps instant, but the
 served emulator's ``slow`` fault is a real wait (cut short when the server stops), and
@@ -19,29 +16,32 @@ and give up on it after 0.3 s.
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 import pytest
 
 import lingodoc
-from lingodoc.emulator import Emulator, EmulatorServer, translate_text
+from lingodoc.emulator import Emulator, EmulatorServer
+from tests.reliability.sockets import (
+    LINUX_ONLY,
+    assert_all_closed,
+    client_connections,
+    expected_for,
+    text_for,
+)
 
 pytestmark = [
-    pytest.mark.skipif(
-        not sys.platform.startswith("linux") or not Path("/proc/self/net/tcp").exists(),
-        reason="counts connections through /proc (Linux)",
-    ),
+    LINUX_ONLY,
     # The async tests here drive asyncio itself (gather, ensure_future, wait_for, Task.cancel)
     # against real sockets; the SDK over real HTTP under trio is tests/integration's, and
     # test_trio.py's.
     pytest.mark.asyncio_only,
+    # Thousands of calls over real sockets, for tens of seconds: run apart, with -m stress.
+    pytest.mark.stress,
 ]
 
 THREADS = 16
@@ -51,58 +51,6 @@ TASKS = 1_000
 MAX_CONNECTIONS = 100
 # A real delay for the requests abandoned mid-flight; they are abandoned long before it ends.
 SLOW = 5.0
-_LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
-
-
-def _socket_inodes() -> set[str]:
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:  # closed meanwhile by another thread
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:[") : -1])
-    return inodes
-
-
-def _tcp_entries() -> Iterator[tuple[int, int, str, str]]:
-    """(local port, remote port, state, inode) of every TCP socket in this network namespace."""
-    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except FileNotFoundError:
-            continue
-        for line in lines:
-            fields = line.split()
-            local, remote, state, inode = fields[1], fields[2], fields[3], fields[9]
-            yield int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16), state, inode
-
-
-def client_connections(port: int) -> int:
-    """Sockets this process holds that are connected to ``port``: the clients' connections."""
-    ours = _socket_inodes()
-    return sum(1 for _, remote, _, inode in _tcp_entries() if remote == port and inode in ours)
-
-
-def server_connections(port: int) -> int:
-    """Sockets this process holds that the server on ``port`` accepted (not the listener)."""
-    ours = _socket_inodes()
-    return sum(
-        1
-        for local, _, state, inode in _tcp_entries()
-        if local == port and state != _LISTEN and inode in ours
-    )
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
-    """Poll ``condition`` (real time) until it holds or ``timeout`` passes."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 class PeakSampler:
@@ -128,26 +76,8 @@ class PeakSampler:
         self.peak = max(self.peak, client_connections(self.port))
 
 
-def text_for(*ids: int) -> str:
-    return "Hello world " + " ".join(map(str, ids))
-
-
-def expected_for(*ids: int) -> str:
-    expected = "Hallo Welt " + " ".join(map(str, ids))
-    # The emulator's own function agrees: the mapping checked is the one it serves.
-    assert translate_text(text_for(*ids), "en", "de") == expected
-    return expected
-
-
 def translate_posts(emulator: Emulator) -> list[int | None]:
     return [r.status for r in emulator.requests if (r.method, r.path) == ("POST", "/v1/translate")]
-
-
-def assert_all_closed(port: int) -> None:
-    """No connection left on the client's side, at once, nor on the server's soon after."""
-    assert client_connections(port) == 0
-    # The server's threads close their side when they read the client's FIN.
-    assert wait_until(lambda: server_connections(port) == 0), server_connections(port)
 
 
 @pytest.fixture

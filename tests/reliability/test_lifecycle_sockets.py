@@ -1,7 +1,7 @@
 """Closing a client mid-flight, and an AsyncClient met by another event loop, over real sockets.
 
 Against the emulator served on loopback; the sockets are counted by the operating system
-(``/proc/self/fd``), as in test_concurrency.py. Linux only.
+(``/proc/self/fd``: tests/reliability/sockets.py). Linux only.
 
 The calls in flight when a client is closed wait for answers that the emulator's ``slow``
 fault holds back for ``SLOW`` seconds (a real wait, short): they end when it ends.
@@ -20,14 +20,17 @@ import pytest
 
 import lingodoc
 from lingodoc.emulator import Emulator, EmulatorServer
-from tests.reliability.test_concurrency import (
+from tests.reliability.sockets import (
+    LINUX_ONLY,
     assert_all_closed,
     client_connections,
     expected_for,
-    pytestmark,  # noqa: F401 - the same Linux-only skip, and asyncio only (ensure_future...)
     text_for,
     wait_until,
 )
+
+# The async tests here drive asyncio itself (ensure_future, run) against real sockets.
+pytestmark = [LINUX_ONLY, pytest.mark.asyncio_only]
 
 SENDERS = 16
 SLOW = 0.5
