@@ -1,11 +1,6 @@
-"""Typed results of the service, and the rate-limit state.
+"""Typed results of the service, and the rate-limit state; loaded on first use (``_lazy``).
 
-Results accept fields and status values they do not know, so a newer server never breaks
-an older SDK. Timestamps are timezone-aware (UTC if sent without an offset). What the SDK
-reads is checked: a text (translation, language code, status) must be a JSON string, never
-a number turned into one (``NaN`` would become ``'nan'``); an id a string or an integer; a
-progress a number from 0 to 100. ``lingodoc._lazy`` imports this module (and pydantic) when
-a model is first needed, not ``import lingodoc``.
+A text field takes a JSON string only, never a number made one (``NaN`` would read ``'nan'``).
 """
 
 from __future__ import annotations
@@ -30,8 +25,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 
-# X-RateLimit-Reset is "an integer indicating when the limit resets": this large, only a
-# Unix time; smaller, a delay.
+# An X-RateLimit-Reset this large can only be a Unix time; a smaller one is a delay.
 _UNIX_TIME_THRESHOLD = 10**9
 
 
@@ -76,7 +70,7 @@ def _whole_percent(value: object) -> int:
 
 
 def _integer_id(value: object) -> object:
-    # An integer id reads as its string; a float (NaN, 1e+20) or a bool is left to be refused.
+    # A float (NaN, 1e+20) or a bool is left to be refused.
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
@@ -84,7 +78,6 @@ def _integer_id(value: object) -> object:
 State = Annotated[
     TranslationState | StrictStr, Field(union_mode="left_to_right"), BeforeValidator(_fold_case)
 ]
-# A number from 0 to 100 (a float is rounded); a missing one (null) reads as 0.
 Percent = Annotated[int, BeforeValidator(_whole_percent)]
 Id = Annotated[StrictStr, BeforeValidator(_integer_id)]
 
@@ -96,8 +89,7 @@ class RateLimit(BaseModel):
         limit: Requests allowed in the period.
         remaining: Requests left in the period.
         reset: The raw ``X-RateLimit-Reset`` value.
-        reset_at: When the period resets: ``reset`` read as a Unix time if above 10^9,
-            else as seconds from when the response arrived.
+        reset_at: When it resets: ``reset`` as a Unix time if above 10^9, else seconds from then.
     """
 
     model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
@@ -127,18 +119,14 @@ def parse_rate_limit(headers: httpx.Headers, now: float) -> RateLimit | None:
         reset_at = datetime.fromtimestamp(at, tz=timezone.utc)
     except (ValueError, OverflowError, OSError):  # not an int, or a time no datetime holds
         return None
-    # Checked here: validating them again would cost more than reading them.
+    # Checked above: pydantic's validation would cost more than the parsing.
     return RateLimit.model_construct(
         limit=limit, remaining=remaining, reset=reset, reset_at=reset_at
     )
 
 
 class Origin:
-    """The response a result was read from: its rate limit, request id and ``httpx.Response``.
-
-    Shared by every result read from one response. The response's request holds the API
-    key, so a copy or a pickle keeps the rate limit and the request id only.
-    """
+    """The response a result came in; a copy or pickle drops it (its request holds the key)."""
 
     __slots__ = ("_response", "rate_limit", "request_id")
 
@@ -150,7 +138,7 @@ class Origin:
     ) -> None:
         self.rate_limit = rate_limit
         self.request_id = request_id
-        self._response = response  # or what makes it when first asked for: few ask
+        self._response = response  # or a function making it: few ask for it
 
     @property
     def response(self) -> httpx.Response | None:
@@ -168,15 +156,11 @@ class Origin:
 
 
 class _Result(BaseModel):
-    """A result, with the rate limit, request id and response it came in as properties.
-
-    They are not fields: not part of ``==``, ``model_dump()`` or the ``repr``.
-    """
+    """A result; the rate limit, request id and response are properties, not fields."""
 
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
 
-    # A slot, not a pydantic private attribute (set up on every validation); unset on a
-    # result built by hand.
+    # A slot, not a pydantic private attribute (set up on every validation).
     __slots__ = ("_origin",)
     if TYPE_CHECKING:
         _origin: Origin
@@ -200,9 +184,7 @@ class _Result(BaseModel):
 
     __hash__ = None  # type: ignore[assignment]
 
-    # Copies (copy.copy, model_copy()) and pickles keep the rate limit and request id, not
-    # the response (see Origin); pydantic copies nothing of the slot.
-
+    # Pydantic copies nothing of the slot: copies and pickles get the Origin without response.
     def _with_origin(self, copied: Self) -> Self:
         origin = self._origin_or_none
         if origin is not None:
@@ -236,10 +218,7 @@ class _Result(BaseModel):
 
     @property
     def request_id(self) -> str | None:
-        """The ``X-Request-Id`` of the response, to quote to support (any echo of the key masked).
-
-        Copies and pickles keep it. ``None`` if the response sent none, or built by hand.
-        """
+        """The response's ``X-Request-Id``, to quote to support; ``None`` if it sent none."""
         origin = self._origin_or_none
         return None if origin is None else origin.request_id
 
@@ -247,10 +226,8 @@ class _Result(BaseModel):
     def http_response(self) -> httpx.Response | None:
         """The ``httpx.Response`` this result was read from, its body read (decompressed).
 
-        The result keeps it alive as long as it lives. Its ``.request`` holds the API key
-        in its ``Authorization`` header: do not log its headers. ``None`` for a result built
-        by hand, a copy or an unpickled one (which keep ``request_id`` and ``rate_limit``,
-        never the key), and the status an exception carries (``TranslationFailed.status``).
+        Its ``.request`` holds the API key: never log that request's headers. ``None`` for a
+        result built by hand, copied, unpickled, or carried by an exception.
         """
         origin = self._origin_or_none
         return None if origin is None else origin.response
@@ -263,8 +240,6 @@ set_origin: Callable[[_Result, Origin], None] = _Result.__dict__["_origin"].__se
 
 class TextTranslation(_Result):
     """The translation of one text.
-
-    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``.
 
     Attributes:
         translated_text: The translation.
@@ -280,8 +255,6 @@ class TextTranslation(_Result):
 class BatchTranslation(_Result):
     """The translations of a batch.
 
-    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``.
-
     Attributes:
         translations: One translation per input text, in input order.
     """
@@ -292,13 +265,10 @@ class BatchTranslation(_Result):
 class TranslationJob(_Result):
     """A document translation job, as started; pass it to ``wait_for_translation``.
 
-    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``.
-
     Attributes:
         document_id: The document being translated.
         translation_id: The job's id, all ``get_translation`` or ``wait_for_translation`` need.
-        status: Its state when started, usually ``processing``: a
-            [`TranslationState`][lingodoc.TranslationState], or the string of an unknown one.
+        status: Its state when started, usually ``processing`` (a str if not a known state).
         estimated_completion: When the service expects it to complete, if it said.
     """
 
@@ -311,12 +281,9 @@ class TranslationJob(_Result):
 class TranslationStatus(_Result):
     """The state of a document translation job.
 
-    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``.
-
     Attributes:
         translation_id: The job's id.
-        status: A [`TranslationState`][lingodoc.TranslationState], or the string of an
-            unknown one.
+        status: A [`TranslationState`][lingodoc.TranslationState], or the string of an unknown one.
         progress: How far it is, in percent from 0 to 100 (rounded; 0 if none was sent).
         document_id: The document being translated, if the service said.
         target_language: The language it is translated into, if the service said.
@@ -334,12 +301,8 @@ class TranslationStatus(_Result):
 class Document(_Result):
     """A stored document: its id, and as attributes any other field the service sends.
 
-    Like every result, it also has ``rate_limit``, ``request_id`` and ``http_response``,
-    from the listing's response.
-
     Attributes:
-        document_id: The document's id (also read from a field named ``id``;
-            an integer id is read as its string).
+        document_id: The document's id (also read from a field ``id``; an integer as its string).
     """
 
     document_id: Id = Field(validation_alias=AliasChoices("document_id", "id"))
