@@ -363,9 +363,10 @@ async def test_extra_body_replaces_a_field_the_sdk_sets(
         ({"tags": {"a", "b"}}, "extra_body cannot be sent as JSON"),
         ({"score": math.nan}, "extra_body cannot be sent as JSON"),
         ({1: "one"}, "field names must be str"),
+        ({None: 1}, "extra_body's field names must be str, not NoneType"),  # not sent as "null"
         (["glossary_id", "g_1"], "extra_body must be a mapping"),
     ],
-    ids=["set", "nan", "int-key", "list"],
+    ids=["set", "nan", "int-key", "none-key", "list"],
 )
 async def test_bad_extra_body_is_refused_before_sending(
     client: Client, api: respx.MockRouter, body: Any, message: str

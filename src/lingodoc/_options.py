@@ -1,7 +1,4 @@
-"""A call's own options: ``timeout=``, ``extra_headers=``, ``extra_query=``, ``extra_body=``.
-
-`call_options` checks them before anything is sent; ``None`` when none is set (most calls).
-"""
+"""A call's own options (``timeout=``, ``extra_headers=``, ``extra_query=``, ``extra_body=``)."""
 
 from __future__ import annotations
 
@@ -15,20 +12,13 @@ import httpx
 from lingodoc import _validation
 from lingodoc._exceptions import InvalidArgument, InvalidArgumentType
 
-# What a query value may be (or a list or tuple of): httpx sends anything else as its str().
+# A query value's types (or a list of them): httpx would send anything else as its str().
 _QUERY_VALUE_TYPES = (str, int, float, bool, type(None))
 
 
 @dataclass(slots=True, kw_only=True, eq=False, repr=False)  # a repr would show header values
 class Options:
-    """A call's own options, already checked (one object may serve many requests).
-
-    Args:
-        timeout: The timeout of each attempt, instead of the client's.
-        headers: Headers sent on top of the client's (``Authorization`` excluded).
-        query: Query parameters added to the request's.
-        body: JSON fields merged into the body, over those the SDK sets.
-    """
+    """A call's own options, checked; one object may serve many requests (batches, polls)."""
 
     timeout: httpx.Timeout | None = None
     headers: httpx.Headers | None = None
@@ -56,8 +46,9 @@ def call_options(
 ) -> Options | None:
     """Check a call's own options; ``None`` if none is set.
 
-    ``InvalidArgumentType`` for an option of the wrong type or an ``extra_body`` not JSON;
-    ``InvalidArgument`` for a ``timeout`` not positive, or a header the SDK refuses.
+    Raises:
+        InvalidArgumentType: An option of the wrong type, or an ``extra_body`` not JSON.
+        InvalidArgument: A ``timeout`` not positive, or a header the SDK refuses.
     """
     if timeout is None and extra_headers is None and extra_query is None and extra_body is None:
         return None
@@ -76,10 +67,7 @@ def _mapping(value: object, argument: str, names: str) -> Mapping[Any, Any]:
 
 
 def _extra_headers(extra_headers: object) -> httpx.Headers:
-    """``extra_headers=``, checked as ``default_headers`` are, and refusing ``Authorization``.
-
-    (Not silently replaced, as in ``default_headers``: a call that asks for it is a mistake.)
-    """
+    # Authorization is refused, not silently replaced as in default_headers: a mistake here.
     _mapping(extra_headers, "extra_headers", "header names")
     headers = _validation.headers(extra_headers, "extra_headers", InvalidArgument)
     if "authorization" in headers:
@@ -91,7 +79,6 @@ def _extra_headers(extra_headers: object) -> httpx.Headers:
 
 
 def _extra_query(extra_query: object) -> httpx.QueryParams:
-    """``extra_query=``: names are str; values str, int, float, bool or None, or lists of them."""
     query = _mapping(extra_query, "extra_query", "parameter names")
     for name, value in query.items():
         if not isinstance(name, str):
@@ -107,11 +94,11 @@ def _extra_query(extra_query: object) -> httpx.QueryParams:
 
 
 def _extra_body(extra_body: object) -> dict[str, Any]:
-    """``extra_body=``: a copy, checked to be sendable as httpx will send it."""
-    body = dict(_mapping(extra_body, "extra_body", "JSON field names"))
-    name = next((name for name in body if not isinstance(name, str)), None)
-    if name is not None:
-        raise _validation.wrong_type("extra_body's field names", "str", name)
+    body = dict(_mapping(extra_body, "extra_body", "JSON field names"))  # a copy
+    # A list, not next(..., None): a None key (sent as "null") must be found too.
+    bad = [name for name in body if not isinstance(name, str)]
+    if bad:
+        raise _validation.wrong_type("extra_body's field names", "str", bad[0])
     try:
         json.dumps(body, allow_nan=False)  # as httpx encodes a body
     except (TypeError, ValueError, RecursionError) as exc:
