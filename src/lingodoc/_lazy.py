@@ -1,10 +1,6 @@
-"""The pydantic models, imported when first needed rather than by ``import lingodoc``.
+"""The pydantic models, imported on first access (``_lazy.TextTranslation``), not on import.
 
-Importing pydantic costs about as much as importing httpx. A script that imports lingodoc
-only to show its ``--help``, or a process that builds a client and never calls it, should
-not pay for it. So the rest of the SDK reaches the models through this module, as
-``_lazy.TextTranslation``: the first access imports ``lingodoc._models`` (under Python's
-import lock, so threads that race for it are safe) and keeps the name here.
+pydantic costs about as much to import as httpx: a ``--help`` or an unused client skips it.
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ if TYPE_CHECKING:
     from lingodoc._models import parse_rate_limit as parse_rate_limit
     from lingodoc._models import set_origin as set_origin
 
-# What lingodoc exports from the models at its top level.
+# Exported by lingodoc at its top level.
 PUBLIC = frozenset({
     "BatchTranslation", "Document", "RateLimit", "TextTranslation", "TranslationJob",
     "TranslationState", "TranslationStatus",

@@ -14,11 +14,7 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO}
 
 
 def configure_from_env() -> None:
-    """Apply ``LINGODOC_LOG=debug|info``: set the level, and print to stderr if nothing else will.
-
-    A handler is added only when neither the root logger nor ``lingodoc``
-    has one, so an application's own logging set-up is never doubled.
-    """
+    """Apply ``LINGODOC_LOG=debug|info``: the level, and a stderr handler if no logger has one."""
     level = _LEVELS.get(os.environ.get(LOG_ENV, "").strip().lower())
     if level is None:
         return
