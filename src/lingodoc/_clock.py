@@ -1,10 +1,4 @@
-"""Where lingodoc reads the time and sleeps.
-
-Every wait in the SDK (retry backoff, 429 waits, polling, pacing) and every reading of
-the time (rate-limit resets, poll deadlines) goes through the clock returned by
-`current`. Tests swap it for a `lingodoc.testing.FakeClock`, so no
-test of the SDK, or of an application built on it, has to really sleep.
-"""
+"""Where lingodoc reads the time and sleeps: tests swap in a `lingodoc.testing.FakeClock`."""
 
 from __future__ import annotations
 
@@ -25,13 +19,10 @@ class SystemClock:
         time.sleep(seconds)
 
     def wait(self, event: threading.Event, seconds: float) -> bool:
-        # A sleep that ends early when `event` is set; Ctrl-C ends it too.
         return event.wait(max(0.0, seconds))
 
     async def async_sleep(self, seconds: float) -> None:
-        # Through anyio (httpx's own dependency), so it sleeps under asyncio and trio alike.
-        # Imported here: a program that never awaits should not pay for it.
-        import anyio
+        import anyio  # here: a program that never awaits should not import it
 
         await anyio.sleep(seconds)
 
@@ -60,11 +51,7 @@ async def async_sleep(seconds: float) -> None:
 
 
 async def async_wait(event: threading.Event, seconds: float) -> bool:
-    """Sleep on the clock in force; True if ``event`` is set by then.
-
-    The async twin of `wait` (asyncio or trio): a task needs no early wake-up, since
-    whoever sets ``event`` cancels the task too (``translate_many``'s task group).
-    """
+    """`async_sleep`; True if ``event`` is set by then (no early wake-up: its setter cancels us)."""
     await _current.async_sleep(seconds)
     return event.is_set()
 

@@ -1,18 +1,6 @@
-"""One deadline per attempt, headers and body included.
+"""One deadline per attempt, headers and body included (httpx times each step on its own).
 
-httpx applies its timeouts step by step: a wait for a connection, connecting, each write,
-each wait for data. A server that sends its headers or its body a byte at a time holds a
-call for as long as it likes. So each attempt also has one deadline for all of it:
-
-- ``AsyncClient``: `async_limit` is ``anyio.fail_after`` around the attempt, which cancels
-  it at the deadline whatever transport sends it (httpx's own, aiohttp's, a caller's);
-- ``Client``: a thread cannot be cancelled, so the SDK's own http client sends through
-  ``_transport.DeadlineTransport``, which cuts every connect, read and write to the time
-  `left`. With an ``http_client`` of the caller's, each step keeps its own timeout;
-- the body is checked between chunks (``_response.BodyReader``), for any transport.
-
-The deadline is real time (``time.monotonic``), not the SDK's swappable clock: it bounds
-socket I/O, which a fake clock in a test does not speed up.
+docs/reliability.md says where each client enforces it.
 """
 
 from __future__ import annotations
@@ -31,6 +19,7 @@ _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
 @contextlib.contextmanager
 def limit(seconds: float | None) -> Iterator[None]:
     """Give the attempt run inside the block ``seconds`` in all (``None``: no limit)."""
+    # Real time, not the SDK's clock: it bounds socket I/O, which a fake clock does not speed up.
     token = _deadline.set(None if seconds is None else time.monotonic() + seconds)
     try:
         yield
@@ -53,14 +42,10 @@ def shield() -> contextlib.AbstractContextManager[Any]:
 
 
 def async_shield() -> contextlib.AbstractContextManager[Any]:
-    """Shield closing a response from cancellation.
-
-    httpcore cancelled while it hands a connection back to its pool can leave the
-    connection marked busy for good (encode/httpcore#1093); closing takes no network wait.
-    """
+    """Shield closing a response from cancellation, which can leave a connection busy for good."""
     import anyio
 
-    return anyio.CancelScope(shield=True)
+    return anyio.CancelScope(shield=True)  # encode/httpcore#1093; closing never waits on I/O
 
 
 def left() -> float | None:
