@@ -17,6 +17,7 @@ import asyncio
 import json
 import math
 import random
+import threading
 from operator import truediv
 from typing import Any
 
@@ -35,10 +36,12 @@ class Counting(httpx.BaseTransport, httpx.AsyncBaseTransport):
     def __init__(self, emulator: Emulator) -> None:
         self.inner = emulator.transport()
         self.texts = 0
+        self.lock = threading.Lock()  # Client.translate_many sends from threads
 
     def count(self, request: httpx.Request) -> None:
         if request.url.path.endswith("/translate/batch"):
-            self.texts += len(json.loads(request.content)["texts"])
+            with self.lock:
+                self.texts += len(json.loads(request.content)["texts"])
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         self.count(request)
