@@ -1,7 +1,6 @@
 """Checks of what the caller gives, made before anything is sent.
 
-Each refusal is a typed error whose message names the argument and quotes at most about
-100 characters of what was given, never a header's value (it may be a secret).
+A refusal names the argument and quotes at most ~100 characters, never a header's value.
 """
 
 from __future__ import annotations
@@ -28,19 +27,17 @@ QUOTE_LIMIT = 100
 
 
 def sendable_key(key: str) -> bool:
-    """Whether ``key`` can go in an ``Authorization`` header whole: printable ASCII, no spaces."""
+    """Whether ``key`` can go in a header whole: printable ASCII, no spaces."""
     return bool(key) and key.isprintable() and key.isascii() and not any(c.isspace() for c in key)
 
 
 def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
     """Return ``text``, or its first ``limit`` characters, ``...`` and its length."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text):,} characters)"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def shown(value: object) -> str:
-    """Return ``repr(value)`` cut to about 100 characters: how every message quotes a value."""
+    """Return ``repr(value)`` cut to about 100 characters, as every message quotes a value."""
     if isinstance(value, str) and len(value) > QUOTE_LIMIT:
         return f"{value[:QUOTE_LIMIT]!r}... ({len(value):,} characters)"
     try:
@@ -63,11 +60,7 @@ def _too_long(argument: str, value: str) -> TextTooLong:
 
 
 def has_dot_segment(path: str, *, decoded: bool = False) -> bool:
-    """Whether a server could read a segment of ``path`` as ``.`` or ``..``.
-
-    A backslash counts as ``/`` and a ``;parameter`` is stripped, as some servers do. With
-    ``decoded``, the path is checked once percent-decoded too (``%2e%2e``, ``%2f``, ``%5c``).
-    """
+    """Whether a segment could be ``.`` or ``..`` to a server (a backslash as ``/``, ``;x`` cut)."""
     forms = (path, unquote(path)) if decoded and "%" in path else (path,)
     return any(
         part.split(";", 1)[0] in (".", "..")
@@ -96,10 +89,7 @@ def text(value: object) -> str:
 
 
 def texts(values: object) -> list[str]:
-    """Return the batch as a list, each item checked as `text` checks one (named by index).
-
-    Also ``InvalidArgumentType`` for a single string, ``InvalidArgument`` if empty.
-    """
+    """Return the batch as a list, each item checked as `text` checks one; no str, no ``[]``."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise wrong_type("texts", "a list of str", values)
     batch = list(values)
@@ -124,12 +114,7 @@ def optional(value: object, argument: str, kind: type) -> object:
 
 
 def path_segment(value: object, argument: str) -> str:
-    """Return an id percent-encoded as one path segment (every character not unreserved).
-
-    ``InvalidArgumentType`` unless a str; ``InvalidArgument`` if empty, or ``.`` or ``..``
-    or holding one between slashes: escaped or not, a server that decodes the path first
-    would read it as a step up.
-    """
+    """Return an id percent-encoded as one path segment; refuse one a server reads as a step up."""
     if not isinstance(value, str):
         raise wrong_type(argument, "a str", value)
     if not value:
@@ -173,10 +158,7 @@ def as_float(value: object) -> float:
 
 
 def timeout(value: object, error: type[LingodocError] = InvalidArgument) -> httpx.Timeout:
-    """Return a timeout given as a positive number of seconds, or an ``httpx.Timeout``.
-
-    Raises ``error`` otherwise (a call's own timeout of the wrong type: ``InvalidArgumentType``).
-    """
+    """Return an ``httpx.Timeout``, given as one or as positive seconds; else raise ``error``."""
     if isinstance(value, httpx.Timeout):
         return value
     seconds = as_float(value)
@@ -191,12 +173,10 @@ def timeout(value: object, error: type[LingodocError] = InvalidArgument) -> http
     )
 
 
-# RFC 9110: a header name is a token. A value is printable ASCII, with inner spaces or tabs
-# only (a CR or LF would end the header and start another).
+# RFC 9110: a name is a token, a value printable ASCII with inner blanks (a CR or LF ends it).
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[ \t]*[\x21-\x7e])*)?")
-# httpx and httpcore set these from the request itself: a second, different one breaks or
-# smuggles a request.
+# httpx sets these from the request itself: a second, different one breaks or smuggles it.
 _TRANSPORT_HEADERS = frozenset({
     "connection", "content-length", "keep-alive", "proxy-connection", "te", "trailer",
     "transfer-encoding", "upgrade",
@@ -204,16 +184,12 @@ _TRANSPORT_HEADERS = frozenset({
 
 
 def headers(value: object, argument: str, error: type[LingodocError]) -> httpx.Headers:
-    """Return headers to send (``default_headers``, or a call's ``extra_headers``).
-
-    Raises ``error`` (``InvalidArgumentType`` for a call's headers of the wrong type) if one
-    cannot be sent, or would frame the body or manage the connection, never quoting a value.
-    """
+    """Return headers to send, or raise ``error`` for one that cannot or must not be sent."""
     problem: str | None
     try:
         checked = httpx.Headers(value)  # type: ignore[arg-type]  # checked below
     except (TypeError, ValueError, AttributeError) as exc:
-        # UnicodeEncodeError is a ValueError: header values must be ASCII.
+        # A non-ASCII value (UnicodeEncodeError) is a bad value, not a wrong type.
         if error is InvalidArgument and not isinstance(exc, UnicodeEncodeError):
             error = InvalidArgumentType
         problem = str(exc)
@@ -244,12 +220,7 @@ def _header_problem(checked: httpx.Headers) -> str | None:
 
 
 def relative_path(path: object) -> str:
-    """Return ``path`` with a leading slash; ``InvalidArgument`` if it would leave ``base_url``.
-
-    Refused: an absolute URL, a path starting ``//`` or with a backslash, and a ``.`` or
-    ``..`` segment as written or once percent-decoded, which a server or proxy that decodes
-    before normalising would read as a step up. ``InvalidArgumentType`` unless a str.
-    """
+    """Return ``path`` with a leading slash; refuse one that could leave ``base_url``."""
     if not isinstance(path, str):
         raise wrong_type("path", "a str", path)
     route = path.split("?", 1)[0]
@@ -269,29 +240,20 @@ _CANNOT_AWAIT = "which Client cannot await: pass a plain function, or use AsyncC
 
 
 def callback(on_progress: object, *, awaits: bool) -> None:
-    """Check an ``on_progress``: callable, and no ``async def`` unless the client awaits it.
-
-    ``InvalidArgumentType`` if not callable, or a coroutine function (or an object whose
-    ``__call__`` is one) given to ``Client``.
-    """
+    """Check an ``on_progress``: callable, and no ``async def`` unless the client awaits it."""
     if on_progress is None:
         return
     if not callable(on_progress):
         raise InvalidArgumentType("on_progress must be callable")
     call = getattr(on_progress, "__call__", None)  # noqa: B004  # an object's async __call__
-    if not awaits and (
-        inspect.iscoroutinefunction(on_progress) or inspect.iscoroutinefunction(call)
-    ):
+    if not awaits and any(map(inspect.iscoroutinefunction, (on_progress, call))):
         raise InvalidArgumentType(
             f"on_progress is a coroutine function (async def), {_CANNOT_AWAIT}"
         )
 
 
 def not_awaitable(result: object) -> None:
-    """Refuse (``InvalidArgumentType``) a coroutine that a ``Client``'s ``on_progress`` returned.
-
-    It is closed first, so it is never left un-awaited.
-    """
+    """Refuse a coroutine that a ``Client``'s ``on_progress`` returned, closed so never awaited."""
     if inspect.iscoroutine(result):
         result.close()
         raise InvalidArgumentType(f"on_progress returned a coroutine, {_CANNOT_AWAIT}")
