@@ -1,9 +1,6 @@
-"""Masking the API key wherever a server may echo it back.
+"""Masking the API key wherever a server may echo it back, in the SDK's messages and logs.
 
-One `KeyMask` per key masks it in every message, field and log line the SDK makes.
-`watch_http_logs` applies every live client's mask to the records of the httpx and httpcore
-loggers too, which quote what a server sent; `check_http_loggers` extends it to their loggers
-made since.
+One `KeyMask` per key; `watch_http_logs` applies every live client's to httpx's loggers too.
 """
 
 from __future__ import annotations
@@ -25,11 +22,7 @@ def mask(api_key: str) -> str:
 
 
 class KeyMask:
-    """Masks one key: whole, and any ``WINDOW`` characters in a row of it.
-
-    Looked for as sent, JSON-escaped, slash-escaped and URL-quoted. Every run of text
-    covered by such windows becomes `mask`'s form. Linear in the key and in the text.
-    """
+    """Masks one key: any ``WINDOW`` characters of it in a row, as sent, JSON- or URL-escaped."""
 
     __slots__ = ("__weakref__", "_key", "_replacement", "_windows")
 
@@ -72,8 +65,7 @@ class _HttpLogFilter(logging.Filter):
         with _lock:
             masks = list(_masks)
         if masks:
-            message = record.getMessage()
-            masked = message
+            masked = message = record.getMessage()
             for key_mask in masks:
                 masked = key_mask(masked)
             if masked != message:
@@ -88,8 +80,7 @@ _loggers_seen = -1  # how many loggers existed at the last look for http ones
 
 # Their records quote what a server sent: a reason phrase, response headers (hpack: HTTP/2).
 _HTTP_PACKAGES = ("httpx", "httpcore", "hpack")
-# Made here first, so each has the filter whenever its module is imported (httpx imports
-# httpcore only when it builds a transport; hpack comes with h2).
+# Made here first, so each has the filter before its module is imported (httpcore's is lazy).
 _HTTP_LOGGERS = (
     "httpx", "httpcore", "httpcore.connection", "httpcore.http11", "httpcore.http2",
     "httpcore.proxy", "httpcore.socks", "hpack", "hpack.hpack", "hpack.table",
@@ -97,11 +88,7 @@ _HTTP_LOGGERS = (
 
 
 def watch_http_logs(key_mask: KeyMask) -> None:
-    """Mask this key in the log records of httpx, httpcore and hpack while ``key_mask`` lives.
-
-    A filter sees only its own logger's records, not its children's, so it goes on each
-    logger of theirs, made here if need be. Free while their levels leave them silent.
-    """
+    """Mask this key in the log records of httpx, httpcore and hpack while ``key_mask`` lives."""
     with _lock:
         _masks.add(key_mask)
     _filter_http_loggers()
@@ -115,6 +102,7 @@ def check_http_loggers() -> None:
 
 def _filter_http_loggers() -> None:
     global _loggers_seen
+    # A filter sees only its own logger's records, not its children's: it goes on each.
     with _lock:
         for name in _HTTP_LOGGERS:
             _add_filter(name)
@@ -133,10 +121,5 @@ def _add_filter(name: str) -> None:
 
 
 def raise_scrubbed(error: BaseException) -> NoReturn:
-    """Raise ``error`` without the traceback of the frames that built it.
-
-    Those frames hold a body as the server sent it (which may echo the key) or the key
-    itself, which a traceback shown with its locals would print. So the functions that see
-    such data *return* their error, and a caller that holds nothing secret raises it here.
-    """
+    """Raise ``error`` without the frames that built it, whose locals may hold the key."""
     raise error.with_traceback(None)

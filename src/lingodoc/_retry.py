@@ -12,11 +12,7 @@ read timeout, dropped connection       retried                     raised
 any other 4xx                          raised                      raised
 =====================================  ==========================  ===================
 
-``max_retries`` bounds the extra attempts. Waits grow exponentially with jitter, capped,
-unless the response said how long to wait (``Retry-After``, or the rate-limit reset for a
-429); a wait longer than 60 s is not waited out, and a wait of 0 (or a time already past)
-is backed off like no wait at all. Each call makes its own ``tenacity.Retrying`` (or
-``AsyncRetrying``) from `policy`, and sleeps on the SDK clock.
+Waits: the one the response asks for (``Retry-After``, a 429's reset), else capped backoff.
 """
 
 from __future__ import annotations
@@ -39,21 +35,14 @@ BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 8.0
 
 _RETRIED_STATUSES = frozenset({500, 502, 503, 504})
-# Statuses that prove the server did not act on the request, so even a call that starts
-# something (a document translation) can be sent again.
+# The server did not act on the request: even a call that starts something may be resent.
 _NOT_STARTED_STATUSES = frozenset({429, 503})
 # Failures before the request left this machine.
 _NOT_SENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
 def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
-    """Whether another attempt may be made after ``error``.
-
-    Args:
-        error: What the attempt raised.
-        idempotent: Whether the request is safe to repeat even if the server may have
-            acted on it.
-    """
+    """Whether ``error`` allows another attempt (``idempotent``: safe even if the server acted)."""
     if isinstance(error, APIError):
         if error.retry_after is not None and error.retry_after > MAX_SERVER_WAIT:
             return False
@@ -68,8 +57,7 @@ def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
 def backoff(attempt: int) -> float:
     """Return the wait before attempt ``attempt + 1``: exponential, capped, with jitter."""
     ceiling = min(BACKOFF_MAX, BACKOFF_INITIAL * 2.0 ** (attempt - 1))
-    # Half fixed, half random: never a burst of instant retries, and clients that failed
-    # together spread out.
+    # Half fixed: no burst of instant retries; half random: clients that failed together spread.
     return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
@@ -81,26 +69,15 @@ def policy(
     deadline: float | None = None,
     give_up: Callable[[], bool] = lambda: False,
 ) -> dict[str, Any]:
-    """Return the options of tenacity's ``Retrying`` / ``AsyncRetrying`` for one call.
+    """Return tenacity's ``Retrying`` / ``AsyncRetrying`` options for one call.
 
-    Args:
-        max_retries: Extra attempts allowed.
-        idempotent: Whether the call is safe to repeat after the server may have acted.
-        description: ``METHOD /path``, for the log.
-        deadline: A monotonic time on the SDK clock that no wait may pass (a poll's).
-        give_up: Whether to make no more attempts whatever the failure (the client was
-            closed), asked before each wait.
-
-    Returns:
-        ``stop``, ``retry``, ``wait``, ``before_sleep`` and ``reraise``: once no more
-        attempts are allowed, tenacity raises the last error itself.
+    No wait passes ``deadline`` (SDK clock, monotonic); ``give_up()`` (client closed) stops.
     """
 
     def stop(state: tenacity.RetryCallState) -> bool:
         if state.attempt_number > max_retries or give_up():
             return True
-        # Nor a wait that would pass the caller's own deadline (the poller's). tenacity
-        # works out the wait (upcoming_sleep) before it asks whether to stop.
+        # tenacity works out the wait (upcoming_sleep) before it asks whether to stop.
         now = _clock.current().monotonic()
         return deadline is not None and now + state.upcoming_sleep > deadline
 
@@ -113,21 +90,19 @@ def policy(
         assert state.outcome is not None
         error = state.outcome.exception()
         asked = error.retry_after if isinstance(error, APIError) else None
-        # A wait of 0 (`Retry-After: 0`, a date or a reset already past) asks for nothing:
-        # taken at its word, it would send every retry at once. Back off instead.
+        # A wait of 0 (or a time already past), taken at its word, would resend at once.
         return asked if asked is not None and asked > 0 else backoff(state.attempt_number)
 
     def log(state: tenacity.RetryCallState) -> None:
         assert state.outcome is not None
         assert state.next_action is not None
         error = state.outcome.exception()
+        status = f" {error.status_code}" if isinstance(error, APIError) else ""
         logger.info(
             "retrying %s in %.2f s after %s (attempt %d of %d)",
             description,
             state.next_action.sleep,
-            f"{type(error).__name__} {error.status_code}"
-            if isinstance(error, APIError)
-            else type(error).__name__,
+            type(error).__name__ + status,
             state.attempt_number + 1,
             max_retries + 1,
         )
