@@ -1,7 +1,6 @@
 """The endpoints: each method's arguments checked (before sending) and turned into a `Call`.
 
-A `Call` says what to send and how to read the envelope's ``data``: each parser checks that
-it is the endpoint's model and attaches the response's ``Origin``.
+Each parser checks that the envelope's ``data`` is the endpoint's model, and adds its ``Origin``.
 """
 
 from __future__ import annotations
@@ -36,25 +35,15 @@ IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 
 @dataclass(slots=True, eq=False, repr=False)
 class Call(Generic[T]):
-    """One API call, ready to send: what to send and how to read the answer.
-
-    Args:
-        method: The HTTP method.
-        path: The path under ``base_url``, escaped.
-        parse: Reads the envelope's ``data`` into the result; raises `ShapeError`.
-        json: The JSON body, if any.
-        params: Query parameters, if any.
-        idempotent: Whether it is safe to send again after the server may have acted on it.
-        options: The call's own options (``timeout=``, ``extra_headers=``...), if any.
-    """
+    """One API call, ready to send: what to send (``path`` escaped) and how to read the answer."""
 
     method: str
     path: str
-    parse: Callable[[Any, Origin], T]
+    parse: Callable[[Any, Origin], T]  # the envelope's data to the result, or ShapeError
     _: KW_ONLY
     json: Any = None
     params: Mapping[str, Any] | None = None
-    idempotent: bool = True
+    idempotent: bool = True  # safe to resend even if the server may have acted on it
     options: Options | None = None
 
     def __repr__(self) -> str:
@@ -142,8 +131,7 @@ def translate_document(
 def get_translation(translation_id: str, options: Options | None) -> Call[TranslationStatus]:
     """``GET /translations/{translation_id}``."""
     path = f"/translations/{_validation.path_segment(translation_id, 'translation_id')}"
-    # Another job's status (a cache or a proxy mixing up answers) would pass its progress,
-    # or its translated document, off as ours.
+    # Another job's status (a cache or a proxy mixing up answers) would pass for ours.
     parse = _only(
         _lazy.TranslationStatus, "translation_id", translation_id, "status", "of translation"
     )
@@ -156,11 +144,7 @@ def list_documents(options: Options | None) -> Call[list[Document]]:
 
 
 def raw(
-    method: str,
-    path: str,
-    json: Any,
-    params: Mapping[str, Any] | None,
-    options: Options | None,
+    method: str, path: str, json: Any, params: Mapping[str, Any] | None, options: Options | None
 ) -> Call[Any]:
     """Any path under ``base_url`` (``request()``): the ``data`` as plain JSON."""
     if not isinstance(method, str) or not method.isalpha():
@@ -178,10 +162,7 @@ def raw(
 
 
 def merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, httpx.QueryParams]:
-    """Move the query written in ``path`` into ``params``; ``params`` win for a key in both.
-
-    httpx would replace the query of the URL with ``params``, dropping the one in the path.
-    """
+    """Move the query in ``path`` into ``params`` (which win), as httpx would drop it."""
     route, mark, query = path.partition("?")
     try:
         merged = httpx.QueryParams(params)
