@@ -37,8 +37,6 @@ from lingodoc.testing import fake_clock
 from tests.conftest import call, close
 from tests.reliability.fault_server import FaultServer, status
 
-pytestmark = pytest.mark.aiohttp  # client_class runs on DefaultAioHttpClient too
-
 BASE_URL = "https://api.lingodoc.test/v1"
 # Distinctive, and with characters that JSON and URLs escape.
 API_KEY = "ld_S3cr3t/K3y+n0t_f0r_y0ur_3y3s_QZ7X"
@@ -259,11 +257,6 @@ def mock_client(
     )
 
 
-@pytest.fixture  # "sync" or "async", on asyncio and trio: tests/conftest.py
-def client_class(request: pytest.FixtureRequest) -> ClientClass:
-    return lingodoc.Client if request.param == "sync" else lingodoc.AsyncClient
-
-
 # --- clients and results -------------------------------------------------------------------
 
 
@@ -417,6 +410,7 @@ def server() -> Iterator[Any]:
         yield running
 
 
+@pytest.mark.aiohttp  # over real sockets: on DefaultAioHttpClient too
 async def test_a_refused_connection_hides_the_key(
     client_class: ClientClass, closed_port: int
 ) -> None:
@@ -427,6 +421,7 @@ async def test_a_refused_connection_hides_the_key(
     await close(client)
 
 
+@pytest.mark.aiohttp  # over real sockets: on DefaultAioHttpClient too
 @pytest.mark.parametrize("fault", ["slow", "disconnect", "server_error", "rate_limit"])
 async def test_real_network_failures_hide_the_key(
     client_class: ClientClass, server: Any, fault: str
@@ -445,6 +440,7 @@ async def test_real_network_failures_hide_the_key(
     await close(client)
 
 
+@pytest.mark.aiohttp  # over real sockets: on DefaultAioHttpClient too
 async def test_an_unknown_key_is_refused_without_being_shown(
     client_class: ClientClass, server: Any
 ) -> None:
