@@ -1,8 +1,6 @@
 """Reading a response: its body within bounds, then the envelope, or the error it stands for.
 
-`BodyReader` reads the body, capped in size (after decompression) and time. `unwrap` turns
-``{"success": true, "data": ...}`` into its ``data``, and anything else into the typed
-exception it stands for (``{"success": false, "error": {"code": ..., "message": ...}}``).
+`BodyReader` caps the body in size (after decompression) and time; `unwrap` reads the envelope.
 """
 
 from __future__ import annotations
@@ -22,20 +20,18 @@ from lingodoc._exceptions import APIError, RateLimited, UnexpectedResponse, erro
 if TYPE_CHECKING:
     from lingodoc._models import RateLimit
 
-# An error body is read only far enough to show its start: no megabytes of a proxy's HTML.
 MAX_BODY_BYTES = 32 * 1024 * 1024
-MAX_ERROR_BODY_BYTES = 64 * 1024
+MAX_ERROR_BODY_BYTES = 64 * 1024  # enough to show its start: no megabytes of a proxy's HTML
 BODY_EXCERPT_CHARS = 500
-# All the SDK asks for, so all it decodes: zlib bounds its output (httpx would inflate each
-# chunk whole: 64 KiB of gzip can inflate to 64 MiB).
+# All the SDK decodes, with zlib's output bounded: httpx would inflate each chunk whole.
 ACCEPT_ENCODING = "gzip, deflate"
 
 
 class BodyReader:
     """Collects one response body, up to a limit after decompression and before the deadline.
 
-    Its failures are httpx exceptions, so the clients handle them as httpx's own:
-    ``httpx.DecodingError`` for an encoding the SDK did not ask for.
+    Raises:
+        httpx.DecodingError: An encoding the SDK did not ask for.
     """
 
     def __init__(self, response: httpx.Response) -> None:
@@ -67,7 +63,9 @@ class BodyReader:
     def feed(self, raw: bytes) -> bool:
         """Take the next chunk as received; ``True`` once past the limit (stop reading).
 
-        ``httpx.ReadTimeout`` past the attempt's deadline; ``httpx.DecodingError`` if invalid.
+        Raises:
+            httpx.ReadTimeout: Past the attempt's deadline.
+            httpx.DecodingError: The chunk is not validly encoded.
         """
         if _deadline.left() == 0:
             raise httpx.ReadTimeout("the response took longer than the timeout of the attempt")
@@ -81,7 +79,11 @@ class BodyReader:
         return self.size > self.limit
 
     def body(self) -> bytes:
-        """Return the body: all of it, or the first bytes past the limit."""
+        """Return the body: all of it, or the first bytes past the limit.
+
+        Raises:
+            httpx.DecodingError: The end of the body is not validly encoded.
+        """
         if self.decoder is not None and self.size <= self.limit:
             try:
                 self.chunks.append(self.decoder.flush())
@@ -119,8 +121,8 @@ def unwrap(
 ) -> Any:
     """Return the ``data`` of a success envelope (``None`` for a bodiless 204).
 
-    Else raise the ``APIError`` the error code, else the status, stands for: a 429 without
-    an error envelope is ``RateLimited``, any other body not the envelope ``UnexpectedResponse``.
+    Raises:
+        APIError: What the code, else the status, stands for; ``UnexpectedResponse`` if no envelope.
     """
     if status_code == 204 and not body:
         return None
@@ -148,8 +150,7 @@ def unwrap(
         code = error.get("code") if isinstance(error.get("code"), str) else None
         message = error.get("message") if isinstance(error.get("message"), str) else None
         chosen = error_class(code, status_code)
-        # The class follows the code as sent; what the error keeps is masked, as a server
-        # may echo the key in any field.
+        # The class follows the code as sent; what the error keeps is masked (echoed keys).
         code = None if code is None else redact(code)
         if chosen is not APIError or not is_2xx:
             cls, problem = chosen, redact(message or "no message given")
@@ -191,8 +192,7 @@ def _retry_after(headers: Mapping[str, str], now: float, cls: type[APIError]) ->
     if cls is RateLimited:
         from lingodoc._models import reset_delay
 
-        # The raw header, not reset_at: rounded to the microsecond, a wait a hair short of
-        # the reset would be refused again.
+        # The raw header, not reset_at: rounded, a wait a hair short would be refused again.
         with contextlib.suppress(KeyError, ValueError, OverflowError):  # Overflow: no float
             return reset_delay(int(headers["x-ratelimit-reset"]), now)
     return None
