@@ -1,8 +1,4 @@
-"""The client's settings, checked at construction: key, base URL, timeout, headers, limits.
-
-Functions that see the key, or a base URL that may hold a password, *return* their error:
-the client raises it from a frame that holds neither, so no traceback's locals show them.
-"""
+"""The client's settings; a check that sees a secret *returns* its error: no traceback shows it."""
 
 from __future__ import annotations
 
@@ -47,13 +43,9 @@ def api_key(value: object) -> str | ConfigurationError:
 
 
 def allow_http_host(value: object) -> str | None:
-    """Return the host named by ``allow_http_host`` (or its variable), folded; ``None`` if unset.
-
-    A blank variable is unset (as ``VAR=`` in a compose file leaves it); a blank argument,
-    or one not a str, raises ``ConfigurationError``.
-    """
+    """Return the host named by ``allow_http_host`` (or its variable), folded; ``None`` if unset."""
     if value is None:
-        named = os.environ.get(ALLOW_HTTP_HOST_ENV, "").strip()
+        named = os.environ.get(ALLOW_HTTP_HOST_ENV, "").strip()  # blank, as VAR= leaves it: unset
         return _host_key(named) if named else None
     if not isinstance(value, str):
         raise ConfigurationError(
@@ -69,7 +61,7 @@ def allow_http_host(value: object) -> str | None:
 
 
 def _host_key(host: str) -> str:
-    """``host`` as two names of one host compare: lower case, an IPv6 address without brackets."""
+    """``host`` folded to compare: lower case, an IPv6 address without brackets."""
     return host.lower().strip("[]")
 
 
@@ -88,10 +80,7 @@ def _shown_url(raw: str) -> str:
 
 
 def base_url(value: object, allowed_http_host: str | None) -> str | ConfigurationError:
-    """Return the base URL to send to (``base_url``, else ``LINGODOC_BASE_URL``), or the error.
-
-    ``http://`` is allowed to loopback hosts and to ``allowed_http_host`` (`allow_http_host`).
-    """
+    """Return the base URL (``base_url``, else ``LINGODOC_BASE_URL``), or the error."""
     raw = _setting(value, "base_url", BASE_URL_ENV)
     if isinstance(raw, ConfigurationError):
         return raw
@@ -118,9 +107,8 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
         return ConfigurationError(f"{where} is not a valid URL: {problem}")
     if url.scheme not in ("http", "https") or not url.host or url.userinfo:
         return ConfigurationError(
-            f"base_url must be an absolute https:// URL such as "
-            f"'https://api.example.com/v1', not {shown!r} "
-            f"(from base_url or {BASE_URL_ENV})"
+            f"base_url must be an absolute https:// URL such as 'https://api.example.com/v1', "
+            f"not {shown!r} (from base_url or {BASE_URL_ENV})"
         )
     if url.scheme == "http" and not is_loopback(url.host):
         clear = (
@@ -144,13 +132,10 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
 
 
 def environment_proxy(http_client: httpx.Client | httpx.AsyncClient, url: str) -> str | None:
-    """The proxy variables that would send ``http_client``'s requests for ``url`` to a proxy.
-
-    Read as httpx (with ``trust_env``) and ``urllib`` do. An ``http_client``'s own ``proxy=``
-    or ``mounts=``, not visible through httpx's public API, is the caller's own choice.
-    """
+    """The proxy variables that would send ``http_client``'s requests for ``url`` to a proxy."""
     import urllib.request
 
+    # An http_client's own proxy= or mounts= is its maker's choice, and not publicly visible.
     if not http_client.trust_env:
         return None
     proxies = urllib.request.getproxies_environment()
@@ -168,10 +153,7 @@ def environment_proxy(http_client: httpx.Client | httpx.AsyncClient, url: str) -
 
 
 def timeout(value: object, http_client: httpx.Client | httpx.AsyncClient | None) -> httpx.Timeout:
-    """Return the timeout of each attempt; ``ConfigurationError`` if not valid.
-
-    ``None`` is the timeout of ``http_client`` if its creator set one, else 30 seconds.
-    """
+    """Return the timeout of each attempt; ``None``: the ``http_client``'s if set, else 30 s."""
     if value is not None:
         return _validation.timeout(value, ConfigurationError)
     if http_client is not None:
@@ -201,10 +183,7 @@ def max_in_flight(value: object) -> int | None:
 
 
 def headers(default_headers: Mapping[str, str] | None, user_agent: str) -> httpx.Headers:
-    """Return the headers of every request but the key, ``default_headers`` included.
-
-    Raises ``ConfigurationError`` for a header the SDK refuses (see `_validation.headers`).
-    """
+    """Return the headers of every request but the key, ``default_headers`` included."""
     from lingodoc._response import ACCEPT_ENCODING
 
     sent = httpx.Headers(

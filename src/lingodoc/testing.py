@@ -1,21 +1,4 @@
-"""Helpers for testing code that uses lingodoc, without waiting for real.
-
-Retries back off, a 429 waits for the rate-limit reset and ``wait_for_translation`` polls
-every 5 seconds. ``fake_clock`` swaps the SDK's clock for a ``FakeClock`` whose sleeps
-return at once and move its time forward, so deadlines still behave as they would:
-
-```python
-from lingodoc.testing import fake_clock
-
-def test_waits_for_the_document(client):
-    with fake_clock() as clock:
-        status = client.wait_for_translation("tr_123")
-    assert clock.sleeps == [5.0, 5.0]
-```
-
-The in-process emulator (``lingodoc.emulator``) reads the same clock, so its jobs advance
-as the fake time does. ``import lingodoc`` does not import this module.
-"""
+"""Helpers for testing code that uses lingodoc without real waiting; not imported by lingodoc."""
 
 from __future__ import annotations
 
@@ -30,7 +13,7 @@ __all__ = ["FakeClock", "fake_clock"]
 
 
 class FakeClock(_clock.SystemClock):
-    """A clock that only moves when something sleeps on it or calls `advance`.
+    """A clock that moves only when something sleeps on it or calls `advance`: no real waiting.
 
     Args:
         start: The Unix time it starts at; by default the real time now.
@@ -88,10 +71,7 @@ class FakeClock(_clock.SystemClock):
             self.advance(seconds)
 
     def wait(self, event: threading.Event, seconds: float) -> bool:
-        """Sleep until ``event`` is set, at most ``seconds``: return at once either way.
-
-        If ``event`` is already set, nothing is slept; else the sleep is recorded as by
-        `sleep`. (`Client.translate_many` waits for a rate-limit reset this way.)
+        """Record a sleep of ``seconds`` unless ``event`` is set; return at once either way.
 
         Args:
             event: What ends the sleep early.
@@ -105,7 +85,7 @@ class FakeClock(_clock.SystemClock):
         return event.is_set()
 
     async def async_sleep(self, seconds: float) -> None:
-        """Like `sleep`, and yield to the event loop once, where a cancelled task stops.
+        """Like `sleep`, then yield to the event loop once (where a cancelled task stops).
 
         Args:
             seconds: The sleep asked for; a negative one counts as 0.
