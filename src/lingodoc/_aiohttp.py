@@ -81,17 +81,11 @@ class _Transport(httpx.AsyncBaseTransport):
 
 
 class DefaultAioHttpClient(httpx.AsyncClient):
-    """An ``httpx.AsyncClient`` on aiohttp, to pass as ``AsyncClient(http_client=...)``.
+    """An ``httpx.AsyncClient`` on aiohttp: ``AsyncClient(http_client=DefaultAioHttpClient())``.
 
-    ```python
-    async with lingodoc.AsyncClient(http_client=lingodoc.DefaultAioHttpClient()) as client:
-        ...
-    ```
-
-    Unlike another ``http_client``, it is handed over: the ``AsyncClient`` closes it when
-    it is closed, and lets up to 100 calls in flight by default (``max_in_flight``), as
-    many as its pool holds. Like the SDK's own, it belongs to the event loop it is first
-    used in (asyncio only: aiohttp does not run on trio).
+    Unlike another ``http_client``, it is handed over: the ``AsyncClient`` closes it, and
+    lets up to 100 calls in flight by default (as many as its pool holds). It belongs to
+    the event loop it is first used in (asyncio only: aiohttp does not run on trio).
 
     Args:
         **kwargs: What ``httpx.AsyncClient`` takes; ``limits`` sizes aiohttp's pool (100

@@ -1,13 +1,8 @@
-"""What ``translate_many`` does without I/O: dedup, batches, pacing, progress and kept work.
+"""``translate_many`` without I/O: dedup, batches, pacing by the rate limit, progress, kept work.
 
-A `Bulk` plans the run: each distinct text is sent once (a blank one, or one ``done``
-holds, never), in batches. Workers (``_workers``) ask it what to do next, send each batch
-with the client's ``_send`` and report back.
-
-Pacing: a worker starts a batch while the last ``X-RateLimit-Remaining`` heard exceeds the
-batches in flight; else it waits for the reset, unless the run stops or the reset is further
-off than ``wait_for_rate_limit`` allows (a 429 then ends the run). A batch refused with a
-429 is sent again after the reset, within that limit.
+A worker starts a batch while the ``X-RateLimit-Remaining`` last heard exceeds the batches
+in flight; else it waits for the reset (within ``wait_for_rate_limit``; past it, a 429 ends
+the run). A batch refused with a 429 is sent again after the reset, within that limit.
 """
 
 from __future__ import annotations
@@ -110,25 +105,12 @@ def max_wait(value: object) -> float:
 class Bulk:
     """The shared state of one ``translate_many``, its arguments checked, every text included.
 
-    Args:
-        texts: The texts.
-        source_language: Their ISO 639-1 code.
-        target_language: The code to translate into.
-        batch_size: Texts per request.
-        max_concurrency: Requests in flight at most.
-        wait_for_rate_limit: The longest wait for a reset allowed (see `max_wait`).
-        on_progress: The caller's progress callback, if any.
-        done: The caller's finished translations by index (filled in as batches are
-            answered), if any.
-        options: The batches' own options.
-        rate_limit: The client's last known rate limit, if any.
-        awaits: Whether the client awaits what ``on_progress`` returns (``AsyncClient``).
+    Each distinct text is sent once, a blank one never. ``rate_limit`` is the client's last;
+    ``awaits``: the client awaits what ``on_progress`` returns.
 
     Raises:
-        InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is an
-            ``async def`` the client cannot await.
-        InvalidArgument: If ``texts`` is empty, a size is below 1, or ``done`` holds an
-            index out of range.
+        InvalidArgumentType: If an argument has the wrong type.
+        InvalidArgument: If ``texts`` is empty, a size below 1, or an index of ``done`` wrong.
         TextTooLong: If a text has more than 10,000 characters.
         InvalidLanguage: If a code is malformed.
     """

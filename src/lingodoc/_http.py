@@ -31,14 +31,10 @@ _MAX_CONTEXTS = 8  # a process that keeps changing SSL_CERT_FILE keeps only the 
 
 
 def ssl_context(trust_env: bool) -> ssl.SSLContext:
-    """The context the SDK's clients verify certificates with, as httpx's default does.
-
-    httpx builds one per client (about 20 ms and 850 KiB); the SDK's clients share one per
-    certificate setting (``SSL_CERT_FILE`` or ``SSL_CERT_DIR``, read with ``trust_env``).
+    """The SSL context, as httpx's default, shared per certificate setting (httpx: per client).
 
     Raises:
-        ConfigurationError: If the variable names no usable certificates (it names the
-            variable, not its value).
+        ConfigurationError: If ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` is unusable (named).
     """
     values = tuple(os.environ.get(name, "") for name in _CERTIFICATE_ENV) if trust_env else ()
     key: tuple[object, ...] = values if any(values) else ()
@@ -72,14 +68,11 @@ def new_http_client(
 ) -> HttpClientT:
     """Build the SDK's own http client: httpx's pool of ``connections``, no redirects.
 
-    ``Client``'s sends through ``_transport.DeadlineTransport``, which keeps each attempt
-    to its deadline, unless the environment names a proxy: httpx then sends through its
-    own proxy transports, whose steps keep their own timeouts. (``AsyncClient`` keeps to
-    the deadline with ``anyio.fail_after``, whatever the transport.)
+    ``Client``'s sends through ``DeadlineTransport``, unless the environment names a proxy
+    (httpx's proxy transports then keep each step's own timeout).
 
     Raises:
-        ConfigurationError: If a proxy or certificate variable of the environment is
-            unusable; it names the variable, not its value.
+        ConfigurationError: If a proxy or certificate variable is unusable (named).
     """
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     verify = ssl_context(trust_env)
@@ -165,11 +158,7 @@ class SharedHttp(Generic[HttpClientT]):
         return anyio.Semaphore(self.max_in_flight)
 
     def in_this_process(self, *, closing: bool = False) -> None:
-        """Make the state the child's own, in a process forked since it was made.
-
-        Raises:
-            LingodocError: If a caller's http client, used before the fork, is used again.
-        """
+        """Make the state a forked child's own (a caller's http client used before is refused)."""
         if self.pid == os.getpid():
             return
         if self.new_http is None and self.used and not closing:
@@ -188,11 +177,7 @@ class SharedHttp(Generic[HttpClientT]):
             self.http = self.new_http()
 
     def check_loop(self) -> None:
-        """Bind an ``AsyncClient`` to the event loop it runs in, or refuse another.
-
-        Raises:
-            LingodocError: If its connections belong to another event loop.
-        """
+        """Bind an ``AsyncClient`` to the event loop it runs in, or refuse another."""
         if not self.is_async or self.loop is (loop := current_loop()):
             return
         if self.loop is not None and self.loop_bound:
@@ -221,9 +206,8 @@ class SharedHttp(Generic[HttpClientT]):
     def close(self) -> bool:
         """Mark the client closed; ``True`` if the caller must now close the http client.
 
-        Raises:
-            LingodocError: If an ``AsyncClient``'s connections belong to another event
-                loop that is still open: they must be closed there.
+        Refused (``LingodocError``) from an event loop other than an open one that owns the
+        connections.
         """
         self.in_this_process(closing=True)
         if self.loop_bound and self.loop is not None and self.loop is not current_loop():

@@ -38,12 +38,10 @@ WaitError = TypeVar("WaitError", TranslationFailed, WaitTimeout)
 class Waiter:
     """One ``wait_for_translation``: its deadline, the last status, and what to do next.
 
-    ``call`` is the request of one poll; ``redact`` masks the key; ``awaits``: whether the
-    client awaits what ``on_progress`` returns (``AsyncClient``).
+    ``call`` is one poll's request; ``awaits``: the client awaits ``on_progress``.
 
     Raises:
-        InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is an
-            ``async def`` the client cannot await.
+        InvalidArgumentType: If an argument has the wrong type.
         InvalidArgument: If ``poll_interval`` or ``timeout`` is out of range.
     """
 

@@ -30,7 +30,7 @@ def _cut(timeout: float | None, error: type[Exception]) -> float | None:
 
 
 class _Stream(httpcore.NetworkStream):
-    """A connection's stream whose every read and write keeps to the attempt's deadline."""
+    """A connection's stream, each read and write cut to the attempt's deadline."""
 
     def __init__(self, stream: httpcore.NetworkStream) -> None:
         self.stream = stream
@@ -58,7 +58,7 @@ class _Stream(httpcore.NetworkStream):
 
 
 class _Backend(httpcore.NetworkBackend):
-    """httpcore's own network backend, its connections' streams keeping to the deadline."""
+    """httpcore's own backend, its streams keeping to the deadline."""
 
     def __init__(self) -> None:
         self.backend = httpcore.SyncBackend()

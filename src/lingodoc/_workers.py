@@ -1,9 +1,7 @@
-"""How ``translate_many``'s batches run: worker threads or tasks, and their coordinator.
+"""``translate_many``'s worker threads or tasks, and their coordinator (the caller's).
 
-The caller's thread or task coordinates and does not send: it takes the workers' events
-one at a time, stores each answered batch into ``done`` and reports progress. Whatever
-ends a run (an error, Ctrl-C, cancellation, an error from ``on_progress``), no further
-batch starts, nothing answered is lost, and no thread or task outlives the call.
+Whatever ends a run (an error, Ctrl-C, cancellation, an error from ``on_progress``), no
+further batch starts, nothing answered is lost, and no thread or task outlives the call.
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ from typing import Any
 from lingodoc import _validation
 from lingodoc._bulk import Bulk, BulkProgress
 
-# The longest the coordinating thread blocks at a time, so that Ctrl-C is seen.
-_CTRL_C_SLICE = 0.2
+_CTRL_C_SLICE = 0.2  # the longest the coordinating thread blocks, so that Ctrl-C is seen
 
 
 def report(bulk: Bulk, progress: BulkProgress | None) -> None:
@@ -39,25 +36,21 @@ async def async_report(bulk: Bulk, progress: BulkProgress | None) -> None:
 
 
 def hand_over(bulk: Bulk) -> None:
-    """Nothing to do for threads: the coordinator is another thread, which runs when it can."""
+    """Nothing to do: the coordinator is another thread, which runs when it can."""
 
 
 async def async_hand_over(bulk: Bulk) -> None:
     """Let the coordinator store an answered batch before the next is sent.
 
-    A task whose requests never suspend (the in-process emulator's) would send every batch
-    before the coordinator runs once: an error from ``on_progress`` could stop nothing.
+    Else a task whose requests never suspend (the in-process emulator's) would send every
+    batch first, and an error from ``on_progress`` could stop nothing.
     """
     await bulk.events.handed_over()
 
 
 @contextmanager
 def _ctrl_c_held() -> Iterator[None]:
-    """Hold Ctrl-C (SIGINT) back until the block ends, in the main thread.
-
-    Ctrl-C during ``Thread.start`` leaves a thread running that the pool does not know of.
-    The threads started here inherit the mask.
-    """
+    """Hold Ctrl-C back in the main thread (a ``Thread.start`` it stops leaves a stray thread)."""
     main = threading.current_thread() is threading.main_thread()
     if not (main and hasattr(signal, "pthread_sigmask")):
         yield
@@ -70,12 +63,7 @@ def _ctrl_c_held() -> Iterator[None]:
 
 
 def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
-    """Run ``bulk.workers`` copies of ``worker`` in threads, coordinating from this one.
-
-    Whatever ends the run (an error, Ctrl-C, an error from ``on_progress``), no further
-    batch starts, the batches in flight finish and are stored, and no thread is left
-    running when it returns or raises.
-    """
+    """Run ``bulk.workers`` copies of ``worker`` in threads, coordinating from this one."""
     import queue
 
     bulk.events = queue.SimpleQueue()
@@ -91,8 +79,7 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
                 pool.submit(worker, bulk)
         while bulk.running and not bulk.stopped:  # a failed batch stops the rest
             try:
-                # In slices: a Ctrl-C that lands just before a blocking get() would be seen
-                # only at the next event (maybe an hour away); Windows would not see it.
+                # In slices: else a Ctrl-C just before get() waits for the next event.
                 report(bulk, bulk.take(bulk.events.get(timeout=_CTRL_C_SLICE)))
             except queue.Empty:
                 continue
@@ -109,11 +96,7 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
 
 
 class TaskEvents:
-    """``Bulk.events`` for tasks (asyncio or trio, one event loop): they only wake the coordinator.
-
-    An answered batch waits in the ``Bulk`` until stored, so a coordinator cancelled while
-    it waits loses none (``drain`` stores them all).
-    """
+    """``Bulk.events`` for tasks: events only wake the coordinator (batches wait in ``Bulk``)."""
 
     def __init__(self) -> None:
         import anyio
@@ -155,12 +138,10 @@ class TaskEvents:
 async def async_run_workers(
     worker: Callable[[Bulk], Coroutine[Any, Any, None]], bulk: Bulk
 ) -> None:
-    """Run ``bulk.workers`` copies of ``worker`` as tasks, coordinating from this one.
+    """Run ``bulk.workers`` copies of ``worker`` as tasks (an anyio task group), coordinating.
 
-    Whatever ends the run (an error, cancellation of this task, an error from
-    ``on_progress``), the batches in flight are cancelled and no task is left running when
-    it returns or raises. The workers run in an anyio task group (asyncio or trio); an
-    error is raised as it is, not in an exception group.
+    The batches in flight are cancelled when the run ends; an error is raised as it is, not
+    in an exception group.
     """
     import anyio
     import anyio.lowlevel
@@ -188,8 +169,7 @@ async def async_run_workers(
                 finally:
                     group.cancel_scope.cancel()  # the workers, at once
         # Cancelled from outside, the workers may all end before the coordinator's wait is
-        # cancelled (asyncio does not cancel a wait that has its result): the loop then ends
-        # as if the work were done. The cancellation is raised here, never a result.
+        # (asyncio keeps a wait that has its result): never a result then.
         await anyio.lowlevel.checkpoint_if_cancelled()
     finally:
         bulk.drain()
