@@ -1,6 +1,4 @@
-"""The exceptions lingodoc raises.
-
-Every exception is a ``LingodocError``; catch that to catch them all:
+"""The exceptions lingodoc raises; catch ``LingodocError`` to catch them all.
 
 ```text
 LingodocError
@@ -135,8 +133,7 @@ class ConfigurationError(LingodocError):
 class InvalidArgument(LingodocError, ValueError):
     """A method was given an argument it refuses, before anything is sent; also a ``ValueError``.
 
-    A bad language code or too long a text is [`InvalidLanguage`][lingodoc.InvalidLanguage] or
-    [`TextTooLong`][lingodoc.TextTooLong] instead, as the service would answer.
+    A bad language code or too long a text is ``InvalidLanguage`` or ``TextTooLong`` instead.
     """
 
 

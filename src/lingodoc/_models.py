@@ -1,7 +1,4 @@
-"""Typed results of the service, and the rate-limit state; loaded on first use (``_lazy``).
-
-A text field takes a JSON string only, never a number made one (``NaN`` would read ``'nan'``).
-"""
+"""Typed results of the service and the rate-limit state, imported on first use (``_lazy``)."""
 
 from __future__ import annotations
 
@@ -70,7 +67,6 @@ def _whole_percent(value: object) -> int:
 
 
 def _integer_id(value: object) -> object:
-    # A float (NaN, 1e+20) or a bool is left to be refused.
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
@@ -107,10 +103,8 @@ def reset_delay(reset: int, now: float) -> float:
 
 def parse_rate_limit(headers: httpx.Headers, now: float) -> RateLimit | None:
     """Read the ``X-RateLimit-*`` headers; ``None`` unless each is sent once, as an integer."""
-    values = [
-        headers.get_list(name)
-        for name in ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
-    ]
+    names = ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
+    values = [headers.get_list(name) for name in names]
     if any(len(value) != 1 for value in values):  # missing, or sent twice: unreadable
         return None
     try:

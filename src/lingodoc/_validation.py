@@ -1,7 +1,4 @@
-"""Checks of what the caller gives, made before anything is sent.
-
-A refusal names the argument and quotes at most ~100 characters, never a header's value.
-"""
+"""Checks of what the caller gives, before sending; a message quotes at most ~100 characters."""
 
 from __future__ import annotations
 
@@ -121,9 +118,8 @@ def path_segment(value: object, argument: str) -> str:
         raise InvalidArgument(f"{argument} must not be empty")
     if has_dot_segment(value):
         raise InvalidArgument(
-            f"{argument} must not be '.' or '..', nor hold them between slashes, not "
-            f"{shown(value)}: a server would read it as a step in the path, reaching "
-            "another endpoint"
+            f"{argument} must not be '.' or '..', nor hold them between slashes, not {shown(value)}"
+            ": a server would read it as a step in the path, reaching another endpoint"
         )
     try:
         return quote(value, safe="")
@@ -167,9 +163,8 @@ def timeout(value: object, error: type[LingodocError] = InvalidArgument) -> http
     if error is InvalidArgument and not is_number(value):
         error = InvalidArgumentType
     raise error(
-        "timeout must be a positive number of seconds or an httpx.Timeout, "
-        f"not {shown(value)} (None leaves it unset; for no limit at all pass "
-        "httpx.Timeout(None))"
+        f"timeout must be a positive number of seconds or an httpx.Timeout, not {shown(value)} "
+        "(None leaves it unset; for no limit at all pass httpx.Timeout(None))"
     )
 
 
@@ -224,11 +219,8 @@ def relative_path(path: object) -> str:
     if not isinstance(path, str):
         raise wrong_type("path", "a str", path)
     route = path.split("?", 1)[0]
-    if (
-        "://" in route
-        or route.startswith(("//", "\\", "/\\"))
-        or has_dot_segment(route, decoded=True)
-    ):
+    leaves = "://" in route or route.startswith(("//", "\\", "/\\"))
+    if leaves or has_dot_segment(route, decoded=True):
         raise InvalidArgument(
             f"path must be relative to base_url, such as '/documents', not {shown(path)}: "
             "requests never leave base_url, so the API key never goes to another host"
