@@ -1,8 +1,4 @@
-"""What Client and AsyncClient share: their settings, and every step of a call without I/O.
-
-Building a request, timing an attempt, turning an httpx error or a response into an error
-or a result live here, so the two clients (which send, read, sleep and close) cannot drift.
-"""
+"""What Client and AsyncClient share: their settings, and every step of a call without I/O."""
 
 from __future__ import annotations
 
@@ -119,12 +115,7 @@ class BaseClient(Generic[HttpClientT]):
         return None
 
     def _check_clear_text(self, host: str, http_client: HttpClientT | None) -> None:
-        """For ``http://`` to the host the opt-in names: warn, and refuse a proxy.
-
-        Raises:
-            ConfigurationError: If ``http_client`` would send through a proxy of the
-                environment, which would get the key in clear text.
-        """
+        """For ``http://`` to the host the opt-in names: warn, and refuse a proxy (clear text)."""
         variables = _config.environment_proxy(http_client, self.base_url) if http_client else None
         if variables:
             raise ConfigurationError(
@@ -203,13 +194,7 @@ class BaseClient(Generic[HttpClientT]):
         return copy
 
     def _check_open(self) -> None:
-        """Refuse a call on a closed client, or from another event loop.
-
-        Raises:
-            LingodocError: If the client, or the one it was copied from, is closed, or its
-                connections belong to another event loop (``AsyncClient``) or, a caller's,
-                to the process it was forked from.
-        """
+        """Refuse (``LingodocError``) a closed client, another event loop, a forked pool."""
         if self._view_closed or self._shared.closed:
             raise LingodocError(
                 f"this {type(self).__name__} has been closed; create a new one to send requests"
@@ -256,16 +241,10 @@ class BaseClient(Generic[HttpClientT]):
         )
 
     def _build_request(self, call: Call[Any]) -> httpx.Request:
-        """The request of ``call``.
+        """The request of ``call``, or ``InvalidArgument(Type)`` if it cannot be sent.
 
-        A caller's http client builds it (``build_request``): its own headers, cookies and
-        query parameters go too. The SDK's own has none but cookies a server sets; without
-        them, the request is made directly with the SDK's headers (httpx's cookie jar
-        reads every header of every request: fewer cost less).
-
-        Raises:
-            InvalidArgument: If the body or path cannot be sent (NaN, a lone surrogate).
-            InvalidArgumentType: If the body cannot be encoded as JSON.
+        A caller's http client builds it (its headers, cookies and query parameters go
+        too); the SDK's own, holding no cookie, needs no merging: the request is made here.
         """
         http = self._shared.http
         headers, body, params, path = self._headers, call.json, call.params, call.path

@@ -46,12 +46,7 @@ class Client(BaseClient[httpx.Client]):
 
     Safe to share between threads.
     Use it in a `with` block, or call [`close`][lingodoc.Client.close],
-    to release its connections:
-
-    ```python
-    with lingodoc.Client() as client:
-        result = client.translate("Hello", source_language="en", target_language="de")
-    ```
+    to release its connections.
 
     Every method that sends also takes the call's own options, keyword-only: ``timeout``
     (for each attempt of this call), ``extra_headers`` (on top of the client's, never
@@ -182,7 +177,7 @@ class Client(BaseClient[httpx.Client]):
         Raises:
             InvalidArgument: If ``texts`` is empty, or an option is out of range.
             InvalidArgumentType: If ``texts`` is not a list of strings, or an option is not.
-            TextTooLong: If a text has more than 10,000 characters (the error names it).
+            TextTooLong: If a text has more than 10,000 characters.
             InvalidLanguage: If a code is malformed or not supported.
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
@@ -248,10 +243,10 @@ class Client(BaseClient[httpx.Client]):
             The translations, one per text, in input order.
 
         Raises:
-            InvalidArgument: If ``texts`` is empty, a size is below 1, ``done`` holds an
-                index out of range, or an option is out of range.
+            InvalidArgument: If ``texts`` is empty, a size below 1, or ``done`` or an option
+                out of range.
             InvalidArgumentType: If an argument has the wrong type.
-            TextTooLong: If a text has more than 10,000 characters (the error names it).
+            TextTooLong: If a text has more than 10,000 characters.
             InvalidLanguage: If a code is malformed or not supported.
             RateLimited: If the window is spent and resets later than allowed.
             APIError: For any other error the service reports.
