@@ -56,8 +56,17 @@ def run(name: str, *, quick: bool) -> dict[str, Any]:
     return data
 
 
+def git(*arguments: str) -> str:
+    try:
+        return subprocess.run(["git", *arguments], cwd=ROOT, capture_output=True, text=True).stdout
+    except OSError:
+        return ""
+
+
 def machine() -> dict[str, Any]:
+    commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
     return {
+        "commit": commit + (" with changes in src/" if git("status", "--porcelain", "src") else ""),
         "date": datetime.date.today().isoformat(),
         "platform": platform.platform(),
         "cores": os.cpu_count(),
@@ -90,9 +99,10 @@ def report(results: dict[str, Any], quick: bool) -> str:
         "Written by `nox -s bench` (`python benchmarks/run.py`); do not edit by hand."
         + (" **A `--quick` smoke run: these figures are not worth quoting.**" if quick else ""),
         "",
-        f"Measured {info['date']} on {info['platform']}, {info['cores']} cores (shared with other"
-        f" work: load average {info['load']:.2f} at the start and {results['load_end']:.2f} at the"
-        f" end), Python {info['python']}; {versions}.",
+        f"Measured {info['date']} at commit {info.get('commit', '?')}, on {info['platform']},"
+        f" {info['cores']} cores (shared with other work: load average {info['load']:.2f} at"
+        f" the start and {results['load_end']:.2f} at the end), Python {info['python']};"
+        f" {versions}.",
         "",
         "Every row is measured side by side with its baseline in one run, in interleaved rounds"
         " (each round runs every case once, in a rotating order). Each cell is the median over"
