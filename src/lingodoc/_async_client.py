@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 import tenacity
 
-from lingodoc import _bulk, _clock, _deadline, _endpoints, _workers
+from lingodoc import _bulk, _clock, _deadline, _endpoints, _validation, _workers
 from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
@@ -430,7 +430,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             except (APIError, APIConnectionError) as exc:
                 outcome = waiter.after_failure(exc, closed=self.is_closed)
             else:
-                await waiter.async_report(status)
+                await _validation.async_report(waiter.on_progress, status)
                 outcome = waiter.after_status(status)
             if not isinstance(outcome, float):
                 return outcome

@@ -6,11 +6,10 @@ the key), so the client raises them from a frame that holds none.
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from lingodoc import _clock, _lazy, _retry, _validation
 from lingodoc._exceptions import (
@@ -77,18 +76,6 @@ class Waiter:
             None if limit is None or math.isinf(limit) else _clock.current().monotonic() + limit
         )
         self.unknown_states = self.rate_limited = 0  # polls in a row with either
-
-    def report(self, status: TranslationStatus) -> None:
-        """Call ``on_progress`` with a poll's status (``Client``: a coroutine is refused)."""
-        if self.on_progress is not None:
-            _validation.not_awaitable(self.on_progress(status))
-
-    async def async_report(self, status: TranslationStatus) -> None:
-        """Call ``on_progress`` with a poll's status, awaiting it if it is a coroutine."""
-        if self.on_progress is not None:
-            result: Any = self.on_progress(status)
-            if inspect.iscoroutine(result):
-                await result
 
     def after_status(self, status: TranslationStatus) -> TranslationStatus | LingodocError | float:
         """Record a poll's status: the status if completed, the error to raise, or a sleep.

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 import tenacity
 
-from lingodoc import _bulk, _clock, _deadline, _endpoints, _workers
+from lingodoc import _bulk, _clock, _deadline, _endpoints, _validation, _workers
 from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
@@ -423,7 +423,7 @@ class Client(BaseClient[httpx.Client]):
             except (APIError, APIConnectionError) as exc:
                 outcome = waiter.after_failure(exc, closed=self.is_closed)
             else:
-                waiter.report(status)
+                _validation.report(waiter.on_progress, status)
                 outcome = waiter.after_status(status)
             if not isinstance(outcome, float):
                 return outcome

@@ -5,7 +5,8 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 from urllib.parse import quote, unquote
 
 import httpx
@@ -18,6 +19,8 @@ from lingodoc._exceptions import (
     LingodocError,
     TextTooLong,
 )
+
+T = TypeVar("T")
 
 # So that a megabyte-long id does not become a megabyte-long exception (or log line).
 QUOTE_LIMIT = 100
@@ -244,8 +247,18 @@ def callback(on_progress: object, *, awaits: bool) -> None:
         )
 
 
-def not_awaitable(result: object) -> None:
-    """Refuse a coroutine that a ``Client``'s ``on_progress`` returned, closed so never awaited."""
-    if inspect.iscoroutine(result):
-        result.close()
-        raise InvalidArgumentType(f"on_progress returned a coroutine, {_CANNOT_AWAIT}")
+def report(on_progress: Callable[[T], object] | None, value: T | None) -> None:
+    """Call ``on_progress`` with ``value``, if both are set; refuse a coroutine it returns."""
+    if on_progress is not None and value is not None:
+        result = on_progress(value)
+        if inspect.iscoroutine(result):  # closed, so never awaited
+            result.close()
+            raise InvalidArgumentType(f"on_progress returned a coroutine, {_CANNOT_AWAIT}")
+
+
+async def async_report(on_progress: Callable[[T], object] | None, value: T | None) -> None:
+    """Call ``on_progress`` with ``value``, if both are set, awaiting what it returns."""
+    if on_progress is not None and value is not None:
+        result = on_progress(value)
+        if inspect.isawaitable(result):
+            await result

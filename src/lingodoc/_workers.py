@@ -13,26 +13,10 @@ from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from lingodoc import _validation
-from lingodoc._bulk import Bulk, BulkProgress
+from lingodoc._bulk import Bulk
+from lingodoc._validation import async_report, report
 
 _CTRL_C_SLICE = 0.2  # the longest the coordinating thread blocks, so that Ctrl-C is seen
-
-
-def report(bulk: Bulk, progress: BulkProgress | None) -> None:
-    """Call ``on_progress`` with ``progress`` (``Client``: a coroutine returned is refused)."""
-    if progress is not None and bulk.on_progress is not None:
-        _validation.not_awaitable(bulk.on_progress(progress))
-
-
-async def async_report(bulk: Bulk, progress: BulkProgress | None) -> None:
-    """Call ``on_progress`` with ``progress``, awaiting it if it is awaitable."""
-    if progress is not None and bulk.on_progress is not None:
-        import inspect
-
-        result = bulk.on_progress(progress)
-        if inspect.isawaitable(result):
-            await result
 
 
 def hand_over(bulk: Bulk) -> None:
@@ -67,7 +51,7 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
     import queue
 
     bulk.events = queue.SimpleQueue()
-    report(bulk, bulk.start())
+    report(bulk.on_progress, bulk.start())
     if bulk.workers == 0:
         return
     from concurrent.futures import ThreadPoolExecutor
@@ -80,11 +64,11 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
         while bulk.running and not bulk.stopped:  # a failed batch stops the rest
             try:
                 # In slices: else a Ctrl-C just before get() waits for the next event.
-                report(bulk, bulk.take(bulk.events.get(timeout=_CTRL_C_SLICE)))
+                report(bulk.on_progress, bulk.take(bulk.events.get(timeout=_CTRL_C_SLICE)))
             except queue.Empty:
                 continue
         while (progress := bulk.record_next()) is not None:  # stopped: those answered before
-            report(bulk, progress)
+            report(bulk.on_progress, progress)
     finally:
         with _ctrl_c_held():  # a second Ctrl-C must not leave a worker asleep till the reset
             bulk.stop()
@@ -147,7 +131,7 @@ async def async_run_workers(
     import anyio.lowlevel
 
     events = bulk.events = TaskEvents()
-    await async_report(bulk, bulk.start())
+    await async_report(bulk.on_progress, bulk.start())
     if bulk.workers == 0:
         return
     failure: Exception | None = None
@@ -157,9 +141,9 @@ async def async_run_workers(
                 group.start_soon(worker, bulk)
             try:
                 while bulk.running and not bulk.stopped:  # a failed batch stops the rest
-                    await async_report(bulk, bulk.take(await events.get()))
+                    await async_report(bulk.on_progress, bulk.take(await events.get()))
                 while (progress := bulk.record_next()) is not None:
-                    await async_report(bulk, progress)
+                    await async_report(bulk.on_progress, progress)
             except Exception as exc:  # from on_progress: raised below, outside the group
                 failure = exc
             finally:
