@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from lingodoc import _clock, _lazy, _retry, _validation
 from lingodoc._exceptions import (
@@ -68,7 +68,8 @@ class Waiter:
         if limit is not None and not limit >= 0:  # also refuses NaN
             raise InvalidArgument(f"timeout must be None or >= 0 seconds, not {shown(timeout)}")
         _validation.callback(on_progress, awaits=awaits)
-        self.call, self.poll_interval, self.timeout = call, interval, limit
+        self.call, self.poll_interval = call, interval
+        self.timeout = cast("float | None", timeout)  # as given: WaitTimeout shows 3 s, not 3.0
         self.on_progress, self.redact = on_progress, redact
         self.last: TranslationStatus | None = None
         # An infinite timeout (or an int too large for a float) waits as None does.
