@@ -202,6 +202,52 @@ async def test_a_call_waiting_for_its_turn_when_the_client_closes_is_refused(
     assert client._shared.http.is_closed  # by the call in flight, the last out
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_closing_from_another_threads_loop_refuses_the_waiting_calls_in_their_own_loop(
+    backend: str,
+) -> None:
+    # With an http_client passed in, aclose() may run in any event loop. The call waiting for
+    # a turn in the loop that uses the client is woken there and refused; the call in flight
+    # gets its answer.
+    release = threading.Event()
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        while not release.is_set():  # holds the one turn until this thread closes the client
+            await anyio.sleep(0.01)
+        return httpx.Response(200, json=RESULT)
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    client = lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, http_client=http, max_in_flight=1)
+    queued = threading.Event()
+    outcomes: list[str] = []
+
+    async def use_the_client() -> None:
+        async def one() -> None:
+            try:
+                outcomes.append((await client.translate("Hi", **LANGS)).translated_text)
+            except lingodoc.LingodocError as exc:
+                outcomes.append(str(exc))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(one)  # in flight
+            await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(one)  # waits for its turn
+            await anyio.wait_all_tasks_blocked()
+            queued.set()
+
+    loop_thread = threading.Thread(
+        target=anyio.run, args=(use_the_client,), kwargs={"backend": backend}, daemon=True
+    )
+    loop_thread.start()
+    assert queued.wait(10)
+    anyio.run(client.aclose)  # in an event loop of this thread's own
+    release.set()
+    loop_thread.join(10)
+    assert not loop_thread.is_alive()
+    assert sorted(outcomes) == ["Hallo", "POST /translate was not sent: client closed"]
+    assert not http.is_closed  # the caller's
+
+
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "4", True])
 def test_max_in_flight_must_be_a_positive_int_or_none(
     client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient], bad: object
