@@ -212,8 +212,8 @@ def test_closing_from_another_threads_loop_refuses_the_waiting_calls_in_their_ow
     release = threading.Event()
 
     async def answer(request: httpx.Request) -> httpx.Response:
-        while not release.is_set():  # holds the one turn until this thread closes the client
-            await anyio.sleep(0.01)
+        # Holds the one turn until this thread has closed the client.
+        assert await anyio.to_thread.run_sync(release.wait, 10)
         return httpx.Response(200, json=RESULT)
 
     http = httpx.AsyncClient(transport=httpx.MockTransport(answer))
