@@ -17,7 +17,7 @@ from lingodoc._constants import (
     DEFAULT_TIMEOUT,
     is_loopback,
 )
-from lingodoc._exceptions import ConfigurationError
+from lingodoc._exceptions import ConfigurationError, cut
 
 
 def _setting(value: object, argument: str, variable: str) -> str | ConfigurationError:
@@ -74,9 +74,9 @@ def _shown_url(raw: str) -> str:
     start = _authority_start(raw)
     at = raw.rfind("@")
     if at < start or ":" not in raw[start:at]:
-        return _validation.cut(raw)
+        return cut(raw)
     user = raw[start:at].split(":", 1)[0]
-    return _validation.cut(f"{raw[:start]}{user}:****{raw[at:]}")
+    return cut(f"{raw[:start]}{user}:****{raw[at:]}")
 
 
 def base_url(value: object, allowed_http_host: str | None) -> str | ConfigurationError:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import httpx
 
 from lingodoc import _lazy, _validation
-from lingodoc._exceptions import InvalidArgument, InvalidArgumentType
+from lingodoc._exceptions import InvalidArgument, InvalidArgumentType, cut
 from lingodoc._options import Options
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class Call(Generic[T]):
     @property
     def description(self) -> str:
         """``METHOD /path``, for logs and messages; a path past 100 characters is cut."""
-        return f"{self.method} {_validation.cut(self.path)}"
+        return f"{self.method} {cut(self.path)}"
 
 
 class ShapeError(ValueError):
@@ -173,9 +173,7 @@ def merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, httpx.QueryP
     else:
         return route, merged
     # Raised outside the except block: no chained httpx frames.
-    raise InvalidArgumentType(
-        f"params cannot be sent as query parameters: {_validation.cut(problem)}"
-    )
+    raise InvalidArgumentType(f"params cannot be sent as query parameters: {cut(problem)}")
 
 
 def _model(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:

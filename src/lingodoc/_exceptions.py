@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
     from lingodoc._models import RateLimit, TranslationStatus
 
+# A message quotes at most this many characters of a value: a megabyte-long id must not
+# become a megabyte-long exception (or log line).
+QUOTE_LIMIT = 100
 # A repr or a job's failure reason quotes at most this many characters; str() has them all.
 _REPR_LIMIT = 200
 
@@ -43,16 +46,15 @@ def _rebuild(cls: type[LingodocError], args: tuple[Any, ...], state: dict[str, A
     return error
 
 
-def _cut(text: str) -> str:
-    if len(text) <= _REPR_LIMIT:
-        return text
-    return f"{text[:_REPR_LIMIT]}... ({len(text):,} characters)"
+def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """Return ``text``, or its first ``limit`` characters, ``...`` and its length."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def _repr(error: BaseException, **fields: object) -> str:
     """``Name(field=value, ...)`` with the fields that are set, a long text cut."""
     shown = [
-        f"{name}={_cut(value) if isinstance(value, str) else value!r}"
+        f"{name}={cut(value, _REPR_LIMIT) if isinstance(value, str) else value!r}"
         for name, value in fields.items()
         if value is not None
     ]
@@ -70,7 +72,7 @@ def failure_reason(status: TranslationStatus) -> str | None:
     else:
         return None
     text = " ".join(text.split())  # one line: a log line or a message must not be forged
-    return _cut(text) or None
+    return cut(text, _REPR_LIMIT) or None
 
 
 class LingodocError(Exception):

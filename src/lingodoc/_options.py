@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from lingodoc import _validation
-from lingodoc._exceptions import InvalidArgument, InvalidArgumentType
+from lingodoc._exceptions import InvalidArgument, InvalidArgumentType, cut
 
 # A query value's types (or a list of them): httpx would send anything else as its str().
 _QUERY_VALUE_TYPES = (str, int, float, bool, type(None))
@@ -105,4 +105,4 @@ def _extra_body(extra_body: object) -> dict[str, Any]:
         problem = str(exc)
     else:
         return body
-    raise InvalidArgumentType(f"extra_body cannot be sent as JSON: {_validation.cut(problem)}")
+    raise InvalidArgumentType(f"extra_body cannot be sent as JSON: {cut(problem)}")

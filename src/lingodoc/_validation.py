@@ -13,27 +13,21 @@ import httpx
 
 from lingodoc._constants import MAX_TEXT_LENGTH
 from lingodoc._exceptions import (
+    QUOTE_LIMIT,
     InvalidArgument,
     InvalidArgumentType,
     InvalidLanguage,
     LingodocError,
     TextTooLong,
+    cut,
 )
 
 T = TypeVar("T")
-
-# So that a megabyte-long id does not become a megabyte-long exception (or log line).
-QUOTE_LIMIT = 100
 
 
 def sendable_key(key: str) -> bool:
     """Whether ``key`` can go in a header whole: printable ASCII, no spaces."""
     return bool(key) and key.isprintable() and key.isascii() and not any(c.isspace() for c in key)
-
-
-def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
-    """Return ``text``, or its first ``limit`` characters, ``...`` and its length."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def shown(value: object) -> str:
