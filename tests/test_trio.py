@@ -1,8 +1,8 @@
 """AsyncClient under trio itself: ``trio.run``, nurseries and cancel scopes, no anyio in the test.
 
 The whole async suite runs on trio too (tests/conftest.py); these tests drive trio directly,
-as a trio program does, for what issue 15 found broken: the retry after a 503, the wait
-for a translation, translate_many, and the client's binding to its trio run.
+as a trio program does: the retry after a 503, the wait for a translation, translate_many,
+and the client's binding to its trio run.
 """
 
 from __future__ import annotations

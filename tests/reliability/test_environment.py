@@ -1,4 +1,4 @@
-"""The process and network a client runs in, over real loopback sockets (issue 13).
+"""The process and network a client runs in, over real loopback sockets.
 
 - A proxy named by the environment never sees a loopback ``http://`` request,
   which carries the key in clear text.
