@@ -256,7 +256,7 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add("## How to run")
     add("")
     add("```shell")
-    add("nox -s bench                          # every row; rewrites this page (about 10 minutes)")
+    add("nox -s bench                          # every row; rewrites this page (~15 minutes here)")
     add("nox -s bench -- --quick               # a smoke run")
     add("python benchmarks/run.py gather       # one benchmark, its JSON on stdout")
     add("```")
