@@ -63,6 +63,7 @@ def serve() -> None:
 
     Answers each with two JSON lines on stdout: the child's pid, then its exit code.
     """
+    import contextlib
     import importlib
     import pkgutil
 
@@ -71,7 +72,8 @@ def serve() -> None:
     # Every module of lingodoc a command may import (most of them lazily), once, here.
     for module in pkgutil.walk_packages(lingodoc.__path__, "lingodoc."):
         if not module.name.endswith(("__main__", "pytest_plugin")):
-            importlib.import_module(module.name)
+            with contextlib.suppress(ImportError):  # an optional extra that is not installed
+                importlib.import_module(module.name)
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C of the test run is not for us
     out = sys.stdout
