@@ -18,13 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lingodoc import _clock, _endpoints, _validation
 from lingodoc._constants import MAX_BATCH_ITEMS, MAX_SERVER_WAIT
-from lingodoc._exceptions import (
-    InvalidArgument,
-    InvalidArgumentType,
-    LingodocError,
-    PartialTranslations,
-    RateLimited,
-)
+from lingodoc._exceptions import InvalidArgument, LingodocError, PartialTranslations, RateLimited
 
 if TYPE_CHECKING:
     from lingodoc._endpoints import Call
@@ -93,9 +87,7 @@ def max_wait(value: object) -> float:
     if isinstance(value, bool):
         return math.inf if value else MAX_SERVER_WAIT
     if not isinstance(value, (int, float)):
-        raise InvalidArgumentType(
-            f"wait_for_rate_limit must be a bool or a number of seconds, not {type(value).__name__}"
-        )
+        raise _validation.wrong_type("wait_for_rate_limit", "a bool or a number of seconds", value)
     seconds = _validation.as_float(value)  # an int past the largest float: as long as it takes
     if not seconds >= 0:  # also refuses NaN
         raise InvalidArgument(f"wait_for_rate_limit must be >= 0 seconds, not {seconds!r}")
@@ -138,9 +130,7 @@ class Bulk:
         self._max_wait = max_wait(wait_for_rate_limit)
         _validation.callback(on_progress, awaits=awaits)
         if done is not None and not isinstance(done, MutableMapping):
-            raise InvalidArgumentType(
-                f"done must be a dict (or other mutable mapping), not {type(done).__name__}"
-            )
+            raise _validation.wrong_type("done", "a dict (or other mutable mapping)", done)
         self._make_call: Callable[[list[str]], Call[BatchTranslation]] = lambda chunk: (
             _endpoints.batch(chunk, source, target, options)
         )
@@ -177,8 +167,8 @@ class Bulk:
         # agrees with itself and with what ``done`` holds.
         self._answered = self._translated = self._in_flight = 0
         self._error: BaseException | None = None
-        self._stopped = False
-        self.stopping = threading.Event()  # set with _stopped: a paused worker wakes at once
+        self.stopped = False  # a batch failed, or `stop` was called: nothing more starts
+        self.stopping = threading.Event()  # set with stopped: a paused worker wakes at once
         self._lock = threading.Lock()
         self._remaining: int | None = None
         self._reset_at = self._not_before = 0.0  # _not_before: after a 429, its wait's end
@@ -213,18 +203,14 @@ class Bulk:
         """Use the translations the caller already has, checked, as results."""
         for index, translation in done.items():
             if isinstance(index, bool) or not isinstance(index, int):
-                raise InvalidArgumentType(
-                    f"done's keys must be int indices, not {type(index).__name__}"
-                )
+                raise _validation.wrong_type("done's keys", "int indices", index)
             if not 0 <= index < self.total:
                 raise InvalidArgument(
                     f"done holds index {index}, but texts has {self.total:,}: is it from "
                     "another list?"
                 )
             if not isinstance(translation, str):
-                raise InvalidArgumentType(
-                    f"done[{index}] must be a str, not {type(translation).__name__}"
-                )
+                raise _validation.wrong_type(f"done[{index}]", "a str", translation)
             uid = index if self._order is None else self._order[index]
             if self._results[uid] is None:
                 self._results[uid] = translation
@@ -232,15 +218,10 @@ class Bulk:
     def _weight(self, uid: int) -> int:
         return 1 if self._occurrences is None else self._occurrences[uid]
 
-    @property
-    def stopped(self) -> bool:
-        """Whether a batch failed, or `stop` was called: nothing more starts."""
-        return self._stopped
-
     def next(self) -> Batch | float | None:
         """Return what a worker does next: send a batch, sleep this long, or stop (``None``)."""
         with self._lock:
-            if self._stopped or (not self._retry and self._next >= len(self._todo)):
+            if self.stopped or (not self._retry and self._next >= len(self._todo)):
                 return None
             wait = self._pacing_wait()
             if wait > 0:
@@ -279,7 +260,7 @@ class Bulk:
                 return
             if self._error is None:
                 self._error = error
-            self._stopped = True
+            self.stopped = True
         self.stopping.set()
 
     def exited(self) -> None:
@@ -296,12 +277,12 @@ class Bulk:
     def stop(self) -> None:
         """Hand out no further batch (the caller is giving up)."""
         with self._lock:
-            self._stopped = True
+            self.stopped = True
         self.stopping.set()
 
     def _sent_again(self, batch: Batch, error: BaseException) -> bool:
         """Whether a refused batch is sent again after the reset (no batch goes before)."""
-        if not isinstance(error, RateLimited) or error.retry_after is None or self._stopped:
+        if not isinstance(error, RateLimited) or error.retry_after is None or self.stopped:
             return False
         batch.refusals += 1
         if batch.refusals > MAX_REFUSALS or error.retry_after > self._max_wait:
