@@ -265,7 +265,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             texts, source_language, target_language, batch_size=batch_size,
             max_concurrency=max_concurrency, wait_for_rate_limit=wait_for_rate_limit,
             on_progress=on_progress, done=done, options=options, rate_limit=self.rate_limit,
-            awaits=self._awaits,
+            awaits=self._shared.is_async,
         )  # fmt: skip
         await _workers.async_run_workers(self._bulk_worker, bulk)
         return bulk.result()

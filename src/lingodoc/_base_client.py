@@ -75,10 +75,12 @@ class BaseClient(Generic[HttpClientT]):
         max_in_flight: int | None = None,
     ) -> None:
         configure_from_env()
-        refused = self._use_api_key(api_key)
+        key = _config.api_key(api_key)
         del api_key  # out of the locals that a traceback through __init__ may show
-        if refused is not None:
-            raise_scrubbed(refused)
+        if isinstance(key, ConfigurationError):
+            raise_scrubbed(key)
+        self._api_key = key
+        del key
         checked = _config.base_url(base_url, _config.allow_http_host(allow_http_host))
         del base_url  # it may hold a password (refused, and masked in the error)
         if isinstance(checked, ConfigurationError):
@@ -106,14 +108,6 @@ class BaseClient(Generic[HttpClientT]):
         self._view_closed = self._is_copy = False
         self._urls: dict[str, httpx.URL] = {}
 
-    def _use_api_key(self, api_key: object) -> ConfigurationError | None:
-        """Keep the key to send; return the error that refuses it instead."""
-        key = _config.api_key(api_key)
-        if isinstance(key, ConfigurationError):
-            return key
-        self._api_key = key
-        return None
-
     def _check_clear_text(self, host: str, http_client: HttpClientT | None) -> None:
         """For ``http://`` to the host the opt-in names: warn, and refuse a proxy (clear text)."""
         variables = _config.environment_proxy(http_client, self.base_url) if http_client else None
@@ -133,11 +127,6 @@ class BaseClient(Generic[HttpClientT]):
             mask(self._api_key),
             host,
         )
-
-    @property
-    def _awaits(self) -> bool:
-        """Whether this client awaits what a callback returns (``AsyncClient``)."""
-        return self._http_client_type is httpx.AsyncClient
 
     @property
     def rate_limit(self) -> RateLimit | None:
@@ -195,7 +184,7 @@ class BaseClient(Generic[HttpClientT]):
 
     def _check_open(self) -> None:
         """Refuse (``LingodocError``) a closed client, another event loop, a forked pool."""
-        if self._view_closed or self._shared.closed:
+        if self.is_closed:
             raise LingodocError(
                 f"this {type(self).__name__} has been closed; create a new one to send requests"
             )
@@ -257,14 +246,10 @@ class BaseClient(Generic[HttpClientT]):
         if http.params and "?" in path:
             # httpx replaces a URL's query with the merged parameters: keep it among them.
             path, params = merge_query(path, params or {})
+        own = self._shared.new_http is not None and not http.cookies
+        build: Callable[..., httpx.Request] = httpx.Request if own else http.build_request
         try:
-            if self._shared.new_http is not None and not http.cookies:
-                return httpx.Request(
-                    call.method, self._url(path), json=body, params=params, headers=headers
-                )
-            return http.build_request(
-                call.method, self._url(path), json=body, params=params, headers=headers
-            )
+            return build(call.method, self._url(path), json=body, params=params, headers=headers)
         except httpx.InvalidURL as exc:
             error: type[LingodocError] = InvalidArgument
             problem = f"is not a valid request path: {exc}"
@@ -393,7 +378,7 @@ class BaseClient(Generic[HttpClientT]):
         return Waiter(
             _endpoints.get_translation(job_or_id, options),
             redact=self._key_mask,
-            awaits=self._awaits,
+            awaits=self._shared.is_async,
             **settings,
         )
 
