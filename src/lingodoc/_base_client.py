@@ -334,25 +334,24 @@ class BaseClient(Generic[HttpClientT]):
         started: float,
     ) -> T | LingodocError:
         """The result of a response, or its error: returned, as this frame holds the body."""
-        status_code = response.status_code
+        status_code, headers = response.status_code, response.headers
         self._log(call, status_code, number, started)
-        headers = response.headers
         now = _clock.current().time()
         rate_limit = _lazy.parse_rate_limit(headers, now)
         if rate_limit is not None:
             self._shared.rate_limit = rate_limit
-        request_id = _response.request_id(headers, self._key_mask)
+        request_id = headers.get("x-request-id")
+        if request_id is not None:  # masked: servers echo headers too
+            request_id = self._key_mask(request_id)
+        fields = {"status_code": status_code, "rate_limit": rate_limit, "request_id": request_id}
         body = reader.body()
         if len(body) > _response.MAX_BODY_BYTES:
             return UnexpectedResponse(
-                f"the response body is larger than {_response.MAX_BODY_BYTES:,} bytes",
-                status_code=status_code,
-                rate_limit=rate_limit,
-                request_id=request_id,
+                f"the response body is larger than {_response.MAX_BODY_BYTES:,} bytes", **fields
             )
         try:
             data = _response.unwrap(
-                status_code, headers, body, rate_limit=rate_limit, now=now, redact=self._key_mask
+                status_code, headers, body, rate_limit, request_id, now=now, redact=self._key_mask
             )
         except APIError as exc:
             return exc
@@ -364,9 +363,7 @@ class BaseClient(Generic[HttpClientT]):
         return UnexpectedResponse(
             self._key_mask(str(shape_error)),
             body=_response.excerpt(json.dumps(shape_error.data, default=str), self._key_mask),
-            status_code=status_code,
-            rate_limit=rate_limit,
-            request_id=request_id,
+            **fields,
         )
 
     def _waiter(

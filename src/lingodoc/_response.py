@@ -114,8 +114,9 @@ def unwrap(
     status_code: int,
     headers: Mapping[str, str],
     body: bytes,
-    *,
     rate_limit: RateLimit | None,
+    request_id: str | None,
+    *,
     now: float,
     redact: Callable[[str], str],
 ) -> Any:
@@ -161,7 +162,7 @@ def unwrap(
         code=code,
         status_code=status_code,
         rate_limit=rate_limit,
-        request_id=request_id(headers, redact),
+        request_id=request_id,
         retry_after=_retry_after(headers, now, cls),
     )
     if isinstance(exc, UnexpectedResponse):
@@ -170,12 +171,6 @@ def unwrap(
 
 
 _NOT_JSON = object()
-
-
-def request_id(headers: Mapping[str, str], redact: Callable[[str], str]) -> str | None:
-    """Return the ``X-Request-Id``, with the key masked: servers echo headers too."""
-    value = headers.get("x-request-id")
-    return None if value is None else redact(value)
 
 
 def excerpt(text: str, redact: Callable[[str], str]) -> str:
