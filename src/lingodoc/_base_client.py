@@ -221,13 +221,8 @@ class BaseClient(Generic[HttpClientT]):
         self, call: Call[Any], deadline: float | None, stop: threading.Event | None
     ) -> dict[str, Any]:
         """The retry policy's options for ``call``, stopped once the client is closed."""
-        return _retry.policy(
-            self.max_retries,
-            idempotent=call.idempotent,
-            description=call.description,
-            deadline=deadline,
-            give_up=lambda: self.is_closed or (stop is not None and stop.is_set()),
-        )
+        give_up = stop.is_set if stop is not None else lambda: False
+        return _retry.policy(call, self.max_retries, deadline, lambda: self.is_closed or give_up())
 
     def _build_request(self, call: Call[Any]) -> httpx.Request:
         """The request of ``call``, or ``InvalidArgument(Type)`` if it cannot be sent.

@@ -31,8 +31,7 @@ from lingodoc._logging import logger
 if TYPE_CHECKING:
     import tenacity
 
-BACKOFF_INITIAL = 0.5
-BACKOFF_MAX = 8.0
+    from lingodoc._endpoints import Call
 
 _RETRIED_STATUSES = frozenset({500, 502, 503, 504})
 # The server did not act on the request: even a call that starts something may be resent.
@@ -55,21 +54,16 @@ def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
 
 
 def backoff(attempt: int) -> float:
-    """Return the wait before attempt ``attempt + 1``: exponential, capped, with jitter."""
-    ceiling = min(BACKOFF_MAX, BACKOFF_INITIAL * 2.0 ** (attempt - 1))
+    """Return the wait before attempt ``attempt + 1``: a cap of 0.5 s doubling to 8 s, jittered."""
+    ceiling = min(8.0, 0.5 * 2.0 ** (attempt - 1))
     # Half fixed: no burst of instant retries; half random: clients that failed together spread.
     return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
 def policy(
-    max_retries: int,
-    *,
-    idempotent: bool,
-    description: str,
-    deadline: float | None = None,
-    give_up: Callable[[], bool] = lambda: False,
+    call: Call[Any], max_retries: int, deadline: float | None, give_up: Callable[[], bool]
 ) -> dict[str, Any]:
-    """Return tenacity's ``Retrying`` / ``AsyncRetrying`` options for one call.
+    """Return tenacity's ``Retrying`` / ``AsyncRetrying`` options for ``call``.
 
     No wait passes ``deadline`` (SDK clock, monotonic); ``give_up()`` (client closed) stops.
     """
@@ -84,7 +78,7 @@ def policy(
     def retry(state: tenacity.RetryCallState) -> bool:
         assert state.outcome is not None
         error = state.outcome.exception()
-        return error is not None and is_retryable(error, idempotent=idempotent)
+        return error is not None and is_retryable(error, idempotent=call.idempotent)
 
     def wait(state: tenacity.RetryCallState) -> float:
         assert state.outcome is not None
@@ -100,7 +94,7 @@ def policy(
         status = f" {error.status_code}" if isinstance(error, APIError) else ""
         logger.info(
             "retrying %s in %.2f s after %s (attempt %d of %d)",
-            description,
+            call.description,
             state.next_action.sleep,
             type(error).__name__ + status,
             state.attempt_number + 1,
