@@ -110,10 +110,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         """
         if self._view_closed:
             return
-        if self._is_copy:
-            self._view_closed = True
-            return
-        close_http = self._shared.close()
+        close_http = not self._is_copy and self._shared.close()  # a copy closes only itself
         self._view_closed = True
         if close_http:
             await self._shared.http.aclose()
