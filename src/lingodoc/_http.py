@@ -127,17 +127,15 @@ class SharedHttp(Generic[HttpClientT]):
         trust_env: bool,
     ) -> None:
         self.is_async = kind is httpx.AsyncClient
+        default = AIOHTTP_MAX_IN_FLIGHT if aiohttp else DEFAULT_MAX_IN_FLIGHT
+        self.max_in_flight = max_in_flight or default
         self.new_http: functools.partial[HttpClientT] | None = None
         if http_client is None:
-            self.max_in_flight = max_in_flight or DEFAULT_MAX_IN_FLIGHT
             self.new_http = functools.partial(
                 new_http_client, kind, timeout=timeout, trust_env=trust_env,
                 connections=self.max_in_flight,
             )  # fmt: skip
             http_client = self.new_http()
-        if self.new_http is None:
-            default = AIOHTTP_MAX_IN_FLIGHT if aiohttp else DEFAULT_MAX_IN_FLIGHT
-            self.max_in_flight = max_in_flight or default
         self.http: HttpClientT = http_client
         self.owned = self.new_http is not None or aiohttp  # closed with the client
         # Whether its connections belong to the event loop of its first use: no other may.
