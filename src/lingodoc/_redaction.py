@@ -104,20 +104,15 @@ def _filter_http_loggers() -> None:
     global _loggers_seen
     # A filter sees only its own logger's records, not its children's: it goes on each.
     with _lock:
-        for name in _HTTP_LOGGERS:
-            _add_filter(name)
+        for name in _HTTP_LOGGERS:  # addFilter adds a filter once, however often called
+            logging.getLogger(name).addFilter(_filter)
         names = list(logging.root.manager.loggerDict)
         for name in names:
             if name.split(".", 1)[0] in _HTTP_PACKAGES:
-                _add_filter(name)  # a placeholder too: it becomes a logger, filtered
+                # A placeholder too: it becomes a logger, filtered.
+                logging.getLogger(name).addFilter(_filter)
         # Counted from this snapshot: a logger made since is looked at next time.
         _loggers_seen = len(names)
-
-
-def _add_filter(name: str) -> None:
-    logger = logging.getLogger(name)
-    if _filter not in logger.filters:
-        logger.addFilter(_filter)
 
 
 def raise_scrubbed(error: BaseException) -> NoReturn:
