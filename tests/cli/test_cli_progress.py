@@ -113,6 +113,9 @@ def test_on_a_terminal_a_bar_on_stderr_and_clean_json_on_stdout(
 ) -> None:
     import pty
 
+    # A job of 1.5 s moves 10% every 0.15 s: the first poll, right after the job starts, sees
+    # 0% even on a loaded machine (with the 0.3 s of the other tests, 30 ms late was 10%).
+    server.emulator.job_duration = 1.5
     leader, follower = pty.openpty()
     command = [sys.executable, "-m", "lingodoc", "--json", "document", "doc_welcome"]
     command += ["--to", "de", "--wait", "--interval", "0.05"]
