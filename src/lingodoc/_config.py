@@ -10,14 +10,10 @@ from typing import Any
 import httpx
 
 from lingodoc import _validation
-from lingodoc._constants import (
-    ALLOW_HTTP_HOST_ENV,
-    API_KEY_ENV,
-    BASE_URL_ENV,
-    DEFAULT_TIMEOUT,
-    is_loopback,
-)
+from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV, DEFAULT_TIMEOUT, is_loopback
 from lingodoc._exceptions import ConfigurationError, cut
+
+ALLOW_HTTP_HOST_ENV = "LINGODOC_ALLOW_HTTP_HOST"
 
 
 def _setting(value: object, argument: str, variable: str) -> str | ConfigurationError:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 API_KEY_ENV = "LINGODOC_API_KEY"
 BASE_URL_ENV = "LINGODOC_BASE_URL"
-ALLOW_HTTP_HOST_ENV = "LINGODOC_ALLOW_HTTP_HOST"
-LOG_ENV = "LINGODOC_LOG"
 
 # The spec's limit on one text (error TEXT_TOO_LONG).
 MAX_TEXT_LENGTH = 10_000

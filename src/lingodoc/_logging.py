@@ -6,16 +6,13 @@ import logging
 import os
 import sys
 
-from lingodoc._constants import LOG_ENV
-
 logger = logging.getLogger("lingodoc")
-
-_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO}
 
 
 def configure_from_env() -> None:
     """Apply ``LINGODOC_LOG=debug|info``: the level, and a stderr handler if no logger has one."""
-    level = _LEVELS.get(os.environ.get(LOG_ENV, "").strip().lower())
+    name = os.environ.get("LINGODOC_LOG", "").strip().lower()
+    level = {"debug": logging.DEBUG, "info": logging.INFO}.get(name)
     if level is None:
         return
     logger.setLevel(level)
