@@ -94,13 +94,11 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
             f"{where} holds a user name or password (before '@'); remove it: "
             "the SDK authenticates with the API key only"
         )
-    problem = None
     try:
         url = httpx.URL(raw)
     except httpx.InvalidURL as exc:
-        problem = str(exc)
-    if problem is not None:  # outside the except block: no half-built URL in the chain
-        return ConfigurationError(f"{where} is not a valid URL: {problem}")
+        # Returned, not raised: it is raised later, outside any except block (no chain).
+        return ConfigurationError(f"{where} is not a valid URL: {exc}")
     if url.scheme not in ("http", "https") or not url.host or url.userinfo:
         return ConfigurationError(
             f"base_url must be an absolute https:// URL such as 'https://api.example.com/v1', "
