@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 ModelT = TypeVar("ModelT", bound="BaseModel")
-# Methods that HTTP defines as safe to repeat.
-IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 
 
 @dataclass(slots=True, eq=False, repr=False)
@@ -156,8 +154,9 @@ def raw(
     if params:
         path, params = merge_query(path, params)
     return Call(
-        method, path, _parse_data, json=json, params=params or None,
-        idempotent=method in IDEMPOTENT_METHODS, options=options,
+        method, path, lambda data, origin: data, json=json, params=params or None,
+        idempotent=method in ("GET", "HEAD", "OPTIONS", "PUT", "DELETE"),  # HTTP's idempotent
+        options=options,
     )  # fmt: skip
 
 
@@ -223,7 +222,3 @@ def _parse_documents(data: Any, origin: Origin) -> list[Document]:
         )
     parse = _model(_lazy.Document)
     return [parse(item, origin) for item in items]
-
-
-def _parse_data(data: Any, origin: Origin) -> Any:
-    return data
