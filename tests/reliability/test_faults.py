@@ -7,6 +7,7 @@ The autouse fake clock makes the SDK's waits instant; socket timeouts stay real.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import time
 import tracemalloc
@@ -434,6 +435,7 @@ ENCODERS: dict[str, Callable[[bytes], bytes]] = {
 }
 
 
+@functools.cache  # compressing 64 MB takes a third of a second: once per process
 def bomb(size: int) -> bytes:
     """Gzip of ``size`` zero bytes: a thousandth of that on the wire."""
     packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
