@@ -11,8 +11,9 @@ lets some of aiohttp's own errors through.
 
 from __future__ import annotations
 
+import contextlib
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -22,25 +23,29 @@ from lingodoc._exceptions import ConfigurationError
 from lingodoc._http import ssl_context
 
 
-def _httpx_error(exc: BaseException) -> Exception:
-    """The httpx error for an error of aiohttp (or one httpx-aiohttp mapped from it)."""
+@contextlib.contextmanager
+def _httpx_errors() -> Iterator[None]:
+    """Raise an error of aiohttp (or one httpx-aiohttp mapped from it) as the httpx error it is."""
     import aiohttp
 
-    cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ else exc
-    kind: type[httpx.TransportError] = httpx.TransportError  # may have been sent
-    if isinstance(cause, aiohttp.ConnectionTimeoutError):
-        kind = httpx.ConnectTimeout
-    elif isinstance(cause, aiohttp.ClientConnectorError):  # nothing was sent
-        kind = httpx.ConnectError
-    elif isinstance(cause, aiohttp.ServerTimeoutError):
-        kind = httpx.ReadTimeout
-    elif isinstance(cause, (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError)):
-        kind = httpx.ReadError
-    elif isinstance(cause, (aiohttp.ClientPayloadError, aiohttp.ClientResponseError)):
-        kind = httpx.RemoteProtocolError
-    elif isinstance(exc, httpx.TransportError) and exc.__cause__ is None:
-        return exc  # httpx's own
-    return kind(str(cause) or type(cause).__name__)
+    try:
+        yield
+    except (httpx.TransportError, aiohttp.ClientError) as exc:
+        cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ else exc
+        kind: type[httpx.TransportError] = httpx.TransportError  # may have been sent
+        if isinstance(cause, aiohttp.ConnectionTimeoutError):
+            kind = httpx.ConnectTimeout
+        elif isinstance(cause, aiohttp.ClientConnectorError):  # nothing was sent
+            kind = httpx.ConnectError
+        elif isinstance(cause, aiohttp.ServerTimeoutError):
+            kind = httpx.ReadTimeout
+        elif isinstance(cause, (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError)):
+            kind = httpx.ReadError
+        elif isinstance(cause, (aiohttp.ClientPayloadError, aiohttp.ClientResponseError)):
+            kind = httpx.RemoteProtocolError
+        elif isinstance(exc, httpx.TransportError) and exc.__cause__ is None:
+            raise  # httpx's own
+        raise kind(str(cause) or type(cause).__name__) from exc
 
 
 class _Body(httpx.AsyncByteStream):
@@ -48,13 +53,9 @@ class _Body(httpx.AsyncByteStream):
         self.stream = stream
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        import aiohttp
-
-        try:
+        with _httpx_errors():
             async for chunk in self.stream:
                 yield chunk
-        except (httpx.TransportError, aiohttp.ClientError) as exc:
-            raise _httpx_error(exc) from exc
 
     async def aclose(self) -> None:
         await self.stream.aclose()
@@ -67,12 +68,8 @@ class _Transport(httpx.AsyncBaseTransport):
         self.transport = transport
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        import aiohttp
-
-        try:
+        with _httpx_errors():
             response = await self.transport.handle_async_request(request)
-        except (httpx.TransportError, aiohttp.ClientError) as exc:
-            raise _httpx_error(exc) from exc
         response.stream = _Body(response.stream)
         return response
 
