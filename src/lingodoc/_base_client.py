@@ -237,7 +237,10 @@ class BaseClient(Generic[HttpClientT]):
             if options.headers is not None:
                 headers = httpx.Headers(headers)
                 headers.update(options.headers)
-            body, params = options.merge_body(body), options.merge_params(params)
+            if options.body is not None and isinstance(body, dict):
+                body = {**body, **options.body}
+            if options.query is not None:
+                params = httpx.QueryParams(params).merge(options.query) if params else options.query
         if http.params and "?" in path:
             # httpx replaces a URL's query with the merged parameters: keep it among them.
             path, params = merge_query(path, params or {})

@@ -25,18 +25,6 @@ class Options:
     query: httpx.QueryParams | None = None
     body: dict[str, Any] | None = None
 
-    def merge_params(self, params: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-        """``params`` with the query parameters added (replacing those of the same name)."""
-        if self.query is None:
-            return params
-        return httpx.QueryParams(params).merge(self.query) if params else self.query
-
-    def merge_body(self, body: Any) -> Any:
-        """The body the SDK built (a dict) with the extra fields merged over it."""
-        if self.body is None or not isinstance(body, dict):
-            return body
-        return {**body, **self.body}
-
 
 def call_options(
     timeout: object = None,
