@@ -131,9 +131,7 @@ class Bulk:
         _validation.callback(on_progress, awaits=awaits)
         if done is not None and not isinstance(done, MutableMapping):
             raise _validation.wrong_type("done", "a dict (or other mutable mapping)", done)
-        self._make_call: Callable[[list[str]], Call[BatchTranslation]] = lambda chunk: (
-            _endpoints.batch(chunk, source, target, options)
-        )
+        self._call_args = source, target, options  # a batch's request: its texts, and these
         self._done_map: MutableMapping[int, str] | None = done
         self.on_progress, self.total = on_progress, len(checked)
         # Each distinct text gets an id, its rank of first appearance; _order maps each
@@ -232,7 +230,7 @@ class Bulk:
                 return self._retry.pop()
             uids = self._todo[self._next : self._next + self._batch_size]
             self._next += self._batch_size
-        return Batch(uids, self._make_call([self._texts[uid] for uid in uids]))
+        return Batch(uids, _endpoints.batch([self._texts[uid] for uid in uids], *self._call_args))
 
     def done(self, batch: Batch, result: BatchTranslation) -> None:
         """Record a batch's translations and the rate limit its response reported."""
