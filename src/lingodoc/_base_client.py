@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Self = TypeVar("Self", bound="BaseClient[Any]")
 
-URL_CACHE_SIZE = 64  # parsed URLs kept per client, at most (see _url)
 # An attempt cut short by a poll's deadline still gets this long: the poll made at the
 # deadline is a last look, not a certain timeout.
 MIN_ATTEMPT_TIME = 1.0
@@ -209,11 +208,8 @@ class BaseClient(Generic[HttpClientT]):
 
         That is, if ``error`` is the last attempt's failure (``failed``) and was retryable.
         """
-        if (
-            error is failed
-            and self.is_closed
-            and _retry.is_retryable(error, idempotent=call.idempotent)
-        ):
+        retryable = _retry.is_retryable(error, idempotent=call.idempotent)
+        if error is failed and self.is_closed and retryable:
             return self._closed_in_flight(call, error)
         return error
 
@@ -381,7 +377,7 @@ class BaseClient(Generic[HttpClientT]):
         """The URL of ``path``: parsing one costs more than the rest of building a request."""
         url = self._urls.get(path)
         if url is None:
-            if len(self._urls) >= URL_CACHE_SIZE:  # polling many translation ids
+            if len(self._urls) >= 64:  # polling many translation ids: keep a few
                 self._urls.clear()
             url = self._urls[path] = httpx.URL(self.base_url + path)
         return url

@@ -147,8 +147,7 @@ class Waiter:
         delay = self.delay()
         if isinstance(delay, WaitTimeout):  # as `raise timeout from error`, without the
             # traceback: the frames it passed hold earlier statuses as sent.
-            delay.__cause__ = error.with_traceback(None)
-            delay.__suppress_context__ = True
+            delay.__cause__, delay.__suppress_context__ = error.with_traceback(None), True
         return delay
 
     def _masked(self, error: WaitError) -> WaitError:
