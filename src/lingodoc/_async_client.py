@@ -431,7 +431,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                 outcome = waiter.after_status(status)
             if not isinstance(outcome, float):
                 return outcome
-            await _clock.async_sleep(outcome)
+            await _clock.current().async_sleep(outcome)
 
     async def list_documents(
         self,
@@ -513,9 +513,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         self._check_open()
         check_http_loggers()  # mask the key in the http loggers made since the last call
         request = self._build_request(call)
-        sleep: Callable[[float], Any] = (
-            _clock.async_sleep if stop is None else functools.partial(_clock.async_wait, stop)
-        )
+        sleep: Callable[[float], Any] = functools.partial(_clock.async_wait, stop)
         failed: LingodocError | None = None  # the last attempt's failure
         try:
             async for attempt in tenacity.AsyncRetrying(

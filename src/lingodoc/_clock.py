@@ -35,25 +35,21 @@ def current() -> SystemClock:
     return _current
 
 
-def sleep(seconds: float) -> None:
-    """Sleep on the clock in force (looked up now, so a test's swap takes effect)."""
-    _current.sleep(seconds)
+def wait(event: threading.Event | None, seconds: float) -> bool:
+    """Sleep ``seconds`` on the clock in force (looked up now: tests swap it), or until ``event``.
 
-
-def wait(event: threading.Event, seconds: float) -> bool:
-    """Sleep on the clock in force until ``event`` is set (at most ``seconds``); True if set."""
+    Returns whether ``event`` is set; ``None``: no event, a plain sleep.
+    """
+    if event is None:
+        _current.sleep(seconds)
+        return False
     return _current.wait(event, seconds)
 
 
-async def async_sleep(seconds: float) -> None:
-    """Sleep on the clock in force without blocking the event loop (asyncio or trio)."""
+async def async_wait(event: threading.Event | None, seconds: float) -> bool:
+    """`wait`, not blocking the event loop; it never wakes early (the event's setter cancels it)."""
     await _current.async_sleep(seconds)
-
-
-async def async_wait(event: threading.Event, seconds: float) -> bool:
-    """`async_sleep`; True if ``event`` is set by then (no early wake-up: its setter cancels us)."""
-    await _current.async_sleep(seconds)
-    return event.is_set()
+    return event is not None and event.is_set()
 
 
 def install(clock: SystemClock) -> SystemClock:

@@ -424,7 +424,7 @@ class Client(BaseClient[httpx.Client]):
                 outcome = waiter.after_status(status)
             if not isinstance(outcome, float):
                 return outcome
-            _clock.sleep(outcome)
+            _clock.current().sleep(outcome)
 
     def list_documents(
         self,
@@ -506,9 +506,7 @@ class Client(BaseClient[httpx.Client]):
         self._check_open()
         check_http_loggers()  # mask the key in the http loggers made since the last call
         request = self._build_request(call)
-        sleep: Callable[[float], Any] = (
-            _clock.sleep if stop is None else functools.partial(_clock.wait, stop)
-        )
+        sleep: Callable[[float], Any] = functools.partial(_clock.wait, stop)
         failed: LingodocError | None = None  # the last attempt's failure
         try:
             for attempt in tenacity.Retrying(sleep=sleep, **self._retrying(call, deadline, stop)):
