@@ -158,13 +158,14 @@ class _Result(BaseModel):
     __slots__ = ("_origin",)
     if TYPE_CHECKING:
         _origin: Origin
+    _NO_ORIGIN: ClassVar[Origin] = Origin(None, None)
 
     @property
-    def _origin_or_none(self) -> Origin | None:
+    def _found_origin(self) -> Origin:
         try:
             return _get_origin(self)
         except AttributeError:  # built by hand, not read from a response
-            return None
+            return self._NO_ORIGIN
 
     def __eq__(self, other: object) -> bool:
         # Equal when the service said the same thing, whatever response carried it.
@@ -180,8 +181,8 @@ class _Result(BaseModel):
 
     # Pydantic copies nothing of the slot: copies and pickles get the Origin without response.
     def _with_origin(self, copied: Self) -> Self:
-        origin = self._origin_or_none
-        if origin is not None:
+        origin = self._found_origin
+        if origin is not self._NO_ORIGIN:
             set_origin(copied, Origin(origin.rate_limit, origin.request_id))
         return copied
 
@@ -193,8 +194,8 @@ class _Result(BaseModel):
 
     def __getstate__(self) -> dict[Any, Any]:
         state = super().__getstate__()
-        origin = self._origin_or_none
-        if origin is not None:
+        origin = self._found_origin
+        if origin is not self._NO_ORIGIN:
             state["_origin"] = origin  # pickled without the response: see Origin.__reduce__
         return state
 
@@ -207,14 +208,12 @@ class _Result(BaseModel):
     @property
     def rate_limit(self) -> RateLimit | None:
         """The rate-limit state the response reported; ``None`` if unreadable, or built by hand."""
-        origin = self._origin_or_none
-        return None if origin is None else origin.rate_limit
+        return self._found_origin.rate_limit
 
     @property
     def request_id(self) -> str | None:
         """The response's ``X-Request-Id``, to quote to support; ``None`` if it sent none."""
-        origin = self._origin_or_none
-        return None if origin is None else origin.request_id
+        return self._found_origin.request_id
 
     @property
     def http_response(self) -> httpx.Response | None:
@@ -223,8 +222,7 @@ class _Result(BaseModel):
         Its ``.request`` holds the API key: never log that request's headers. ``None`` for a
         result built by hand, copied, unpickled, or carried by an exception.
         """
-        origin = self._origin_or_none
-        return None if origin is None else origin.response
+        return self._found_origin.response
 
 
 # The slot's own accessors: pydantic's __setattr__ takes only fields.
