@@ -7,15 +7,7 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import (
-    AfterValidator,
-    AliasChoices,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    StrictStr,
-)
+from pydantic import AfterValidator, AliasChoices, BaseModel, BeforeValidator, Field, StrictStr
 
 if TYPE_CHECKING:
     import httpx
@@ -78,7 +70,7 @@ Percent = Annotated[int, BeforeValidator(_whole_percent)]
 Id = Annotated[StrictStr, BeforeValidator(_integer_id)]
 
 
-class RateLimit(BaseModel):
+class RateLimit(BaseModel, frozen=True):
     """The rate-limit state a response reported in its ``X-RateLimit-*`` headers.
 
     Attributes:
@@ -87,8 +79,6 @@ class RateLimit(BaseModel):
         reset: The raw ``X-RateLimit-Reset`` value.
         reset_at: When it resets: ``reset`` as a Unix time if above 10^9, else seconds from then.
     """
-
-    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
     limit: int
     remaining: int
@@ -149,10 +139,8 @@ class Origin:
         return f"Origin(request_id={self.request_id!r}, response={self.response!r})"
 
 
-class _Result(BaseModel):
+class _Result(BaseModel, extra="allow"):
     """A result; the rate limit, request id and response are properties, not fields."""
-
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
 
     # A slot, not a pydantic private attribute (set up on every validation).
     __slots__ = ("_origin",)
