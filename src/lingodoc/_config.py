@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +13,7 @@ import httpx
 from lingodoc import _validation
 from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV, DEFAULT_TIMEOUT, is_loopback
 from lingodoc._exceptions import ConfigurationError, cut
+from lingodoc._response import ACCEPT_ENCODING
 
 ALLOW_HTTP_HOST_ENV = "LINGODOC_ALLOW_HTTP_HOST"
 
@@ -127,8 +129,6 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
 
 def environment_proxy(http_client: httpx.Client | httpx.AsyncClient, url: str) -> str | None:
     """The proxy variables that would send ``http_client``'s requests for ``url`` to a proxy."""
-    import urllib.request
-
     # An http_client's own proxy= or mounts= is its maker's choice, and not publicly visible.
     if not http_client.trust_env:
         return None
@@ -178,8 +178,6 @@ def max_in_flight(value: object) -> int | None:
 
 def headers(default_headers: Mapping[str, str] | None, user_agent: str) -> httpx.Headers:
     """Return the headers of every request but the key, ``default_headers`` included."""
-    from lingodoc._response import ACCEPT_ENCODING
-
     sent = httpx.Headers(
         {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING, "User-Agent": user_agent}
     )
