@@ -27,7 +27,6 @@ _PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 # One context per certificate setting: the variables, and the file's identity (a bundle
 # replaced in place, even with its size and mtime kept, is read again).
 _contexts: dict[tuple[object, ...], ssl.SSLContext] = {}
-_MAX_CONTEXTS = 8  # a process that keeps changing SSL_CERT_FILE keeps only the last few
 
 
 def ssl_context(trust_env: bool) -> ssl.SSLContext:
@@ -52,7 +51,7 @@ def ssl_context(trust_env: bool) -> ssl.SSLContext:
     except OSError as exc:  # missing, or not certificates (ssl.SSLError)
         problem = f"{type(exc).__name__}: {exc}"
     else:
-        while len(_contexts) >= _MAX_CONTEXTS:
+        while len(_contexts) >= 8:  # a process that keeps changing SSL_CERT_FILE: the last few
             del _contexts[next(iter(_contexts))]
         _contexts[key] = built
         return built

@@ -16,8 +16,6 @@ from typing import Any
 from lingodoc._bulk import Bulk
 from lingodoc._validation import async_report, report
 
-_CTRL_C_SLICE = 0.2  # the longest the coordinating thread blocks, so that Ctrl-C is seen
-
 
 def hand_over(bulk: Bulk) -> None:
     """Nothing to do: the coordinator is another thread, which runs when it can."""
@@ -63,8 +61,8 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
                 pool.submit(worker, bulk)
         while bulk.running and not bulk.stopped:  # a failed batch stops the rest
             try:
-                # In slices: else a Ctrl-C just before get() waits for the next event.
-                report(bulk.on_progress, bulk.take(bulk.events.get(timeout=_CTRL_C_SLICE)))
+                # In 0.2 s slices: else a Ctrl-C just before get() waits for the next event.
+                report(bulk.on_progress, bulk.take(bulk.events.get(timeout=0.2)))
             except queue.Empty:
                 continue
         while (progress := bulk.record_next()) is not None:  # stopped: those answered before
