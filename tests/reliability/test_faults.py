@@ -514,6 +514,22 @@ async def test_a_body_trickling_in_times_out_after_the_read_timeout_in_all(
     assert server.bytes_streamed < 30  # of about 100: the client hung up
 
 
+async def test_a_body_trickling_in_through_your_own_http_client_times_out_in_all(
+    servers: FaultServers, connect: Connect, client_class: type[AnyClient]
+) -> None:
+    # httpx times each read of your http_client; the SDK bounds the body as a whole.
+    server = servers(drip(envelope_body({"translated_text": "x" * 60}), every=0.1), ok())
+    http = (httpx.Client if client_class is lingodoc.Client else httpx.AsyncClient)()
+    started = time.monotonic()
+    error = await failure_of(
+        translate(connect(server, timeout=0.5, max_retries=0, http_client=http))
+    )
+    assert type(error) is lingodoc.APITimeoutError
+    assert "the response took longer than the timeout of the attempt (0.5 s)" in str(error)
+    assert time.monotonic() - started < 3  # the whole body would take 10 s
+    await http.aclose() if isinstance(http, httpx.AsyncClient) else http.close()
+
+
 async def test_a_trickling_translate_is_retried_and_a_document_translation_is_not(
     servers: FaultServers, connect: Connect
 ) -> None:
