@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import pickle
+import traceback
 from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from email.utils import formatdate
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -587,3 +589,37 @@ async def test_repr_of_wait_errors_shows_the_translation_and_its_state(
         "WaitTimeout(translation_id='tr_2', state='processing', timeout=30.0)"
     )
     assert repr(lingodoc.WaitTimeout(None, 5.0)) == "WaitTimeout(timeout=5.0)"
+
+
+# Tracebacks: they end at the caller's line, through a few lingodoc frames -------------
+
+
+@pytest.mark.parametrize(
+    ("responses", "expected"),
+    [
+        ([(400, failure("INVALID_LANGUAGE", MESSAGE))], InvalidLanguage),
+        ([(503, failure("SERVER_ERROR"))] * 3, lingodoc.ServerError),  # after 2 retries
+    ],
+    ids=["not-retried", "retried"],
+)
+async def test_a_traceback_shows_the_callers_line_and_at_most_4_lingodoc_frames(
+    client: lingodoc.Client,
+    api: respx.MockRouter,
+    responses: list[tuple[int, Any]],
+    expected: type[APIError],
+) -> None:
+    api.post("/translate").side_effect = [httpx.Response(s, json=j) for s, j in responses]
+    try:
+        if isinstance(client, lingodoc.AsyncClient):
+            await client.translate("Hello", source_language="en", target_language="de")
+        else:
+            client.translate("Hello", source_language="en", target_language="de")
+    except expected as caught:
+        error: BaseException = caught
+    frames = traceback.extract_tb(error.__traceback__)
+    assert frames[0].name == "test_a_traceback_shows_the_callers_line_and_at_most_4_lingodoc_frames"
+    assert "client.translate(" in (frames[0].line or "")
+    below = [Path(frame.filename) for frame in frames[1:]]
+    assert 1 <= len(below) <= 4
+    assert all(path.parent.name == "lingodoc" for path in below), below  # no tenacity, no
+    # concurrent.futures, no httpx: every frame under the caller's is the SDK's own

@@ -142,10 +142,9 @@ class Origin:
 class _Result(BaseModel, extra="allow"):
     """A result; the rate limit, request id and response are properties, not fields."""
 
-    # A slot, not a pydantic private attribute (set up on every validation).
+    # A slot, not a pydantic private attribute (set up on every validation); not annotated,
+    # or type checkers would take it for a field the constructor requires.
     __slots__ = ("_origin",)
-    if TYPE_CHECKING:
-        _origin: Origin
     _NO_ORIGIN: ClassVar[Origin] = Origin(None, None)
 
     @property

@@ -26,6 +26,16 @@ def on_status(status: lingodoc.TranslationStatus) -> None:
     assert_type(status.progress, int)
 
 
+def results_built_by_hand() -> None:
+    # As a user's own tests build them: the fields are the constructor's arguments.
+    status = lingodoc.TranslationStatus(translation_id="tr_1", status="completed", progress=100)
+    assert_type(status.rate_limit, lingodoc.RateLimit | None)
+    text = lingodoc.TextTranslation(
+        translated_text="Hallo", source_language="en", target_language="de"
+    )
+    assert_type(text.translated_text, str)
+
+
 def on_bulk(progress: lingodoc.BulkProgress) -> None:
     assert_type(progress.done, int)
     assert_type(progress.total, int)
