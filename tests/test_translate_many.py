@@ -130,9 +130,10 @@ def interrupter(press: Callable[[], None], handler: Any = None) -> Iterator[thre
         signal.signal(signal.SIGINT, previous)
 
 
-def threads_and_tasks() -> tuple[int, int]:
-    """Threads alive and tasks running (asyncio or trio)."""
-    return threading.active_count(), running_tasks()
+def threads_and_tasks() -> tuple[set[threading.Thread], int]:
+    """The SDK's threads alive (not those of other tests, which may end meanwhile), and the
+    tasks running (asyncio or trio)."""
+    return {t for t in threading.enumerate() if t.name.startswith("lingodoc")}, running_tasks()
 
 
 class CountingEmulator(Emulator):
