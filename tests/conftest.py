@@ -13,8 +13,10 @@ A module over real sockets marked ``aiohttp`` runs its ``client_class`` tests a 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -53,10 +55,16 @@ async def call(
     return result
 
 
+@functools.cache
+def default_ssl_context() -> ssl.SSLContext:
+    """httpx's default SSL context, made once: each httpx client would load the CA bundle again."""
+    return httpx.create_ssl_context()
+
+
 def http_client_for(client_class: type[Any], **options: Any) -> httpx.Client | httpx.AsyncClient:
     """An httpx client of the kind ``client_class`` (Client or AsyncClient) takes."""
     kind = httpx.AsyncClient if issubclass(client_class, lingodoc.AsyncClient) else httpx.Client
-    return kind(**options)
+    return kind(**{"verify": default_ssl_context(), **options})
 
 
 def sent_json(route: respx.Route) -> Any:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import lingodoc
-from tests.conftest import API_KEY, call, close
+from tests.conftest import API_KEY, call, close, default_ssl_context
 from tests.reliability.fault_server import FaultServers, envelope_body, status
 
 pytestmark = pytest.mark.aiohttp  # client_class runs on DefaultAioHttpClient too
@@ -38,9 +38,13 @@ def http_client_for(
     transport: httpx.MockTransport | None = None,
 ) -> httpx.Client | httpx.AsyncClient:
     """A caller's own http client for ``client_class``, following redirects or not."""
-    if client_class is lingodoc.Client:
-        return httpx.Client(follow_redirects=follow_redirects, timeout=5.0, transport=transport)
-    return httpx.AsyncClient(follow_redirects=follow_redirects, timeout=5.0, transport=transport)
+    kind = httpx.Client if client_class is lingodoc.Client else httpx.AsyncClient
+    return kind(  # type: ignore[no-any-return]
+        follow_redirects=follow_redirects,
+        timeout=5.0,
+        transport=transport,
+        verify=default_ssl_context(),
+    )
 
 
 async def close_http(http: httpx.Client | httpx.AsyncClient) -> None:
