@@ -39,7 +39,7 @@ def http_client_for(
 ) -> httpx.Client | httpx.AsyncClient:
     """A caller's own http client for ``client_class``, following redirects or not."""
     kind = httpx.Client if client_class is lingodoc.Client else httpx.AsyncClient
-    return kind(  # type: ignore[no-any-return]
+    return kind(
         follow_redirects=follow_redirects,
         timeout=5.0,
         transport=transport,
