@@ -1,8 +1,7 @@
 """Every example runs as a user runs it: in a subprocess, with no LINGODOC_* variables set.
 
 With no configuration, each example starts the emulator by itself; these tests check that it
-finishes in time, writes nothing to stderr, and prints what it is meant to show. The quickstart
-is run by tests/integration/test_examples.py.
+finishes in time, writes nothing to stderr, and prints what it is meant to show.
 """
 
 from __future__ import annotations
@@ -44,6 +43,19 @@ def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr == ""
     return result
+
+
+def test_quickstart_runs_against_the_emulator_it_starts_itself() -> None:
+    out = run(str(EXAMPLES / "quickstart.py")).stdout
+    for shown in (
+        "started the emulator at http://127.0.0.1:",
+        "'Hello world' -> 'Hallo Welt'",
+        "['Bienvenue', 'Mon ami', 'Merci']",
+        "completed 100%",
+        "InvalidLanguage: INVALID_LANGUAGE (400)",
+        "requests left",
+    ):
+        assert shown in out, out
 
 
 def test_async_batch() -> None:
@@ -177,11 +189,9 @@ def test_tiny_app_tests_pass_with_the_lingodoc_fixtures() -> None:
     "example", sorted(path.relative_to(ROOT).as_posix() for path in EXAMPLES.rglob("*.py"))
 )
 def test_every_example_is_run_by_a_test(example: str) -> None:
-    tests = (
-        (ROOT / "tests" / "integration" / "test_examples.py").read_text(encoding="utf-8")
-        + Path(__file__).read_text(encoding="utf-8")
-        + (Path(__file__).parent / "test_web_service_example.py").read_text(encoding="utf-8")
-    )
+    tests = Path(__file__).read_text(encoding="utf-8") + (
+        Path(__file__).parent / "test_web_service_example.py"
+    ).read_text(encoding="utf-8")
     name = Path(example).name
     covered = name in tests or example.startswith("examples/tiny_app/tests/")
     assert covered, f"{example} is not run by any test"
