@@ -15,8 +15,8 @@ session either, and CI does not run it.
 `nox -s tests` runs the suite on every Python that pyproject.toml declares (its
 `Programming Language :: Python :: 3.X` classifiers) and skips, saying so, each one this machine
 does not have. `nox -s lowest` runs it with the lowest versions the package declares of httpx,
-pydantic and tenacity, on the oldest declared Python found. CI (.ci/run) runs both; see
-docs/contributing.md for what is tested where.
+pydantic and tenacity (and the examples' fastapi and uvicorn), on the oldest declared Python
+found. CI (.ci/run) runs both; see docs/contributing.md for what is tested where.
 """
 
 from __future__ import annotations
@@ -55,6 +55,10 @@ FLOORED = ("httpx", "pydantic", "tenacity")
 # newer anyio (the test group's), so `lowest` then installs the floor and runs the tests
 # that drive trio and asyncio themselves (tests/test_trio.py, an async example).
 FLOORED_APART = ("anyio",)
+# The examples' own dependencies (the `examples` group, which the `test` group includes): their
+# floors are installed too, or pip would pick the newest FastAPI that lets pydantic 2.6 in, not
+# one that was tested with it.
+FLOORED_EXAMPLES = ("fastapi", "uvicorn")
 
 
 def group(*names: str) -> tuple[str, ...]:
@@ -62,10 +66,13 @@ def group(*names: str) -> tuple[str, ...]:
     return nox.project.dependency_groups(PYPROJECT, *names)
 
 
-def floors(names: tuple[str, ...] = FLOORED) -> list[str]:
-    """``name==X`` for each dependency of ``names``, from its ``>=X`` in pyproject.toml."""
+def floors(names: tuple[str, ...] = FLOORED, requirements: tuple[str, ...] = ()) -> list[str]:
+    """``name==X`` for each of ``names``, from its ``>=X`` in pyproject.toml.
+
+    The ``>=X`` is read from ``requirements``, by default the package's dependencies.
+    """
     pins = {}
-    for line in PYPROJECT["project"]["dependencies"]:
+    for line in requirements or PYPROJECT["project"]["dependencies"]:
         requirement = Requirement(line)
         name = canonicalize_name(requirement.name)
         for specifier in requirement.specifier:
@@ -105,14 +112,15 @@ def tests(session: nox.Session) -> None:
 def lowest(session: nox.Session) -> None:
     """Run the test suite with the lowest declared httpx, pydantic and tenacity; then anyio's.
 
-    The pins are the ``>=`` floors of pyproject.toml's dependencies, so the floors
-    cannot drift from what is tested. Their own dependencies (httpcore, pydantic-core)
-    are those the floors require. It runs on the oldest declared Python found, since
-    old releases publish no wheels for the newest Pythons. Arguments after -- go to pytest.
+    The pins are the ``>=`` floors of pyproject.toml's dependencies (and of the examples'
+    fastapi and uvicorn, in its ``examples`` group), so the floors cannot drift from what
+    is tested. Their own dependencies (httpcore, pydantic-core, starlette) are those the
+    floors require. It runs on the oldest declared Python found, since old releases
+    publish no wheels for the newest Pythons. Arguments after -- go to pytest.
     """
-    pins = floors()
+    pins = [*floors(), *floors(FLOORED_EXAMPLES, group("examples"))]
     session.install("-e", ".", *group("test"), *pins)
-    names = [*FLOORED, "httpcore", "pydantic-core"]
+    names = [*FLOORED, "httpcore", "pydantic-core", *FLOORED_EXAMPLES, "starlette"]
     show = f"import importlib.metadata as m; print(*[n + '==' + m.version(n) for n in {names!r}])"
     session.run("python", "-c", show)
     session.run("python", "-m", "pip", "check")

@@ -6,17 +6,13 @@ finishes in time, writes nothing to stderr, and prints what it is meant to show.
 
 from __future__ import annotations
 
+import json
 import os
-import queue
 import re
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,70 +100,17 @@ def test_error_handling() -> None:
     assert "ld_this_key_does_not_exist" not in out  # the key is never shown
 
 
-def read_lines(stream: object, lines: queue.Queue[str]) -> None:
-    for line in stream:  # type: ignore[attr-defined]
-        lines.put(line)
-
-
-def next_line(lines: queue.Queue[str], starting: str, deadline: float) -> str:
-    seen = []
-    while True:
-        try:
-            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            raise AssertionError(f"no line starting {starting!r} in time; got {seen}") from None
-        if line.startswith(starting):
-            return line
-        seen.append(line)
-
-
-def test_web_service_serves_translations_until_interrupted() -> None:
-    lines: queue.Queue[str] = queue.Queue()
-    with subprocess.Popen(
-        [sys.executable, str(EXAMPLES / "web_service.py"), "--port", "0"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=clean_env(),
-    ) as process:
-        reader = threading.Thread(target=read_lines, args=(process.stdout, lines), daemon=True)
-        reader.start()
-        try:
-            serving = next_line(lines, "Serving on http://127.0.0.1:", time.monotonic() + TIMEOUT)
-            url = serving.split()[2]
-            with httpx.Client(base_url=url, timeout=10) as http:
-                ok = http.post("/translate", json={"text": "Hello world", "to": "de"})
-                assert ok.status_code == 200
-                assert ok.json() == {
-                    "translated_text": "Hallo Welt",
-                    "source_language": "en",
-                    "target_language": "de",
-                }
-                refused = http.post("/translate", json={"text": "Hello", "to": "xx"})
-                assert refused.status_code == 400
-                assert refused.json()["code"] == "INVALID_LANGUAGE"
-                assert http.get("/health").json() == {"ok": True}
-        finally:
-            stop(process)
-            reader.join(timeout=TIMEOUT)
-    rest = []
-    while not lines.empty():
-        rest.append(lines.get())
-    assert process.returncode == 0, rest
-    assert rest == ["Stopped.\n"]
-
-
-def stop(process: subprocess.Popen[str]) -> None:
-    """Interrupt the process as Ctrl-C would, and wait for it (kill it if it hangs)."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT if os.name == "posix" else signal.SIGTERM)
-    try:
-        process.wait(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=TIMEOUT)
-        raise
+def test_web_service_answers_itself_over_uvicorn_and_stops() -> None:
+    out = run(str(EXAMPLES / "web_service.py")).stdout  # and uvicorn logged nothing to stderr
+    assert out.startswith("LINGODOC_API_KEY / LINGODOC_BASE_URL not set: using the emulator")
+    asked = re.findall(r"POST http://127\.0\.0\.1:\d+/translate (.*)\n  -> (\d+) (.*)", out)
+    [(german, ok, translated), (unknown, refused, why)] = asked
+    assert json.loads(german) == {"text": "Hello world", "source": "en", "target": "de"}
+    assert (ok, json.loads(translated)) == ("200", {"translation": "Hallo Welt"})
+    assert json.loads(unknown)["target"] == "xx"
+    assert refused == "422"
+    assert "'xx' is not a supported language" in json.loads(why)["detail"]
+    assert out.endswith("Stopped.\n")
 
 
 def test_tiny_app_runs() -> None:
