@@ -61,6 +61,53 @@ def test_a_malformed_language_is_refused_in_the_terms_of_the_command_line(
     assert emulator.requests == []
 
 
+@pytest.mark.parametrize("code", ["de", "DE", "De", " de", "de ", "deu", "d\u00e9", "d1"])
+def test_a_language_code_follows_the_sdks_one_rule_in_every_command(
+    cli: RunCLI, server: EmulatorServer, emulator: Emulator, code: str
+) -> None:
+    # The SDK's rule, in every command: two ASCII letters, upper case folded to lower case,
+    # anything else refused before sending, in the same words (in the command line's terms).
+    with lingodoc.Client(server.api_key, base_url=server.base_url) as client:
+        try:
+            result = client.translate("Hello", source_language="en", target_language=code)
+        except lingodoc.InvalidLanguage as refused:
+            assert refused.status_code is None  # locally
+            expected = (
+                2,
+                "",
+                "lingodoc: error: " + refused.message.replace("target_language", "--to"),
+            )
+        else:
+            assert result.target_language == "de"
+            expected = (0, f"{result.translated_text}\n", "")
+    emulator.requests.clear()
+    for command in (["translate", "Hello"], ["batch", "-", "-q"], ["document", "doc_welcome"]):
+        run = cli(*command, "--to", code, stdin="Hello\n")
+        if expected[0] == 0:
+            assert run.code == 0, run.err
+            if command[0] != "document":
+                assert run.out == expected[1], command
+        else:
+            assert (run.code, run.out, run.error) == expected, command
+    if expected[0] != 0:
+        assert emulator.requests == []
+
+
+def test_an_unsupported_language_has_one_hint_that_agrees_with_the_local_rule(
+    cli: RunCLI,
+) -> None:
+    run = cli("translate", "Hello", "--to", "xx")
+    assert (run.code, run.out) == (1, "")
+    assert re.fullmatch(
+        r"lingodoc: error: Field 'target_language': 'xx' is not a supported language "
+        r"\(400 INVALID_LANGUAGE, request req_\w+\); use a two-letter ISO 639-1 code the "
+        r"service supports, such as 'en'",
+        run.error,
+    ), run.error
+    assert run.error.count("ISO 639-1") == 1
+    assert run.error.count("use ") == 1
+
+
 def test_an_unreadable_file(cli: RunCLI, tmp_path: Path) -> None:
     run = cli("batch", str(tmp_path / "missing.txt"), "--to", "de")
     assert run.code == 2
@@ -168,12 +215,6 @@ def test_unknown_translation(cli: RunCLI, command: str) -> None:
     run = cli(command, "tr_nope")
     assert run.code == 1
     assert run.error.startswith("lingodoc: error: no translation 'tr_nope' (404 NOT_FOUND")
-
-
-def test_an_unsupported_language(cli: RunCLI) -> None:
-    run = cli("translate", "Hello", "--to", "xx")
-    assert run.code == 1
-    assert "INVALID_LANGUAGE" in run.error
 
 
 def test_a_server_error_says_to_try_again(cli: RunCLI, emulator: Emulator) -> None:

@@ -159,7 +159,10 @@ def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[i
         hint = "`lingodoc documents` lists them"
         return EXIT_API_ERROR, f"no document {args.document_id!r} ({what}); {hint}"
     advice = {
-        lingodoc.InvalidLanguage: "use a two-letter code the service supports",
+        # In the terms of the local check ("--to must be a two-letter ISO 639-1 code such
+        # as 'en'"), which this code passed: what is left is whether the service has it.
+        lingodoc.InvalidLanguage: "use a two-letter ISO 639-1 code the service supports, "
+        "such as 'en'",
         lingodoc.ServerError: "try again later",
         lingodoc.UnexpectedResponse: f"is {BASE_URL_ENV} the service's address up to /v1?",
         lingodoc.NotFound: f"is {BASE_URL_ENV} the service's address up to /v1?",
