@@ -544,8 +544,12 @@ def test_a_file_it_cannot_translate_is_refused_before_any_request(
 ) -> None:
     (tmp_path / name).write_text(content, encoding="utf-8")
     run = cli("batch", str(tmp_path / name), "--to", "de", *args)
-    assert (run.code, run.out) == (2, "")
+    assert run.code == 2
     assert run.error.startswith(f"lingodoc: error: {message}"), run.error
+    if "--json" in args:  # the error on stdout too
+        assert json.loads(run.out)["message"] == run.error.removeprefix("lingodoc: error: ")
+    else:
+        assert run.out == ""
     assert emulator.requests == []
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no checkpoint left behind
 

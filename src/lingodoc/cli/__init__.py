@@ -8,6 +8,7 @@ argparse), so the SDK stays light for applications that never use the command li
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -21,6 +22,7 @@ from lingodoc.cli._errors import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     Kept,
+    as_json,
     explain,
 )
 from lingodoc.cli._parser import build_parser, settle_timeouts
@@ -142,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         code, message = explain(exc, args, base_url)
         if args.verbose:
             _print_traceback(exc)
-        # On one line, what the server said in it inert: its line breaks become spaces.
-        print(f"lingodoc: error: {visible(' '.join(message.split()))}", file=sys.stderr)
+        message = " ".join(message.split())  # one line: the server's line breaks as spaces
+        if args.json:  # for scripts, on stdout, where the result would have been
+            with contextlib.suppress(OSError):  # a reader gone: stderr still says it
+                print(as_json(exc, message), flush=True)
+        print(f"lingodoc: error: {visible(message)}", file=sys.stderr)  # what it sent, inert
         return code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -87,6 +88,28 @@ def rate_limit_stop(exc: lingodoc.RateLimited, kept: Kept) -> str:
         f"kept in {kept.checkpoint}; {when}: then add --resume to the same command "
         "(or --wait-for-rate-limit to wait for the reset)"
     )
+
+
+def as_json(exc: Exception, message: str) -> str:
+    """Return the error as ``--json`` prints it on stdout: one object, for scripts to parse.
+
+    Args:
+        exc: The error.
+        message: The one line `explain` made of it, also printed on stderr.
+
+    Returns:
+        ``{"code", "message", "request_id", "status"}`` in ASCII JSON: the service's error
+        code (or the SDK's, such as ``INVALID_LANGUAGE`` for a code refused before sending),
+        the message, the request id and the HTTP status, each ``null`` where there is none.
+    """
+    api = exc if isinstance(exc, lingodoc.APIError) else None
+    error = {
+        "code": api.code if api else None,
+        "message": message,
+        "request_id": api.request_id if api else None,  # as the SDK gives it: never the key
+        "status": api.status_code if api else None,
+    }
+    return json.dumps(error, indent=2)
 
 
 def explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[int, str]:
