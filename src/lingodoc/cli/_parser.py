@@ -30,6 +30,9 @@ exit codes:
 """
 
 
+_SEE_TOP = "environment variables and exit codes: lingodoc --help"
+
+
 def _seconds(value: str) -> float:
     try:
         seconds = float(value)
@@ -104,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands.required = True
 
     def command(name: str, summary: str, handler: _commands.Handler, *, wait: bool = False) -> Any:
-        sub = commands.add_parser(name, help=summary, description=summary, epilog=EPILOG, **raw)
+        # The environment and the exit codes are the same for every command: said once.
+        sub = commands.add_parser(name, help=summary, description=summary, epilog=_SEE_TOP, **raw)
         sub.set_defaults(handler=handler)
         if wait:
             limit = "stop waiting after S seconds in all: exit code 4, and the translation "
