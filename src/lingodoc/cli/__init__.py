@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     if deprecated is not None:
         print(f"lingodoc: warning: {deprecated}", file=sys.stderr)
     if args.command == "emulator":
-        return run_emulator(args, extra)
+        return run_emulator(extra)
 
     base_url = args.base_url or os.environ.get(BASE_URL_ENV, "").strip()
     handler: Handler = args.handler

@@ -383,12 +383,11 @@ def documents(client: lingodoc.Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_emulator(args: argparse.Namespace, extra: list[str]) -> int:
+def run_emulator(extra: list[str]) -> int:
     # Imported here: only this command needs the emulator (and http.server).
     from lingodoc.emulator.__main__ import main as emulator_main
 
     try:
-        argv = ["--host", args.host, "--port", args.port, *extra]
-        return emulator_main(argv, prog="lingodoc emulator")
+        return emulator_main(extra, prog="lingodoc emulator")
     except SystemExit as exc:  # its own parser refused an option, and said why
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
