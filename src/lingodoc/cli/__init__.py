@@ -8,7 +8,6 @@ argparse), so the SDK stays light for applications that never use the command li
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import sys
@@ -146,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
             _print_traceback(exc)
         message = " ".join(message.split())  # one line: the server's line breaks as spaces
         if args.json:  # for scripts, on stdout, where the result would have been
-            with contextlib.suppress(OSError):  # a reader gone: stderr still says it
+            try:
                 print(as_json(exc, message), flush=True)
+            except OSError:  # the reader is gone: stderr still says it, and exit is quiet
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         print(f"lingodoc: error: {visible(message)}", file=sys.stderr)  # what it sent, inert
         return code
