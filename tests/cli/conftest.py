@@ -107,10 +107,13 @@ def text(printed: bytes) -> str:
 @pytest.fixture
 def cli(env: dict[str, str]) -> RunCLI:
     """Run `lingodoc ARGS` against the emulator, in a process of its own; ``env=`` replaces
-    the environment."""
+    the environment, ``timeout=`` (seconds) fails a run that hangs rather than wait for it."""
 
-    def run(*args: str, stdin: str | None = None, env: dict[str, str] = env) -> Run:
-        code, out, err = run_forked(list(args), env=env, stdin=(stdin or "").encode())
+    def run(
+        *args: str, stdin: str | None = None, env: dict[str, str] = env, timeout: float = 20
+    ) -> Run:
+        stdin_bytes = (stdin or "").encode()
+        code, out, err = run_forked(list(args), env=env, stdin=stdin_bytes, timeout=timeout)
         return Run(code, text(out), text(err))
 
     return run

@@ -467,7 +467,10 @@ FIRST = '{"text": "ok"}\n'
         ("jsonl", FIRST + '{"text": {"en": "a"}}\n',
          "line 2: the field 'text' is an object, not a string"),
         ("jsonl", FIRST + '{"text": "a"\n',
-         "line 2: not JSON (Expecting ',' delimiter at column 13)"),
+         "line 2: not valid JSON (Expecting ',' delimiter at column 13)"),
+        ("jsonl", FIRST + "[" * 100_000 + "\n", "line 2: not valid JSON (nested too deeply)"),
+        ("jsonl", FIRST + '{"text": "a", "x": ' + "[" * 100_000 + "\n",
+         "line 2: not valid JSON (nested too deeply)"),
         ("jsonl", FIRST + '{"text": "' + "x" * 10_001 + '"}\n',
          "line 2: the field 'text' has 10,001 characters"),
         ("csv", "id,body\n1,a\n",
@@ -512,7 +515,7 @@ def test_jsonl_keeps_its_lines_not_parsed_objects() -> None:
         ("c.jsonl", '{"text": "a"}\n\n{"text": 5}\n', (),
          "line 3: the field 'text' is a number, not a string; nothing was sent"),
         ("c.jsonl", '{"text": "a"}\nnot json\n{"text": null}\n', (),
-         "line 2: not JSON (Expecting value at column 1) (and 1 more record refused); "
+         "line 2: not valid JSON (Expecting value at column 1) (and 1 more record refused); "
          "nothing was sent"),
         ("c.csv", "id,text\n1,ok\n2," + "x" * 10_001 + "\n", (),
          "line 3: the cell 'text' has 10,001 characters; the limit is 10,000: split it; "
@@ -541,8 +544,12 @@ def test_a_file_it_cannot_translate_is_refused_before_any_request(
 ) -> None:
     (tmp_path / name).write_text(content, encoding="utf-8")
     run = cli("batch", str(tmp_path / name), "--to", "de", *args)
-    assert (run.code, run.out) == (2, "")
+    assert run.code == 2
     assert run.error.startswith(f"lingodoc: error: {message}"), run.error
+    if "--json" in args:  # the error on stdout too
+        assert json.loads(run.out)["message"] == run.error.removeprefix("lingodoc: error: ")
+    else:
+        assert run.out == ""
     assert emulator.requests == []
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no checkpoint left behind
 
@@ -628,6 +635,113 @@ def test_an_earlier_checkpoint_without_resume_is_refused(
     )
     assert emulator.requests == []
     assert checkpoint.read_text(encoding="utf-8") == "work of an earlier run\n"
+
+
+# The pairs of files of a run that are one file, and how they are made one.
+ONE_FILE = [
+    ("--output", "the checkpoint", "path"),  # which left no output at all, and exit code 0
+    ("--output", "the checkpoint", "symlink"),
+    ("--output", "the checkpoint", "hard link"),
+    ("the input", "--output", "path"),
+    ("the input", "the checkpoint", "symlink"),
+    ("the input", "the checkpoint", "hard link"),
+]
+
+
+@pytest.mark.parametrize(("first", "second", "how"), ONE_FILE)
+def test_input_output_or_checkpoint_that_are_one_file_are_refused_before_any_request(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path, first: str, second: str, how: str
+) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("Hello\n", encoding="utf-8")
+    paths = {"the input": source, "--output": tmp_path / "out.txt"}
+    target = paths[first]
+    if how == "hard link":
+        if not target.exists():
+            target.write_text("an earlier output\n", encoding="utf-8")
+        paths[second] = tmp_path / "linked"
+        os.link(target, paths[second])
+    elif how == "symlink":
+        paths[second] = tmp_path / "linked"
+        paths[second].symlink_to(target)  # dangling, for a file not made yet
+    else:
+        paths[second] = target
+    before = {path: path.read_bytes() for path in tmp_path.iterdir() if path.is_file()}
+    options = {"--output": "-o", "the checkpoint": "--checkpoint"}
+    given = [arg for name in options if name in paths for arg in (options[name], str(paths[name]))]
+    run = cli("batch", str(source), "--to", "de", *given)
+    assert (run.code, run.out) == (2, "")
+    assert run.error == (
+        f"lingodoc: error: {first} {paths[first]} and {second} {paths[second]} are the same "
+        "file: give each a path of its own"
+    )
+    assert emulator.requests == []
+    assert {path: path.read_bytes() for path in tmp_path.iterdir() if path.is_file()} == before
+
+
+@pytest.mark.parametrize("resume", [False, True])
+@pytest.mark.parametrize("kind", ["a directory", "a named pipe"])
+def test_a_checkpoint_that_is_not_a_regular_file_is_refused_without_opening_it(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path, kind: str, resume: bool
+) -> None:
+    if kind == "a named pipe" and not hasattr(os, "mkfifo"):
+        pytest.skip("named pipes are POSIX")
+    source, checkpoint = tmp_path / "in.txt", tmp_path / "run.checkpoint"
+    source.write_text("Hello\n", encoding="utf-8")
+    if kind == "a directory":
+        checkpoint.mkdir()
+    else:
+        os.mkfifo(checkpoint)  # opened to read, it would wait for a writer: forever
+    args = ("batch", str(source), "--to", "de", "--checkpoint", str(checkpoint))
+    run = cli(*args, *(["--resume"] if resume else []), timeout=10)
+    assert (run.code, run.out) == (2, "")
+    assert run.error == (
+        f"lingodoc: error: the checkpoint {checkpoint} is {kind}, not a regular file: "
+        "give another path"
+    )
+    assert emulator.requests == []
+
+
+def test_an_output_that_is_not_a_regular_file_is_refused_before_any_request(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    # Renamed over at the end, a directory would fail only then; a device would be replaced.
+    source, out = tmp_path / "in.txt", tmp_path / "out"
+    source.write_text("Hello\n", encoding="utf-8")
+    out.mkdir()
+    run = cli("batch", str(source), "--to", "de", "-o", str(out))
+    assert (run.code, run.out) == (2, "")
+    assert run.error == (
+        f"lingodoc: error: --output {out} is a directory, not a regular file: give another path"
+    )
+    assert emulator.requests == []
+
+
+def test_a_second_run_on_a_checkpoint_in_use_is_refused_until_the_first_ends(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    fcntl = pytest.importorskip("fcntl")
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("Hello\n", encoding="utf-8")
+    checkpoint = tmp_path / "out.txt.checkpoint"
+    args = ("batch", str(source), "--to", "de", "-o", str(out), "-q")
+    with open(f"{checkpoint}.lock", "w") as lock:  # held, as a run still going holds it
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        run = cli(*args)
+        refused = cli(*args, "--resume")
+    for stopped in (run, refused):
+        assert (stopped.code, stopped.out) == (2, "")
+        assert stopped.error == (
+            f"lingodoc: error: another `lingodoc batch` is running with the checkpoint "
+            f"{checkpoint}: wait for it to end, or give this one other files"
+        )
+    assert emulator.requests == []
+    # The lock file left behind, held by no process (as after a kill), keeps no one out;
+    # the run removes it as it ends.
+    run = cli(*args)
+    assert run.code == 0, run.err
+    assert out.read_text(encoding="utf-8") == "Hallo\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt", "out.txt"]
 
 
 @pytest.mark.parametrize(
@@ -1033,6 +1147,8 @@ def test_a_checkpoint_of_another_run_is_refused(
         ('{"i": 9, "t": "a"}\n', "damaged at line 2 (not a translation of this input)"),
         ('{"i": true, "t": "a"}\n', "damaged at line 2 (not a translation of this input)"),
         ('{"i": 0}\n', "damaged at line 2 (not a translation)"),
+        ("[" * 100_000 + "\n", "damaged at line 2 (not a translation)"),
+        ('{"i": 0, "t": "a"}\n' + '{"i": ' * 100_000 + "\n", "damaged at line 3"),
     ],
 )
 def test_a_damaged_checkpoint_is_refused(tmp_path: Path, content: str, why: str) -> None:
@@ -1042,11 +1158,31 @@ def test_a_damaged_checkpoint_is_refused(tmp_path: Path, content: str, why: str)
         Checkpoint.resume(str(path), HEADER)
 
 
-def test_a_file_that_is_not_a_checkpoint_is_not_taken_for_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("first_line", ["my notes", "[" * 100_000])
+def test_a_file_that_is_not_a_checkpoint_is_not_taken_for_one(
+    tmp_path: Path, first_line: str
+) -> None:
     path = tmp_path / "notes.txt"
-    path.write_text("my notes\n", encoding="utf-8")
+    path.write_text(first_line + "\n", encoding="utf-8")
     with pytest.raises(UsageError, match="is not a checkpoint of `lingodoc batch`"):
         Checkpoint.resume(str(path), HEADER)
+
+
+def test_the_checkpoint_is_made_aside_without_following_a_planted_symlink(
+    tmp_path: Path,
+) -> None:
+    path, victim = tmp_path / "c.checkpoint", tmp_path / "victim"
+    victim.write_text("precious\n", encoding="utf-8")
+    planted = Path(f"{path}.{os.getpid()}.tmp")  # the name earlier versions wrote the header to
+    planted.symlink_to(victim)
+    Checkpoint.create(str(path), HEADER).close()
+    assert victim.read_text(encoding="utf-8") == "precious\n"
+    assert not path.is_symlink()
+    assert read(str(path), HEADER.total)[0]["target"] == "de"
+    assert planted.is_symlink()  # left as it was, and no temporary file left beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [path.name, victim.name, planted.name]
+    )
 
 
 def test_finished_is_a_mapping_of_earlier_and_new_translations(tmp_path: Path) -> None:

@@ -151,6 +151,24 @@ def test_every_command_has_help_naming_the_variables(
     assert "LINGODOC_BASE_URL" in text
 
 
+@pytest.mark.parametrize(
+    "command", ["translate", "batch", "document", "status", "wait", "documents", "emulator"]
+)
+def test_the_environment_and_exit_codes_are_in_the_top_level_help_only(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "\nexit codes:\n" not in text
+    assert "LINGODOC_LOG" not in text
+    assert "130  interrupted" not in text
+    if command != "emulator":
+        assert text.rstrip().endswith("environment variables and exit codes: lingodoc --help")
+    assert main(["--help"]) == 0
+    text = capsys.readouterr().out
+    assert (text.count("\nexit codes:\n"), text.count("LINGODOC_LOG")) == (1, 1)
+
+
 def test_the_help_of_wait_for_rate_limit_sets_no_limit_it_does_not_keep(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -59,6 +60,49 @@ def test_a_malformed_language_is_refused_in_the_terms_of_the_command_line(
     assert run.code == 2
     assert run.error.startswith("lingodoc: error: --to must be a two-letter ISO 639-1 code")
     assert emulator.requests == []
+
+
+@pytest.mark.parametrize("code", ["de", "DE", "De", " de", "de ", "deu", "d\u00e9", "d1"])
+def test_a_language_code_follows_the_sdks_one_rule_in_every_command(
+    cli: RunCLI, server: EmulatorServer, emulator: Emulator, code: str
+) -> None:
+    # The SDK's rule, in every command: two ASCII letters, upper case folded to lower case,
+    # anything else refused before sending, in the same words (in the command line's terms).
+    refused: lingodoc.InvalidLanguage | None = None
+    with lingodoc.Client(server.api_key, base_url=server.base_url) as client:
+        try:
+            result = client.translate("Hello", source_language="en", target_language=code)
+        except lingodoc.InvalidLanguage as error:
+            refused = error
+    emulator.requests.clear()
+    for command in (["translate", "Hello"], ["batch", "-", "-q"], ["document", "doc_welcome"]):
+        run = cli(*command, "--to", code, stdin="Hello\n")
+        if refused is None:
+            assert result.target_language == "de"
+            assert run.code == 0, run.err
+            if command[0] != "document":
+                assert run.out == f"{result.translated_text}\n", command
+        else:
+            assert refused.status_code is None  # locally
+            message = refused.message.replace("target_language", "--to")
+            assert (run.code, run.out, run.error) == (2, "", f"lingodoc: error: {message}")
+    if refused is not None:
+        assert emulator.requests == []
+
+
+def test_an_unsupported_language_has_one_hint_that_agrees_with_the_local_rule(
+    cli: RunCLI,
+) -> None:
+    run = cli("translate", "Hello", "--to", "xx")
+    assert (run.code, run.out) == (1, "")
+    assert re.fullmatch(
+        r"lingodoc: error: Field 'target_language': 'xx' is not a supported language "
+        r"\(400 INVALID_LANGUAGE, request req_\w+\); use a two-letter ISO 639-1 code the "
+        r"service supports, such as 'en'",
+        run.error,
+    ), run.error
+    assert run.error.count("ISO 639-1") == 1
+    assert run.error.count("use ") == 1
 
 
 def test_an_unreadable_file(cli: RunCLI, tmp_path: Path) -> None:
@@ -170,12 +214,6 @@ def test_unknown_translation(cli: RunCLI, command: str) -> None:
     assert run.error.startswith("lingodoc: error: no translation 'tr_nope' (404 NOT_FOUND")
 
 
-def test_an_unsupported_language(cli: RunCLI) -> None:
-    run = cli("translate", "Hello", "--to", "xx")
-    assert run.code == 1
-    assert "INVALID_LANGUAGE" in run.error
-
-
 def test_a_server_error_says_to_try_again(cli: RunCLI, emulator: Emulator) -> None:
     emulator.inject("server_error", times=3)
     run = cli("documents", "--max-retries", "0")
@@ -198,6 +236,30 @@ def test_verbose_shows_the_traceback_and_the_requests(cli: RunCLI) -> None:
     assert "Traceback" in run.err
     assert "GET /translations/tr_nope -> 404" in run.err
     assert run.err.splitlines()[-1].startswith("lingodoc: error: no translation 'tr_nope'")
+
+
+@pytest.mark.parametrize(
+    ("args", "exit_code", "code", "status"),
+    [
+        (["translate", "Hello", "--to", "xx"], 1, "INVALID_LANGUAGE", 400),
+        (["--api-key", BAD_KEY, "documents"], 1, "UNAUTHORIZED", 401),
+        (["status", "tr_nope", "--json"], 1, "NOT_FOUND", 404),  # --json after the command
+        (["translate", "Hello", "--to", "deu"], 2, "INVALID_LANGUAGE", None),  # refused locally
+        (["batch", "-", "--to", "de", "--format", "csv"], 2, None, None),  # not the service's
+    ],
+)
+def test_with_json_an_error_is_one_json_object_on_stdout_too(
+    cli: RunCLI, args: list[str], exit_code: int, code: str | None, status: int | None
+) -> None:
+    run = cli(*(args if "--json" in args else ["--json", *args]), stdin="")
+    assert run.code == exit_code, run.err
+    error = json.loads(run.out)
+    assert sorted(error) == ["code", "message", "request_id", "status"]
+    assert (error["code"], error["status"]) == (code, status)
+    assert (error["request_id"] or "req_").startswith("req_")
+    assert (error["request_id"] is None) == (status is None)
+    assert run.error == f"lingodoc: error: {error['message']}"  # and the same on stderr
+    assert BAD_KEY[3:-4] not in run.out
 
 
 # -- the translation: exit codes 3 and 4 -------------------------------------------------------
@@ -230,8 +292,14 @@ def test_document_wait_timeout(cli: RunCLI, emulator: Emulator) -> None:
     emulator.job_duration = 60
     command = ("--json", "document", "doc_welcome", "--to", "de", "--wait")
     run = cli(*command, "--wait-timeout", "0.1")
-    assert (run.code, run.out) == (4, "")
+    assert run.code == 4
     assert "did not finish within 0.1 s" in run.error
+    assert json.loads(run.out) == {  # --json: the error on stdout too, for the script
+        "code": None,
+        "message": run.error.removeprefix("lingodoc: error: "),
+        "request_id": None,
+        "status": None,
+    }
     assert "warning" not in run.err
 
 

@@ -240,6 +240,16 @@ def test_an_error_of_the_service_is_one_line_with_escapes(base_url: str) -> None
     assert error.startswith(f"lingodoc: error: {ONE_LINE} (400 E{ONE_LINE}, request req_\\x9b2J)")
 
 
+def test_with_json_an_error_of_the_service_is_escaped_json_on_stdout_too(base_url: str) -> None:
+    code, out, err = run(base_url, "--json", "status", "tr_error")
+    assert code == 1
+    assert not CONTROL.search(out)  # each a JSON escape
+    error = json.loads(out)
+    assert error["code"] == f"E{HOSTILE}"  # exactly as sent
+    assert error["message"].startswith(" ".join(HOSTILE.split()))  # on one line, as on stderr
+    assert err.startswith(f"lingodoc: error: {ONE_LINE} (400 E{ONE_LINE}, request req_\\x9b2J)")
+
+
 def test_the_verbose_traceback_shows_the_servers_message_with_escapes(base_url: str) -> None:
     code, out, err = run(base_url, "--verbose", "status", "tr_error")
     assert (code, out) == (1, "")

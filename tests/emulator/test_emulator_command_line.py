@@ -248,6 +248,36 @@ def test_bad_options_are_a_usage_error_carrying_the_command_typed(
         assert "python -m" not in err
 
 
+def descriptions(help_text: str) -> dict[str, str]:
+    """The options of a --help, each with its description (joined from its lines)."""
+    described: dict[str, str] = {}
+    option = None
+    for line in help_text.split("options:\n", 1)[1].splitlines():
+        if line.startswith("  -"):
+            names, _, text = line.strip().partition("  ")
+            option = re.findall(r"--?[\w-]+", names)[-1]  # "-h, --help", "--plan {pro,...}"
+            described[option] = text.strip()
+        elif option is not None and line.startswith("   "):
+            described[option] = f"{described[option]} {line.strip()}".strip()
+        else:
+            option = None  # the end of the options
+    return described
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_describes_every_option(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_in_process(command, ["--help"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"usage: {command} ")
+    described = descriptions(text)
+    assert {"--plan", "--seats", "--reset-style", "--rate-limit", "--api-key"} <= set(described)
+    assert all(described.values()), described
+    assert "team 5,000" in described["--plan"]
+    assert "multiply" in described["--seats"]
+    assert "X-RateLimit-Reset" in described["--reset-style"]
+    assert "LINGODOC_BASE_URL=http://127.0.0.1:8787/v1" in text  # what it prints to export
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_port_in_use_is_one_line_suggesting_port_0(
     command: str, capsys: pytest.CaptureFixture[str]

@@ -21,6 +21,7 @@ from lingodoc.cli._errors import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     Kept,
+    as_json,
     explain,
 )
 from lingodoc.cli._parser import build_parser, settle_timeouts
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     if deprecated is not None:
         print(f"lingodoc: warning: {deprecated}", file=sys.stderr)
     if args.command == "emulator":
-        return run_emulator(args, extra)
+        return run_emulator(extra)
 
     base_url = args.base_url or os.environ.get(BASE_URL_ENV, "").strip()
     handler: Handler = args.handler
@@ -142,6 +143,11 @@ def main(argv: list[str] | None = None) -> int:
         code, message = explain(exc, args, base_url)
         if args.verbose:
             _print_traceback(exc)
-        # On one line, what the server said in it inert: its line breaks become spaces.
-        print(f"lingodoc: error: {visible(' '.join(message.split()))}", file=sys.stderr)
+        message = " ".join(message.split())  # one line: the server's line breaks as spaces
+        if args.json:  # for scripts, on stdout, where the result would have been
+            try:
+                print(as_json(exc, message), flush=True)
+            except OSError:  # the reader is gone: stderr still says it, and exit is quiet
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"lingodoc: error: {visible(message)}", file=sys.stderr)  # what it sent, inert
         return code

@@ -15,7 +15,7 @@ A process killed while appending leaves at most a torn last line, which reading 
 so the file holds whole lines only, and what it did not take stays queued; Ctrl-C waits
 until an append is whole and off the queue. The file is
 created with its header whole (written aside, then renamed), so an existing checkpoint
-always says whose it is.
+always says whose it is. One run at a time uses it: a run holds ``PATH.lock`` (see `locked`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import contextlib
 import json
 import os
 import signal
+import stat
+import tempfile
 import threading
 from collections.abc import Iterator, MutableMapping
 from dataclasses import asdict, dataclass
@@ -31,8 +33,15 @@ from typing import IO, Any
 
 from lingodoc.cli._errors import CheckpointError, UsageError
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; runs there are not kept off each other's checkpoint
+    fcntl = None  # type: ignore[assignment]
+
 VERSION = 1
 _MAGIC = "lingodoc_checkpoint"
+# What json.loads raises for a line it cannot read: RecursionError for one nested too deeply.
+_UNREADABLE = (ValueError, RecursionError)
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,79 @@ class Header:
         return None
 
 
+def _not_regular(name: str, path: str, mode: int) -> UsageError:
+    kind = "a directory" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode) else ""
+    return UsageError(
+        f"{name} {path} is {kind or 'a special file'}, not a regular file: give another path"
+    )
+
+
+def refuse_special(name: str, path: str) -> None:
+    """Refuse ``path`` if it is there and is not a regular file (a directory, a named pipe).
+
+    Checked with stat, before anything opens it: opening a named pipe to read waits for a
+    writer, forever if none comes; a directory or a device would fail (or be replaced) only
+    at the end of the run.
+
+    Args:
+        name: What it is to the user, such as ``the checkpoint`` or ``--output``.
+        path: The path.
+
+    Raises:
+        UsageError: If it is not a regular file.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # not there (yet), or out of reach: what uses it says so
+        return
+    if not stat.S_ISREG(mode):
+        raise _not_regular(name, path, mode)
+
+
+@contextlib.contextmanager
+def locked(path: str) -> Iterator[None]:
+    """Hold the lock of the checkpoint ``path`` while the block runs: ``PATH.lock``, flocked.
+
+    Taken without waiting: a second run on the same checkpoint is refused, rather than mix
+    its lines with the first's or delete the file under it. The system lets go of the lock
+    when the process ends, however it ends, so the file that a killed run leaves behind
+    keeps no one out; a run that ends removes it. Without ``fcntl`` (Windows) there is no
+    lock.
+
+    Raises:
+        UsageError: If another run holds it, or it cannot be made.
+    """
+    if fcntl is None:
+        yield
+        return
+    lock = f"{path}.lock"
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except OSError as exc:
+            raise UsageError(f"cannot lock the checkpoint {path}: {exc.strerror or exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise UsageError(
+                f"another `lingodoc batch` is running with the checkpoint {path}: wait for it "
+                "to end, or give this one other files"
+            ) from None
+        # The run that held it may have removed the file between our open and flock: a lock
+        # on a file no longer there keeps no one out. Then again, with the file there now.
+        with contextlib.suppress(OSError):
+            if os.path.samestat(os.fstat(fd), os.stat(lock)):
+                break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)  # before letting go: a run that opened it meanwhile tries again
+        os.close(fd)
+
+
 def _damaged(path: str, line: int, why: str) -> UsageError:
     return UsageError(
         f"the checkpoint {path} is damaged at line {line} ({why}): delete it to start afresh"
@@ -84,19 +166,29 @@ def read(path: str, total: int) -> tuple[dict[str, Any], dict[int, str], int]:
         was read whole (a torn last line, if any, starts there).
 
     Raises:
-        UsageError: If it cannot be read, or is not a checkpoint, or is damaged before its
-            last line.
+        UsageError: If it cannot be read, or is not a regular file, or is not a checkpoint,
+            or is damaged before its last line.
         FileNotFoundError: If there is no such file.
     """
-    with open(path, "rb") as stream:
-        data = stream.read()
+    try:
+        # Not blocking: a named pipe put there since it was checked must not hang the run.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with open(fd, "rb") as stream:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise _not_regular("the checkpoint", path, mode)
+            data = stream.read()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UsageError(f"cannot read the checkpoint {path}: {exc.strerror or exc}") from exc
     whole = data.rfind(b"\n") + 1  # after the last line ending; a torn line follows it
     lines = data[:whole].split(b"\n")[:-1]
     if not lines:
         raise _damaged(path, 1, "no header")
     try:
         header = json.loads(lines[0])
-    except ValueError:
+    except _UNREADABLE:
         header = None
     if not isinstance(header, dict) or _MAGIC not in header:
         raise UsageError(f"{path} is not a checkpoint of `lingodoc batch`: move it out of the way")
@@ -110,7 +202,7 @@ def read(path: str, total: int) -> tuple[dict[str, Any], dict[int, str], int]:
         try:
             entry = json.loads(line)
             index, translation = entry["i"], entry["t"]
-        except (ValueError, TypeError, KeyError):
+        except (*_UNREADABLE, TypeError, KeyError):
             raise _damaged(path, number, "not a translation") from None
         if not (type(index) is int and 0 <= index < total and isinstance(translation, str)):
             raise _damaged(path, number, "not a translation of this input")
@@ -133,15 +225,22 @@ class Checkpoint:
         Raises:
             UsageError: If it cannot be written.
         """
-        temporary = f"{path}.{os.getpid()}.tmp"
+        temporary = None
         try:
-            with open(temporary, "w", encoding="ascii", newline="") as stream:
+            # A new file of a name no one can guess (O_EXCL), never one planted there.
+            fd, temporary = tempfile.mkstemp(
+                dir=os.path.dirname(os.path.abspath(path)),
+                prefix=f".{os.path.basename(path)}.",
+                suffix=".tmp",
+            )
+            with open(fd, "w", encoding="ascii", newline="") as stream:
                 stream.write(header.line() + "\n")
             os.replace(temporary, path)
             return cls(path, open(path, "ab", buffering=0))
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+            if temporary is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
             raise UsageError(f"cannot write the checkpoint {path}: {exc.strerror or exc}") from exc
 
     @classmethod

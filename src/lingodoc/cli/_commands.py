@@ -15,8 +15,9 @@ from collections.abc import Callable
 from typing import IO, Any
 
 import lingodoc
-from lingodoc.cli._checkpoint import Checkpoint, Finished, Header
-from lingodoc.cli._corpus import DEFAULT_FIELD, format_of, read_corpus
+from lingodoc._validation import language
+from lingodoc.cli._checkpoint import Checkpoint, Finished, Header, locked, refuse_special
+from lingodoc.cli._corpus import DEFAULT_FIELD, Corpus, format_of, read_corpus
 from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, CheckpointError, Kept, UsageError
 from lingodoc.cli._progress import BulkProgress, BulkState, Progress
 from lingodoc.cli._visible import visible
@@ -86,39 +87,43 @@ class Output:
     def __init__(self, path: str | None) -> None:
         self.path = path
         self._temporary: str | None = None
+        self._fd: int | None = None  # the temporary file's, written through: never reopened
         if path is None:
             return
         directory = os.path.dirname(os.path.abspath(path))
         try:
-            fd, self._temporary = tempfile.mkstemp(
+            self._fd, self._temporary = tempfile.mkstemp(
                 dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
             )
         except OSError as exc:
             raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
-        os.close(fd)
 
     def write(self, write: Callable[[IO[str]], None]) -> None:
         """Write the output with ``write``, then put the file in place."""
-        if self.path is None or self._temporary is None:
+        if self.path is None or self._temporary is None or self._fd is None:
             write(sys.stdout)
             sys.stdout.flush()
             return
-        with open(self._temporary, "w", encoding="utf-8", newline="") as stream:
-            write(stream)
-            stream.flush()
-            os.fsync(stream.fileno())  # on disk before it replaces the old file
         try:
             mode = os.stat(self.path).st_mode & 0o7777  # a file replaced keeps its mode
         except OSError:
             umask = os.umask(0)
             os.umask(umask)
             mode = 0o666 & ~umask  # a new file gets what open() would have given it
-        os.chmod(self._temporary, mode)
+        fd, self._fd = self._fd, None
+        with open(fd, "w", encoding="utf-8", newline="") as stream:
+            write(stream)
+            stream.flush()
+            os.chmod(fd if os.chmod in os.supports_fd else self._temporary, mode)
+            os.fsync(fd)  # on disk before it replaces the old file
         os.replace(self._temporary, self.path)
         self._temporary = None
 
     def discard(self) -> None:
         """Remove the temporary file, if the output was not written."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         if self._temporary is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self._temporary)
@@ -134,6 +139,43 @@ def checkpoint_path(args: argparse.Namespace, output: str | None, target: str) -
     if args.file != "-":
         return f"{args.file}.{target}.checkpoint"
     return None
+
+
+def _same_file(first: str, second: str) -> bool:
+    """Whether two paths are one file: by name, symlink or hard link, or once made."""
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # one is not there yet: where it would be made, symlinks followed
+        return os.path.normcase(os.path.realpath(first)) == os.path.normcase(
+            os.path.realpath(second)
+        )
+
+
+def _check_files(args: argparse.Namespace, output: str | None, checkpoint: str | None) -> None:
+    """Refuse files of a run that are one file, and an output or checkpoint not a file.
+
+    The output is renamed over its path at the end, then the checkpoint deleted: were they
+    one file, the run would end with exit code 0 and no output.
+    """
+    named = [
+        (name, path)
+        for name, path in (
+            ("the input", None if args.file == "-" else args.file),
+            ("--output", output),
+            ("the checkpoint", checkpoint),
+        )
+        if path is not None
+    ]
+    for index, (name, path) in enumerate(named):
+        for other, other_path in named[index + 1 :]:
+            if _same_file(path, other_path):
+                raise UsageError(
+                    f"{name} {path} and {other} {other_path} are the same file: give each "
+                    "a path of its own"
+                )
+    for name, path in named:
+        if name != "the input":  # which may be a pipe: `lingodoc batch <(zcat corpus.gz)`
+            refuse_special(name, path)
 
 
 def _check_options(args: argparse.Namespace, format: str) -> None:
@@ -162,6 +204,7 @@ def _open_checkpoint(
                 "--checkpoint PATH or --output OUT is given"
             )
         return None, {}
+    refuse_special("the checkpoint", path)  # again, now that it is locked
     if args.resume:
         try:
             checkpoint, earlier = Checkpoint.resume(path, header)
@@ -183,16 +226,32 @@ def batch(client: lingodoc.Client, args: argparse.Namespace) -> int:
     format = args.format or ("lines" if args.file == "-" else format_of(args.file))
     _check_options(args, format)
     output = args.output if args.output not in (None, "-") else None
-    source, target = args.source.strip().lower(), args.target.strip().lower()
+    # The SDK's rule (two ASCII letters, folded to lower case), for the checkpoint's header.
+    source, target = language(args.source, "--from"), language(args.target, "--to")
+    path = checkpoint_path(args, output, target)
+    _check_files(args, output, path)
     data, encoding = read_input(args.file)
     digest = hashlib.sha256(data).hexdigest()
     corpus = read_corpus(data.decode(encoding), format, args.field)
     del data  # only the texts (and what writing back needs) are kept from here on
-    path = checkpoint_path(args, output, target)
     # The field read, not the option: `--field text` and no --field are the same run.
     field = None if format == "lines" else args.field or DEFAULT_FIELD
     header = Header(digest, source, target, format, field, len(corpus.texts))
+    with locked(path) if path is not None else contextlib.nullcontext():
+        return _batch(client, args, corpus, header, output, path)
+
+
+def _batch(
+    client: lingodoc.Client,
+    args: argparse.Namespace,
+    corpus: Corpus,
+    header: Header,
+    output: str | None,
+    path: str | None,
+) -> int:
+    """Translate the corpus read and write it out: `batch`, once its checkpoint is locked."""
     checkpoint, earlier = _open_checkpoint(args, path, header)
+    field, target = header.field, header.target
     out = Output(output)
     try:
         translations = _translate(client, args, corpus.texts, header, path, checkpoint, earlier)
@@ -324,12 +383,11 @@ def documents(client: lingodoc.Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_emulator(args: argparse.Namespace, extra: list[str]) -> int:
+def run_emulator(extra: list[str]) -> int:
     # Imported here: only this command needs the emulator (and http.server).
     from lingodoc.emulator.__main__ import main as emulator_main
 
     try:
-        argv = ["--host", args.host, "--port", args.port, *extra]
-        return emulator_main(argv, prog="lingodoc emulator")
+        return emulator_main(extra, prog="lingodoc emulator")
     except SystemExit as exc:  # its own parser refused an option, and said why
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE

@@ -351,7 +351,10 @@ def _read_jsonl(text: str, bom: bool, field: str) -> JsonLinesCorpus:
         try:
             record = json.loads(line.rstrip("\r\n"))
         except json.JSONDecodeError as exc:
-            problems.add(number, f"not JSON ({exc.msg} at column {exc.colno})")
+            problems.add(number, f"not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        except RecursionError:  # thousands of [ or {: past what the parser goes into
+            problems.add(number, "not valid JSON (nested too deeply)")
             continue
         if not isinstance(record, dict):
             problems.add(number, f"{_kind(record)}, not a JSON object")

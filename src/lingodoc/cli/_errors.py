@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -89,6 +90,28 @@ def rate_limit_stop(exc: lingodoc.RateLimited, kept: Kept) -> str:
     )
 
 
+def as_json(exc: Exception, message: str) -> str:
+    """Return the error as ``--json`` prints it on stdout: one object, for scripts to parse.
+
+    Args:
+        exc: The error.
+        message: The one line `explain` made of it, also printed on stderr.
+
+    Returns:
+        ``{"code", "message", "request_id", "status"}`` in ASCII JSON: the service's error
+        code (or the SDK's, such as ``INVALID_LANGUAGE`` for a code refused before sending),
+        the message, the request id and the HTTP status, each ``null`` where there is none.
+    """
+    api = exc if isinstance(exc, lingodoc.APIError) else None
+    error = {
+        "code": api.code if api else None,
+        "message": message,
+        "request_id": api.request_id if api else None,  # as the SDK gives it: never the key
+        "status": api.status_code if api else None,
+    }
+    return json.dumps(error, indent=2)
+
+
 def explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[int, str]:
     """Return the exit code and the message (the problem; what to do) for an error.
 
@@ -159,7 +182,10 @@ def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[i
         hint = "`lingodoc documents` lists them"
         return EXIT_API_ERROR, f"no document {args.document_id!r} ({what}); {hint}"
     advice = {
-        lingodoc.InvalidLanguage: "use a two-letter code the service supports",
+        # In the terms of the local check ("--to must be a two-letter ISO 639-1 code such
+        # as 'en'"), which this code passed: what is left is whether the service has it.
+        lingodoc.InvalidLanguage: "use a two-letter ISO 639-1 code the service supports, "
+        "such as 'en'",
         lingodoc.ServerError: "try again later",
         lingodoc.UnexpectedResponse: f"is {BASE_URL_ENV} the service's address up to /v1?",
         lingodoc.NotFound: f"is {BASE_URL_ENV} the service's address up to /v1?",

@@ -30,6 +30,9 @@ exit codes:
 """
 
 
+_SEE_TOP = "environment variables and exit codes: lingodoc --help"
+
+
 def _seconds(value: str) -> float:
     try:
         seconds = float(value)
@@ -104,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands.required = True
 
     def command(name: str, summary: str, handler: _commands.Handler, *, wait: bool = False) -> Any:
-        sub = commands.add_parser(name, help=summary, description=summary, epilog=EPILOG, **raw)
+        # The environment and the exit codes are the same for every command: said once.
+        sub = commands.add_parser(name, help=summary, description=summary, epilog=_SEE_TOP, **raw)
         sub.set_defaults(handler=handler)
         if wait:
             limit = "stop waiting after S seconds in all: exit code 4, and the translation "
@@ -230,20 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     command("documents", "List the stored documents.", _commands.documents)
 
-    sub = commands.add_parser(
+    # Every option after `emulator`, --help included, is the emulator's own parser's (it
+    # says them all, with their defaults); imported only when this command runs.
+    commands.add_parser(
         "emulator",
         help="Run a local stand-in for the service, to try the other commands.",
-        description="Run a local stand-in for the service in the foreground, until Ctrl-C.",
-        epilog="It prints the two variables to export in another terminal:\n"
-        f"  {BASE_URL_ENV}=http://127.0.0.1:8787/v1\n  {API_KEY_ENV}=ld_...\n\n"
-        "Other options of `python -m lingodoc.emulator` are passed on: --api-key KEY\n"
-        "(a fixed value for its ready-made key), --job-duration S, --queue-time S,\n"
-        "--rate-limit N, --plan, --seats, --reset-style, --quiet.",
-        **raw,
+        add_help=False,
     )
-    sub.add_argument("--host", default="127.0.0.1", help="the address (default: 127.0.0.1)")
-    # Checked by the emulator's own parser, which the port is passed on to.
-    sub.add_argument("--port", default="8787", help="0 for any free one (default: 8787)")
     return parser
 
 

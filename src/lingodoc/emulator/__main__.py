@@ -11,6 +11,7 @@ import threading
 import time
 from types import FrameType
 
+from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
 from lingodoc.emulator._emulator import PLAN_LIMITS, Emulator
 
 
@@ -39,16 +40,40 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
     """
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Run a local stand-in for the lingodoc service.",
+        description="Run a local stand-in for the lingodoc service in the foreground, until "
+        "Ctrl-C.",
+        epilog="It prints the two variables to export in another terminal:\n"
+        f"  {BASE_URL_ENV}=http://127.0.0.1:8787/v1\n  {API_KEY_ENV}=ld_...",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    limits = ", ".join(f"{plan} {limit:,}" for plan, limit in PLAN_LIMITS.items())
     parser.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=8787, help="port, 0 for any (default: 8787)")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     parser.add_argument("--api-key", help="value of the ready-made key (default: random)")
-    parser.add_argument("--plan", choices=sorted(PLAN_LIMITS), default="pro")
-    parser.add_argument("--seats", type=int, default=1, help="seats of a team/business plan")
-    parser.add_argument("--rate-limit", type=int, help="requests per hour and key")
-    parser.add_argument("--reset-style", choices=["seconds", "unix"], default="seconds")
+    parser.add_argument(
+        "--plan",
+        choices=sorted(PLAN_LIMITS),
+        default="pro",
+        help=f"the plan, which sets the requests per hour and key: {limits}, team and "
+        "business per seat (default: pro)",
+    )
+    parser.add_argument(
+        "--seats",
+        type=int,
+        default=1,
+        help="seats of a team or business plan, which multiply its limit (default: 1)",
+    )
+    parser.add_argument(
+        "--rate-limit", type=int, help="requests per hour and key, in place of the plan's"
+    )
+    parser.add_argument(
+        "--reset-style",
+        choices=["seconds", "unix"],
+        default="seconds",
+        help="X-RateLimit-Reset as the seconds until the window resets, or as the Unix time "
+        "it resets at (default: seconds)",
+    )
     parser.add_argument("--job-duration", type=float, default=6.0, help="seconds per document")
     parser.add_argument(
         "--queue-time", type=float, default=0.0, help="seconds a new job is pending (default: 0)"

@@ -186,7 +186,7 @@ class Emulator:
     def revoke_key(self, key: str) -> None:
         """Revoke a key; the next request made with it is refused.
 
-        Requests made with it answer 401 ``UNAUTHORIZED``, as for a key that never existed.
+        Requests made with it answer 401 ``UNAUTHORIZED``: ``API key 'NAME' has been revoked.``
 
         Args:
             key: The secret, as [`create_key`][lingodoc.emulator.Emulator.create_key] returned

@@ -70,8 +70,7 @@ def language(body: Mapping[str, Any], name: str) -> str:
         raise Fail(
             400,
             "INVALID_LANGUAGE",
-            f"Field '{name}': {code[:20]!r} is not a supported language "
-            "(use a lower-case ISO 639-1 code such as 'en' or 'de').",
+            f"Field '{name}': {code[:20]!r} is not a supported language.",
         )
     return code
 

@@ -206,9 +206,10 @@ class Router:
             message = "Malformed Authorization header; expected 'Bearer <API key>'."
             raise Fail(401, "UNAUTHORIZED", message)
         key = self.state.keys.get(token)
-        if key is None or key.revoked:
-            message = f"Invalid API key {mask(token)}: it does not exist or has been revoked."
-            raise Fail(401, "UNAUTHORIZED", message)
+        if key is None:
+            raise Fail(401, "UNAUTHORIZED", f"Invalid API key{mask(token)}: it does not exist.")
+        if key.revoked:
+            raise Fail(401, "UNAUTHORIZED", f"API key '{key.name}' has been revoked.")
         if key.expires_at is not None and self.state.now() >= key.expires_at:
             message = f"API key '{key.name}' expired at {iso(key.expires_at)}."
             raise Fail(401, "UNAUTHORIZED", message)

@@ -133,8 +133,12 @@ def iso(timestamp: float) -> str:
 
 
 def mask(key: str) -> str:
-    """Name a key in a message without giving it away: by its last four characters."""
-    return f"ending in '{key[-4:]}'" if len(key) >= 12 else "(too short to be a key)"
+    """Name a key in a message without giving it away: `` ending in 'WXYZ'``, or ``""``.
+
+    By its last four characters only if it has at least 12: of a shorter one (a custom
+    key may be short), they would give most of it away.
+    """
+    return f" ending in '{key[-4:]}'" if len(key) >= 12 else ""
 
 
 @dataclass
@@ -312,7 +316,7 @@ class State:
     def revoke_key(self, secret: str) -> None:
         """As [`Emulator.revoke_key`][lingodoc.emulator.Emulator.revoke_key] documents."""
         if secret not in self.keys:
-            raise KeyError(f"no such key {mask(secret)}")
+            raise KeyError(f"no such key{mask(secret)}")
         self.keys[secret].revoked = True
 
     def add_document(
