@@ -30,8 +30,9 @@ def emit(args: argparse.Namespace, result: Any, text: str) -> None:
     # no control character of the server's reaches the terminal (ESC is \u001b).
     if not args.json:
         print(text)
-    elif isinstance(result, list):
-        print(json.dumps([item.model_dump(mode="json") for item in result], indent=2))
+    elif isinstance(result, list):  # the documents: as listed, no null for a field left out
+        items = [item.model_dump(mode="json", exclude_unset=True) for item in result]
+        print(json.dumps(items, indent=2))
     else:
         print(json.dumps(result.model_dump(mode="json"), indent=2))
 
@@ -317,7 +318,7 @@ def documents(client: lingodoc.Client, args: argparse.Namespace) -> int:
     if not found and not args.json:
         return EXIT_OK
     ids = [visible(d.document_id) for d in found]
-    names = [visible((d.model_extra or {}).get("name", "")) for d in found]
+    names = [visible(d.name or "") for d in found]
     width = max(map(len, ids), default=0)
     lines = (f"{doc.ljust(width)}  {name}".rstrip() for doc, name in zip(ids, names, strict=True))
     emit(args, found, "\n".join(lines))
