@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -12,6 +13,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from math import isinf
 from typing import IO, Any
 
 import lingodoc
@@ -277,13 +279,17 @@ def wait(client: lingodoc.Client, args: argparse.Namespace, job: Any = None) -> 
     # the log lines would break it.
     logged = logging.getLogger("lingodoc").isEnabledFor(logging.INFO)
     progress = Progress(sys.stderr, bar=sys.stderr.isatty() and not logged)
+    waiting = functools.partial(
+        client.wait_for_translation,
+        job if job is not None else args.translation_id,
+        poll_interval=args.interval,
+        on_progress=progress,
+    )
+    limit: float | None = args.wait_timeout
     try:
-        result = client.wait_for_translation(
-            job if job is not None else args.translation_id,
-            poll_interval=args.interval,
-            timeout=args.wait_timeout,
-            on_progress=progress,
-        )
+        # Without --wait-timeout, the SDK's default limit: a script that forgets the
+        # option must not hang for good either. `never` (math.inf) is its None.
+        result = waiting() if limit is None else waiting(timeout=None if isinf(limit) else limit)
     finally:
         progress.close()
     emit(args, result, status_line(result))

@@ -40,6 +40,17 @@ def _seconds(value: str) -> float:
     return seconds
 
 
+def _wait_limit(value: str) -> float:
+    if value.strip().lower() == "never":  # the SDK's timeout=None; None here is "not given"
+        return math.inf
+    try:
+        return _seconds(value)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of seconds, or never, not {value!r}"
+        ) from None
+
+
 def _identifier(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("expected an id, not an empty string")
@@ -108,8 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(handler=handler)
         if wait:
             limit = "stop waiting after S seconds in all: exit code 4, and the translation "
-            limit += "goes on (default: never)"
-            sub.add_argument("--wait-timeout", type=_seconds, metavar="S", help=limit)
+            limit += "goes on (default: 600, as the SDK's; never: no limit)"
+            sub.add_argument("--wait-timeout", type=_wait_limit, metavar="S", help=limit)
             every = "seconds between polls (default: 5)"
             sub.add_argument("--interval", type=_seconds, default=5.0, metavar="S", help=every)
         _add_global_options(sub, after=True, waits=wait)
