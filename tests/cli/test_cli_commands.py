@@ -138,7 +138,8 @@ def test_wait_json(cli: RunCLI, server: EmulatorServer) -> None:
 
 
 @pytest.mark.parametrize(
-    "command", ["translate", "batch", "document", "status", "wait", "documents", "emulator"]
+    "command",
+    ["translate", "batch", "document", "status", "wait", "documents", "demo", "emulator"],
 )
 def test_every_command_has_help_naming_the_variables(
     command: str, capsys: pytest.CaptureFixture[str]
@@ -163,7 +164,8 @@ def test_the_help_of_wait_for_rate_limit_sets_no_limit_it_does_not_keep(
 def test_top_level_help_lists_commands_variables_and_exit_codes(cli: RunCLI) -> None:
     run = cli("--help")
     assert run.code == 0
-    for word in ("translate", "batch", "document", "status", "wait", "documents", "emulator"):
+    commands = ("translate", "batch", "document", "status", "wait", "documents", "demo")
+    for word in (*commands, "emulator"):
         assert f"\n    {word} " in run.out
     assert "LINGODOC_API_KEY" in run.out
     assert "LINGODOC_BASE_URL" in run.out

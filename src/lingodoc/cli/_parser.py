@@ -9,7 +9,7 @@ from typing import Any
 
 import lingodoc
 from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV, MAX_BATCH_ITEMS
-from lingodoc.cli import _commands, _corpus
+from lingodoc.cli import _commands, _corpus, _demo
 
 EPILOG = f"""\
 environment:
@@ -240,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("translation_id", type=_identifier, metavar="TRANSLATION_ID")
 
     command("documents", "List the stored documents.", _commands.documents)
+
+    sub = command("demo", _demo.SUMMARY, _demo.demo)
+    sub.description = _demo.DESCRIPTION
 
     sub = commands.add_parser(
         "emulator",
