@@ -1,8 +1,8 @@
 """Developer tasks: `nox -s tests`, `nox -s lint`, `nox -s typecheck` (`nox -l` lists them).
 
 `nox -s docs` builds the documentation with `mkdocs build --strict`; `nox -s package` builds
-the sdist and the wheel, checks them and runs the quickstart from the installed wheel. CI
-(.ci/run) runs both.
+the sdist and the wheel, checks them and runs the quickstart and `lingodoc demo` from the
+installed wheel. CI (.ci/run) runs both.
 
 `nox -s bench` runs the benchmarks and rewrites docs/performance.md; it is not a default
 session and CI does not run it.
@@ -235,11 +235,12 @@ def check_archives(session: nox.Session, sdist: Path, wheel: Path) -> None:
 
 @nox.session
 def package(session: nox.Session) -> None:
-    """Build the sdist and the wheel, check them, and run the quickstart from the wheel.
+    """Build the sdist and the wheel, check them, and run the quickstart and the demo.
 
     The wheel is installed into a fresh virtual environment, and the quickstart runs from
     outside the source tree, with no LINGODOC_* variables: it imports the installed package,
-    not src/, and starts the emulator that the wheel ships.
+    not src/, and starts the emulator that the wheel ships. `lingodoc demo` then runs what a
+    user who installed from PyPI runs, with no examples/ at hand.
     """
     session.install("build", "twine")
     tmp = Path(session.create_tmp()).resolve()
@@ -268,3 +269,4 @@ def package(session: nox.Session) -> None:
     )
     session.run(python, str(ROOT / "examples" / "quickstart.py"), env=no_service, external=True)
     session.run(str(bin_dir / "lingodoc"), "--version", external=True)
+    session.run(str(bin_dir / "lingodoc"), "demo", env=no_service, external=True)

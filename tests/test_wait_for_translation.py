@@ -231,6 +231,32 @@ async def test_timeout_that_is_not_reached_returns_the_completed_status(
     assert clock.sleeps == [5.0]
 
 
+async def test_without_a_timeout_argument_the_wait_ends_after_ten_minutes(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    # A job that never completes must not hold a worker for good when the caller forgot
+    # the argument: the default is a finite 600 seconds. (This one completes at 1,000 s,
+    # so that a wait with no limit fails the test rather than hangs it.)
+    route = api.get(PATH).mock(side_effect=polled(*[status("processing", 7)] * 200, COMPLETED))
+    with pytest.raises(lingodoc.WaitTimeout) as info:
+        await call(client, "wait_for_translation", "tr_1")
+    assert info.value.timeout == 600
+    assert info.value.status is not None
+    assert info.value.status.progress == 7
+    assert clock.sleeps == [5.0] * 120  # polls at 0, 5, ..., 600 s: the last at the deadline
+    assert len(route.calls) == 121
+
+
+async def test_timeout_none_waits_past_the_default_ten_minutes(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    route = api.get(PATH).mock(side_effect=polled(*[status("processing")] * 121, COMPLETED))
+    result = await call(client, "wait_for_translation", "tr_1", timeout=None)
+    assert result.status is lingodoc.TranslationState.COMPLETED
+    assert clock.sleeps == [5.0] * 121  # completed at 605 s, one interval past 600
+    assert len(route.calls) == 122
+
+
 async def test_on_progress_sees_every_status_in_order(client: Any, api: respx.MockRouter) -> None:
     api.get(PATH).mock(
         side_effect=polled(
@@ -298,7 +324,7 @@ async def test_rate_limit_reset_beyond_60_seconds_is_waited_out_without_a_timeou
 ) -> None:
     client = client_class(API_KEY, base_url=BASE_URL, max_retries=max_retries)
     route = api.get(PATH).mock(side_effect=polled(limited(reset=3600), COMPLETED))
-    result = await call(client, "wait_for_translation", "tr_1")
+    result = await call(client, "wait_for_translation", "tr_1", timeout=None)
     assert result.progress == 100
     assert len(route.calls) == 2
     assert clock.sleeps == [3600.0]
@@ -328,7 +354,7 @@ async def test_a_state_unknown_on_three_polls_in_a_row_ends_the_wait_as_failed(
     route = api.get(PATH).mock(side_effect=polled(*[status("cancelled", 40)] * 3, COMPLETED))
     progress = Recorder()
     with pytest.raises(lingodoc.TranslationFailed) as info:
-        await call(client, "wait_for_translation", "tr_1", on_progress=progress)
+        await call(client, "wait_for_translation", "tr_1", timeout=None, on_progress=progress)
     assert info.value.status.status == "cancelled"
     assert info.value.status.progress == 40
     assert "'cancelled', which this version of lingodoc does not know" in str(info.value)
@@ -430,7 +456,7 @@ async def test_without_timeout_a_failure_that_outlasts_the_retries_propagates(
 ) -> None:
     route = api.get(PATH).mock(side_effect=polled(status("processing", 10), *[server_error()] * 3))
     with pytest.raises(lingodoc.ServerError):
-        await call(client, "wait_for_translation", "tr_1")
+        await call(client, "wait_for_translation", "tr_1", timeout=None)
     assert len(route.calls) == 4  # one poll, then three attempts at the next
 
 
@@ -472,7 +498,7 @@ async def test_a_rate_limit_wait_while_polling_is_at_least_a_second_and_at_most_
 ) -> None:
     client = client_class(API_KEY, base_url=BASE_URL, max_retries=0)
     api.get(PATH).mock(side_effect=polled(limited(reset=reset), COMPLETED))
-    assert (await call(client, "wait_for_translation", "tr_1")).progress == 100
+    assert (await call(client, "wait_for_translation", "tr_1", timeout=None)).progress == 100
     assert clock.sleeps == [wait]
     await close(client)
 
@@ -560,7 +586,7 @@ async def test_without_a_timeout_each_poll_has_the_clients_timeout(
     client = client_class(API_KEY, base_url=BASE_URL, timeout=httpx.Timeout(20, connect=3))
     seen = TimeoutsSeen(*polled(status("processing"), COMPLETED))
     api.get(PATH).mock(side_effect=seen)
-    await call(client, "wait_for_translation", "tr_1")
+    await call(client, "wait_for_translation", "tr_1", timeout=None)
     assert seen.read == [20.0, 20.0]
     assert seen.connect == [3.0, 3.0]
     await close(client)

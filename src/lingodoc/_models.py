@@ -278,10 +278,16 @@ class TranslationStatus(_Result):
 
 
 class Document(_Result):
-    """A stored document: its id, and as attributes any other field the service sends.
+    """A stored document; any field the service sends beyond these is an attribute too.
 
     Attributes:
         document_id: The document's id (also read from a field ``id``; an integer as its string).
+        name: Its name. This field and the two below are ``None`` when the service omits them.
+        created_at: When it was stored.
+        language: The ISO 639-1 code of its language.
     """
 
     document_id: Id = Field(validation_alias=AliasChoices("document_id", "id"))
+    name: StrictStr | None = None
+    created_at: UTCDateTime | None = None
+    language: StrictStr | None = None

@@ -358,7 +358,7 @@ class Client(BaseClient[httpx.Client]):
         job_or_id: TranslationJob | str,
         *,
         poll_interval: float = 5.0,
-        timeout: float | None = None,
+        timeout: float | None = 600.0,
         on_progress: Callable[[TranslationStatus], object] | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, Any] | None = None,
@@ -374,8 +374,9 @@ class Client(BaseClient[httpx.Client]):
                 [`translate_document`][lingodoc.Client.translate_document], or its
                 translation id.
             poll_interval: Seconds between polls.
-            timeout: Seconds to wait in all; ``None`` waits as long as it takes. Each poll
-                is cut to the time left (the last one, at the deadline, gets a second).
+            timeout: Seconds to wait in all, ten minutes by default, so that a forgotten
+                limit cannot hold a worker for good; ``None`` waits as long as it takes.
+                Each poll is cut to the time left (the last, at the deadline, gets a second).
             on_progress: Called with each status read, after every poll; a coroutine
                 function is refused with ``TypeError`` before the first poll.
             extra_headers: Each poll's own (see the class).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import socket
@@ -15,6 +16,7 @@ import lingodoc
 from lingodoc.cli import main
 from lingodoc.cli._parser import build_parser, settle_timeouts
 from lingodoc.emulator import Emulator, EmulatorServer
+from lingodoc.testing import fake_clock
 from tests.cli.conftest import RunCLI, child_env, start_job
 
 BAD_KEY = "ld_" + "0" * 28 + "WXYZ"
@@ -144,6 +146,10 @@ def test_a_usage_error_prints_the_usage_and_exits_2(cli: RunCLI, emulator: Emula
         (("translate", "Hello", "--to", "de", "--bogus"), "unrecognized arguments: --bogus"),
         (("--timeout", "0", "documents"), "expected a positive number of seconds"),
         (("wait", "tr_1", "--interval", "soon"), "expected a positive number of seconds"),
+        (
+            ("wait", "tr_1", "--wait-timeout", "0"),
+            "argument --wait-timeout: expected a positive number of seconds, or never, not '0'",
+        ),
         (("--max-retries", "-1", "documents"), "expected a whole number >= 0"),
         (("frobnicate",), "invalid choice: 'frobnicate'"),
         (("status", ""), "argument TRANSLATION_ID: expected an id, not an empty string"),
@@ -301,6 +307,43 @@ def test_document_wait_timeout(cli: RunCLI, emulator: Emulator) -> None:
         "status": None,
     }
     assert "warning" not in run.err
+
+
+@pytest.mark.parametrize("command", ["wait", "document"])
+def test_a_wait_without_wait_timeout_ends_after_the_sdks_ten_minutes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    # As the SDK's: a script that forgets --wait-timeout must not hang for good either.
+    # In this process, on a fake clock that the served emulator reads too: no real wait.
+    with fake_clock(), Emulator(job_duration=3600).serve() as server:
+        monkeypatch.setenv("LINGODOC_BASE_URL", server.base_url)
+        monkeypatch.setenv("LINGODOC_API_KEY", server.api_key)
+        args = ["wait", start_job(server)] if command == "wait" else ["document", "doc_welcome"]
+        code = main([*args, "--to", "de", "--wait"] if command == "document" else args)
+    assert code == 4
+    assert "did not finish within 600 s (last state processing, 10%)" in capsys.readouterr().err
+
+
+def test_wait_timeout_never_waits_past_the_ten_minutes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with fake_clock(), Emulator(job_duration=700).serve() as server:
+        monkeypatch.setenv("LINGODOC_BASE_URL", server.base_url)
+        monkeypatch.setenv("LINGODOC_API_KEY", server.api_key)
+        code = main(["wait", start_job(server), "--wait-timeout", "never"])
+    assert code == 0
+    assert "  completed  100%  doc_welcome -> de" in capsys.readouterr().out
+
+
+def test_the_wait_limit_the_help_states_is_the_sdks_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sdk = inspect.signature(lingodoc.Client.wait_for_translation).parameters["timeout"].default
+    assert sdk == 600
+    for command in ("wait", "document"):
+        assert main([command, "--help"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert f"(default: {sdk:g}, as the SDK's; never: no limit)" in text
 
 
 DEPRECATED_WAIT_TIMEOUT = (

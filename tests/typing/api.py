@@ -110,6 +110,10 @@ def sync_client() -> None:
         documents = client.list_documents()
         assert_type(documents, list[lingodoc.Document])
         assert_type(documents[0].document_id, str)
+        for document in documents:
+            assert_type(document.name, str | None)
+            assert_type(document.created_at, datetime | None)
+            assert_type(document.language, str | None)
         assert_type(documents[0].model_extra, dict[str, Any] | None)
 
         assert_type(client.request("GET", "/documents", params={"limit": 5}), Any)

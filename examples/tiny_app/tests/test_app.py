@@ -99,5 +99,6 @@ def test_a_slow_handbook_translation_can_be_resumed(lingodoc_emulator, lingodoc_
     with pytest.raises(app.HandbookError, match=r"resume with tr_\w+") as raised:
         app.translate_handbook(lingodoc_client, "de", timeout=60)
     translation_id = str(raised.value).rsplit(" ", 1)[-1]
-    status = lingodoc_client.wait_for_translation(translation_id)  # on the fake clock
+    # The hour the job takes, on the fake clock: past the default 600 s, so no limit.
+    status = lingodoc_client.wait_for_translation(translation_id, timeout=None)
     assert status.status == lingodoc.TranslationState.COMPLETED

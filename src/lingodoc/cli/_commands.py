@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -12,6 +13,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from math import isinf
 from typing import IO, Any
 
 import lingodoc
@@ -31,8 +33,9 @@ def emit(args: argparse.Namespace, result: Any, text: str) -> None:
     # no control character of the server's reaches the terminal (ESC is \u001b).
     if not args.json:
         print(text)
-    elif isinstance(result, list):
-        print(json.dumps([item.model_dump(mode="json") for item in result], indent=2))
+    elif isinstance(result, list):  # the documents: as listed, no null for a field left out
+        items = [item.model_dump(mode="json", exclude_unset=True) for item in result]
+        print(json.dumps(items, indent=2))
     else:
         print(json.dumps(result.model_dump(mode="json"), indent=2))
 
@@ -335,13 +338,17 @@ def wait(client: lingodoc.Client, args: argparse.Namespace, job: Any = None) -> 
     # the log lines would break it.
     logged = logging.getLogger("lingodoc").isEnabledFor(logging.INFO)
     progress = Progress(sys.stderr, bar=sys.stderr.isatty() and not logged)
+    waiting = functools.partial(
+        client.wait_for_translation,
+        job if job is not None else args.translation_id,
+        poll_interval=args.interval,
+        on_progress=progress,
+    )
+    limit: float | None = args.wait_timeout
     try:
-        result = client.wait_for_translation(
-            job if job is not None else args.translation_id,
-            poll_interval=args.interval,
-            timeout=args.wait_timeout,
-            on_progress=progress,
-        )
+        # Without --wait-timeout, the SDK's default limit: a script that forgets the
+        # option must not hang for good either. `never` (math.inf) is its None.
+        result = waiting() if limit is None else waiting(timeout=None if isinf(limit) else limit)
     finally:
         progress.close()
     emit(args, result, status_line(result))
@@ -376,7 +383,7 @@ def documents(client: lingodoc.Client, args: argparse.Namespace) -> int:
     if not found and not args.json:
         return EXIT_OK
     ids = [visible(d.document_id) for d in found]
-    names = [visible((d.model_extra or {}).get("name", "")) for d in found]
+    names = [visible(d.name or "") for d in found]
     width = max(map(len, ids), default=0)
     lines = (f"{doc.ljust(width)}  {name}".rstrip() for doc, name in zip(ids, names, strict=True))
     emit(args, found, "\n".join(lines))

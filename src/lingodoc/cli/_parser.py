@@ -9,7 +9,7 @@ from typing import Any
 
 import lingodoc
 from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV, MAX_BATCH_ITEMS
-from lingodoc.cli import _commands, _corpus
+from lingodoc.cli import _commands, _corpus, _demo
 
 EPILOG = f"""\
 environment:
@@ -41,6 +41,17 @@ def _seconds(value: str) -> float:
     if not (math.isfinite(seconds) and seconds > 0):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {value!r}")
     return seconds
+
+
+def _wait_limit(value: str) -> float:
+    if value.strip().lower() == "never":  # the SDK's timeout=None; None here is "not given"
+        return math.inf
+    try:
+        return _seconds(value)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of seconds, or never, not {value!r}"
+        ) from None
 
 
 def _identifier(value: str) -> str:
@@ -112,8 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(handler=handler)
         if wait:
             limit = "stop waiting after S seconds in all: exit code 4, and the translation "
-            limit += "goes on (default: never)"
-            sub.add_argument("--wait-timeout", type=_seconds, metavar="S", help=limit)
+            limit += "goes on (default: 600, as the SDK's; never: no limit)"
+            sub.add_argument("--wait-timeout", type=_wait_limit, metavar="S", help=limit)
             every = "seconds between polls (default: 5)"
             sub.add_argument("--interval", type=_seconds, default=5.0, metavar="S", help=every)
         _add_global_options(sub, after=True, waits=wait)
@@ -233,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("translation_id", type=_identifier, metavar="TRANSLATION_ID")
 
     command("documents", "List the stored documents.", _commands.documents)
+
+    sub = command("demo", _demo.SUMMARY, _demo.demo)
+    sub.description = _demo.DESCRIPTION
 
     # Every option after `emulator`, --help included, is the emulator's own parser's (it
     # says them all, with their defaults); imported only when this command runs.
