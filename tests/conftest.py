@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import os
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
@@ -81,6 +82,15 @@ async def close(client: lingodoc.Client | lingodoc.AsyncClient) -> None:
 
 
 TRIO_TOO = ("asyncio", "trio")
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject.toml) starts two workers per core, not one.
+
+    Much of the suite waits on sockets, subprocesses and short real timeouts rather than
+    computing, so a second worker per core keeps the cores busy meanwhile.
+    """
+    return 2 * len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 4
 
 
 def pytest_configure(config: pytest.Config) -> None:
