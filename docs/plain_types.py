@@ -1,20 +1,21 @@
 """A griffe extension: the API reference shows the types a user passes and gets.
 
-mkdocstrings shows annotations as the source writes them, and some are written for the
-type checkers and pydantic rather than for a reader:
+mkdocstrings shows annotations as the source writes them, and some are written
+for type checkers and pydantic rather than for a reader:
 
-* a generic base's type variable: ``BaseClient.__init__`` takes ``http_client:
-  HttpClientT | None``, which is ``httpx.Client | None`` on ``Client`` and
-  ``httpx.AsyncClient | None`` on ``AsyncClient``. Each client gets its own copy of what
-  it inherits, with the variable replaced by the base's argument;
-* validation detail: ``StrictStr`` and the ``Annotated[...]`` aliases of lingodoc's models
-  (``Id``, ``State``...) are shown as the type they hold (``str``, ``TranslationState |
-  str``);
-* a base class that is not public (``_Result``, ``BaseClient``): not shown under "Bases:".
+* a generic base's type variable: ``BaseClient.__init__`` takes
+  ``http_client: HttpClientT | None``, which is ``httpx.Client | None`` on
+  ``Client``. Each class gets its own copy of the methods it inherits, with
+  the variable replaced by its base's argument;
+* validation detail: ``StrictStr`` and the ``Annotated[...]`` aliases of the
+  models (``Id``, ``State``...) are shown as the types they hold (``str``,
+  ``TranslationState | str``);
+* a base class that lingodoc does not export (``_Result``, ``BaseClient``) is
+  left out of "Bases:".
 
-Then it checks what it leaves: a public signature that still names a type variable or a
-constant as a default is a warning, which fails ``mkdocs build --strict``. mkdocs.yml loads
-this file (mkdocs itself skips it: ``exclude_docs``).
+Then it checks the public names: a signature that still names a type variable,
+or a constant as a default, is a warning, which fails ``mkdocs build --strict``.
+mkdocs.yml loads this file, and leaves it out of the site (``exclude_docs``).
 """
 
 from __future__ import annotations
@@ -29,24 +30,49 @@ logger = griffe.get_logger("plain_types")
 
 # pydantic's strict types, and the type each holds.
 STRICT = {
-    "pydantic.StrictStr": "str",
-    "pydantic.StrictInt": "int",
-    "pydantic.StrictFloat": "float",
-    "pydantic.StrictBool": "bool",
-    "pydantic.StrictBytes": "bytes",
+    f"pydantic.Strict{kind.capitalize()}": kind
+    for kind in ("str", "int", "float", "bool", "bytes")
 }
+ANNOTATED = ("typing.Annotated", "typing_extensions.Annotated")
 PUBLIC_MODULES = ("lingodoc", "lingodoc.emulator", "lingodoc.testing")
 
-Rewrite = Callable[[Any], Any]
+Rename = Callable[[griffe.ExprName], Any]
 
 
-def is_private(path: str) -> bool:
-    """Whether a dotted path goes through a private name."""
-    return any(part.startswith("_") for part in path.split("."))
+class PlainTypes(griffe.Extension):
+    """Plain types and public bases in the reference; warn on what is left."""
+
+    def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
+        """Rewrite lingodoc once it is loaded whole, then check it."""
+        if pkg.path != "lingodoc":
+            return
+        classes = [obj for obj in walk(pkg) if isinstance(obj, griffe.Class)]
+        for cls in classes:
+            substitute_type_variables(pkg, cls)
+        for obj in walk(pkg):
+            plain_annotations(pkg, obj)
+        exported = {final(obj).path for obj in public_objects(pkg)}
+        for cls in classes:
+            cls.bases = [base for base in cls.bases if is_shown(base, exported)]
+        for obj in public_objects(pkg):
+            check(pkg, obj)
 
 
-def target(pkg: griffe.Module, path: str) -> griffe.Object | griffe.Alias | None:
-    """The object of the package at ``path``, or ``None`` (another package's)."""
+def walk(obj: griffe.Object) -> Iterator[griffe.Object]:
+    """Every object defined in ``obj``, itself included (not its imports)."""
+    yield obj
+    for member in obj.members.values():
+        if not member.is_alias:
+            yield from walk(member)  # type: ignore[arg-type]
+
+
+def final(obj: Any) -> Any:
+    """What an alias (an import) names, or the object itself."""
+    return obj.final_target if obj.is_alias else obj
+
+
+def target(pkg: griffe.Module, path: str) -> Any:
+    """The object of the package at ``path``; ``None`` for another's."""
     if not path.startswith(pkg.path + "."):
         return None
     try:
@@ -55,107 +81,69 @@ def target(pkg: griffe.Module, path: str) -> griffe.Object | griffe.Alias | None
         return None
 
 
-def rewrite(expr: Any, name: Callable[[griffe.ExprName], Any]) -> Any:
-    """Rebuild ``expr`` with each name replaced by ``name(it)``; ``Annotated[T, ...]`` as T."""
+def elements(expr: Any) -> list[Any]:
+    """The arguments of a subscript: ``X[A, B]`` gives ``[A, B]``."""
+    return expr.elements if isinstance(expr, griffe.ExprTuple) else [expr]
+
+
+def rewrite(expr: Any, rename: Rename) -> Any:
+    """``expr``, its names renamed and each ``Annotated[T, ...]`` as ``T``."""
     if isinstance(expr, griffe.ExprName):
-        return name(expr)
+        return rename(expr)
     if isinstance(expr, griffe.ExprSubscript):
-        if isinstance(expr.left, griffe.ExprName) and expr.left.canonical_path in (
-            "typing.Annotated",
-            "typing_extensions.Annotated",
-        ):
-            held = expr.slice.elements[0] if isinstance(expr.slice, griffe.ExprTuple) else expr
-            return rewrite(held, name)
+        left = getattr(expr.left, "canonical_path", "")
+        if left in ANNOTATED:
+            return rewrite(elements(expr.slice)[0], rename)
         return dataclasses.replace(
-            expr, left=rewrite(expr.left, name), slice=rewrite(expr.slice, name)
+            expr,
+            left=rewrite(expr.left, rename),
+            slice=rewrite(expr.slice, rename),
         )
     if isinstance(expr, griffe.ExprBinOp):
         return dataclasses.replace(
-            expr, left=rewrite(expr.left, name), right=rewrite(expr.right, name)
+            expr,
+            left=rewrite(expr.left, rename),
+            right=rewrite(expr.right, rename),
         )
     if isinstance(expr, (griffe.ExprTuple, griffe.ExprList)):
-        return dataclasses.replace(expr, elements=[rewrite(e, name) for e in expr.elements])
+        new = [rewrite(element, rename) for element in expr.elements]
+        return dataclasses.replace(expr, elements=new)
     return expr
 
 
-def final(obj: Any) -> Any:
-    """What an alias (an import) names, or the object itself."""
-    return obj.final_target if obj.is_alias else obj
-
-
-def is_type_variable(obj: griffe.Object | griffe.Alias | None) -> bool:
-    """Whether ``obj`` is assigned ``TypeVar(...)``."""
-    value = getattr(obj, "value", None) if isinstance(obj, griffe.Attribute) else None
-    return isinstance(value, griffe.ExprCall) and str(value.function).endswith("TypeVar")
-
-
-class PlainTypes(griffe.Extension):
-    """Show plain types and public bases in the API reference; warn on what is left."""
-
-    def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
-        """Rewrite lingodoc once it is loaded whole, then check its public names."""
-        if pkg.path != "lingodoc":
-            return
-        classes = list(walk_classes(pkg))
-        for cls in classes:
-            substitute_type_variables(pkg, cls)
-        for obj in walk(pkg):
-            plain_annotations(pkg, obj)
-        for cls in classes:
-            cls.bases = [base for base in cls.bases if is_public_base(pkg, base)]
-        for module in PUBLIC_MODULES:
-            for obj in public_objects(pkg, module):
-                check(pkg, obj)
-
-
-def walk(obj: griffe.Object) -> Iterator[griffe.Object]:
-    """Every object defined in ``obj``, itself included (aliases left out)."""
-    yield obj
-    for member in obj.members.values():
-        if not member.is_alias:
-            yield from walk(member)  # type: ignore[arg-type]
-
-
-def walk_classes(pkg: griffe.Module) -> Iterator[griffe.Class]:
-    """Every class defined in the package."""
-    return (obj for obj in walk(pkg) if isinstance(obj, griffe.Class))
-
-
 def substitute_type_variables(pkg: griffe.Module, cls: griffe.Class) -> None:
-    """Give ``cls`` its own copy of each inherited method that names a base's type variable."""
+    """Copy the methods ``cls`` inherits, its bases' type variables replaced.
+
+    ``class Client(BaseClient[httpx.Client])``: ``HttpClientT`` becomes
+    ``httpx.Client`` in the methods ``Client`` has from ``BaseClient``.
+    """
     for base in cls.bases:
-        if not (isinstance(base, griffe.ExprSubscript) and isinstance(base.left, griffe.ExprName)):
+        if not isinstance(base, griffe.ExprSubscript):
             continue
-        parent = target(pkg, base.left.canonical_path)
+        parent = target(pkg, getattr(base.left, "canonical_path", ""))
         if not isinstance(parent, griffe.Class):
             continue
         variables = [
-            element.canonical_path
+            variable.canonical_path
             for generic in parent.bases
-            if isinstance(generic, griffe.ExprSubscript) and str(generic.left) == "Generic"
-            for element in (
-                generic.slice.elements
-                if isinstance(generic.slice, griffe.ExprTuple)
-                else [generic.slice]
-            )
-            if isinstance(element, griffe.ExprName)
+            if isinstance(generic, griffe.ExprSubscript)
+            and str(generic.left) == "Generic"
+            for variable in elements(generic.slice)
         ]
-        arguments = (
-            base.slice.elements if isinstance(base.slice, griffe.ExprTuple) else [base.slice]
-        )
-        mapping = dict(zip(variables, arguments, strict=False))
+        given = dict(zip(variables, elements(base.slice), strict=False))
 
-        def name(expr: griffe.ExprName, mapping: dict[str, Any] = mapping) -> Any:
-            return mapping.get(expr.canonical_path, expr)
+        def rename(expr: griffe.ExprName, given: dict[str, Any] = given) -> Any:
+            return given.get(expr.canonical_path, expr)
 
-        for member_name, member in list(cls.inherited_members.items()):
+        for name, member in list(cls.inherited_members.items()):
             function = final(member)
-            if isinstance(function, griffe.Function) and member_name not in cls.members:
-                cls.set_member(member_name, copy_function(function, name))
+            if isinstance(function, griffe.Function):
+                cls.set_member(name, copy_function(function, rename))
 
 
-def copy_function(function: griffe.Function, name: Rewrite) -> griffe.Function:
-    """A copy of ``function`` whose annotations name what ``name`` gives."""
+def copy_function(function: griffe.Function, rename: Rename) -> griffe.Function:
+    """A copy of ``function``, its annotations rewritten."""
+    docstring = function.docstring
     copied = griffe.Function(
         function.name,
         lineno=function.lineno,
@@ -164,22 +152,22 @@ def copy_function(function: griffe.Function, name: Rewrite) -> griffe.Function:
             *(
                 griffe.Parameter(
                     parameter.name,
-                    annotation=rewrite(parameter.annotation, name),
+                    annotation=rewrite(parameter.annotation, rename),
                     kind=parameter.kind,
                     default=parameter.default,
                 )
                 for parameter in function.parameters
             )
         ),
-        returns=rewrite(function.returns, name),
+        returns=rewrite(function.returns, rename),
         decorators=function.decorators,
-        docstring=function.docstring
+        docstring=docstring
         and griffe.Docstring(
-            function.docstring.value,
-            lineno=function.docstring.lineno,
-            endlineno=function.docstring.endlineno,
-            parser=function.docstring.parser,
-            parser_options=function.docstring.parser_options,
+            docstring.value,
+            lineno=docstring.lineno,
+            endlineno=docstring.endlineno,
+            parser=docstring.parser,
+            parser_options=docstring.parser_options,
         ),
     )
     copied.labels = set(function.labels)
@@ -187,83 +175,87 @@ def copy_function(function: griffe.Function, name: Rewrite) -> griffe.Function:
 
 
 def plain_annotations(pkg: griffe.Module, obj: griffe.Object) -> None:
-    """Replace strict types and lingodoc's ``Annotated`` aliases with the types they hold."""
+    """Show strict types and ``Annotated`` aliases as the types they hold."""
 
-    def name(expr: griffe.ExprName) -> Any:
-        path = expr.canonical_path
-        if path in STRICT:
-            return griffe.ExprName(STRICT[path])
-        alias = target(pkg, path)
-        value = getattr(alias, "value", None) if isinstance(alias, griffe.Attribute) else None
-        if isinstance(value, griffe.ExprSubscript) and str(value.left) == "Annotated":
-            return rewrite(value, name)
+    def rename(expr: griffe.ExprName) -> Any:
+        if expr.canonical_path in STRICT:
+            return griffe.ExprName(STRICT[expr.canonical_path])
+        alias = target(pkg, expr.canonical_path)
+        value = getattr(alias, "value", None) if alias is not None else None
+        if isinstance(value, griffe.ExprSubscript) and str(value.left) in (
+            "Annotated",
+            *ANNOTATED,
+        ):
+            return rewrite(value, rename)
         return expr
 
     if isinstance(obj, griffe.Attribute) and obj.annotation is not None:
-        obj.annotation = rewrite(obj.annotation, name)
+        obj.annotation = rewrite(obj.annotation, rename)
     elif isinstance(obj, griffe.Function):
         for parameter in obj.parameters:
-            parameter.annotation = rewrite(parameter.annotation, name)
-        obj.returns = rewrite(obj.returns, name)
+            parameter.annotation = rewrite(parameter.annotation, rename)
+        obj.returns = rewrite(obj.returns, rename)
 
 
-def is_public_base(pkg: griffe.Module, base: Any) -> bool:
-    """Whether ``base`` is another package's class or one lingodoc exports."""
+def public_objects(pkg: griffe.Module) -> Iterator[Any]:
+    """What the public modules export (their ``__all__``)."""
+    for path in PUBLIC_MODULES:
+        module = pkg if path == pkg.path else target(pkg, path)
+        if module is None:
+            continue
+        names = module.exports or [n for n in module.members if n[0] != "_"]
+        for name in map(str, names):
+            member = module.members.get(name)
+            if member is not None and not isinstance(
+                final(member), griffe.Module
+            ):
+                yield member
+
+
+def is_shown(base: Any, exported: set[str]) -> bool:
+    """Whether a base is another package's class, or one lingodoc exports."""
     left = base.left if isinstance(base, griffe.ExprSubscript) else base
     path = getattr(left, "canonical_path", str(left))
-    if not path.startswith("lingodoc.") or not is_private(path):
-        return True
-    exported = {
-        final(member).path
-        for module in PUBLIC_MODULES
-        for member in public_objects(pkg, module)
-        if not isinstance(final(member), griffe.Module)
-    }
-    return path in exported
-
-
-def public_objects(pkg: griffe.Module, module: str) -> Iterator[Any]:
-    """The names ``module`` exports (its ``__all__``), as members."""
-    found = target(pkg, module) if module != pkg.path else pkg
-    if found is None:
-        return
-    exports = found.exports or [name for name in found.members if not name.startswith("_")]
-    for export in exports:
-        name = export if isinstance(export, str) else str(export)
-        member = found.members.get(name)
-        if member is not None:
-            yield member
+    private = any(part.startswith("_") for part in path.split("."))
+    return not (path.startswith("lingodoc.") and private) or path in exported
 
 
 def check(pkg: griffe.Module, obj: Any) -> None:
-    """Warn on a type variable, or a named default, left in a public signature."""
+    """Warn on a type variable or a named default left in a public signature."""
     obj = final(obj)
     functions = [obj] if isinstance(obj, griffe.Function) else []
     if isinstance(obj, griffe.Class):
         functions = [
             final(member)
-            for member_name, member in obj.all_members.items()
+            for name, member in obj.all_members.items()
             if isinstance(final(member), griffe.Function)
-            and (member_name == "__init__" or not member_name.startswith("_"))
+            and (name == "__init__" or not name.startswith("_"))
         ]
     for function in functions:
         for parameter in function.parameters:
             if parameter.name in ("self", "cls"):
                 continue
-            for expr in names(parameter.annotation):
-                if is_type_variable(target(pkg, expr.canonical_path)):
-                    logger.warning(f"{obj.path}: {parameter.name} is shown as {expr.name}")
-            if isinstance(parameter.default, (griffe.ExprName, griffe.ExprAttribute)) and str(
-                parameter.default
-            ) not in ("None", "True", "False"):
+            annotation = parameter.annotation
+            found = (
+                annotation.iterate(flat=True)
+                if isinstance(annotation, griffe.Expr)
+                else []
+            )
+            for name in found:
+                path = getattr(name, "canonical_path", "")
+                value = getattr(target(pkg, path), "value", "")
+                if str(value).startswith("TypeVar("):
+                    logger.warning(
+                        f"{obj.path}: {parameter.name} is shown as {name}"
+                    )
+            default = parameter.default
+            named = (griffe.ExprName, griffe.ExprAttribute)
+            if isinstance(default, named) and str(default) not in (
+                "None",
+                "True",
+                "False",
+            ):
                 logger.warning(
-                    f"{obj.path}: {function.name}({parameter.name}={parameter.default}): "
-                    "write the default as a literal, as the reference shows it"
+                    f"{obj.path}.{function.name}: {parameter.name}="
+                    f"{default}: write the value, which the reference shows"
                 )
-
-
-def names(expr: Any) -> list[griffe.ExprName]:
-    """The names in an annotation."""
-    if not isinstance(expr, griffe.Expr):
-        return []
-    return [name for name in expr.iterate(flat=True) if isinstance(name, griffe.ExprName)]

@@ -22,33 +22,30 @@ from pathlib import Path
 
 # Each block: its page, its width and what it holds; and how many characters fit a line.
 MEASURE = """() => {
-    const blocks = [...document.querySelectorAll("pre > code")].filter(
-        (code) => code.offsetParent !== null  // shown: not in a closed <details>
-    );
+    // Open every collapsed block (the examples): measured as a reader who opens it sees it.
+    document.querySelectorAll("details").forEach((details) => { details.open = true; });
+    const blocks = [...document.querySelectorAll("pre > code")];
+    if (!blocks.length) {
+        return { fits: null, blocks: [] };
+    }
     const probe = document.createElement("span");
     probe.textContent = "x".repeat(100);
-    let fits = null;
-    if (blocks.length) {
-        blocks[0].appendChild(probe);
-        const style = getComputedStyle(blocks[0]);
+    probe.style.whiteSpace = "pre";  // a console block wraps (docs/stylesheets/extra.css)
+    blocks[0].appendChild(probe);
+    const charWidth = probe.getBoundingClientRect().width / 100;
+    probe.remove();
+    const fits = (code) => {
+        const style = getComputedStyle(code);
         const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
-        const charWidth = probe.getBoundingClientRect().width / 100;
-        fits = Math.floor((blocks[0].clientWidth - padding) / charWidth);
-        probe.remove();
-    }
+        return Math.floor((code.clientWidth - padding) / charWidth);
+    };
     return {
-        fits,
+        fits: fits(blocks[0]),
         blocks: blocks.map((code) => ({
             scroll: code.scrollWidth,
             client: code.clientWidth,
             longest: Math.max(...code.textContent.split("\\n").map((line) => line.length)),
             start: code.textContent.slice(0, 60),
-            fits: Math.floor(
-                (code.clientWidth - parseFloat(getComputedStyle(code).paddingLeft)
-                    - parseFloat(getComputedStyle(code).paddingRight))
-                / (probe.getBoundingClientRect().width / 100 || 1)
-            ),
-            nested: code.closest("li, details, .admonition") !== null,
         })),
     };
 }"""
@@ -68,7 +65,7 @@ def main() -> int:
     if not pages:
         parser.error(f"no pages in {args.site}: build the site first")
     scrolling = 0
-    fits: set[int] = set()
+    fits: dict[int, list[str]] = {}
     with tempfile.TemporaryDirectory() as profile, sync_playwright() as playwright:
         browser = playwright.chromium.launch_persistent_context(
             profile,
@@ -88,9 +85,10 @@ def main() -> int:
         for path in pages:
             page.goto(path.resolve().as_uri())
             found = page.evaluate(MEASURE)
-            name = path.parent.relative_to(args.site).as_posix() or "(home)"
+            name = path.parent.relative_to(args.site).as_posix()
+            name = "(home)" if name == "." else name
             if found["fits"] is not None:
-                fits.add(found["fits"])
+                fits.setdefault(found["fits"], []).append(name)
             for block in found["blocks"]:
                 if block["scroll"] > block["client"]:
                     scrolling += 1
@@ -99,7 +97,9 @@ def main() -> int:
                         f"{block['client']} px: {block['start']!r}"
                     )
         browser.close()
-    print(f"{len(pages)} pages at {args.width} px; a line fits {sorted(fits)} characters")
+    print(f"{len(pages)} pages at {args.width} px; characters a line of code holds:")
+    for count, names in sorted(fits.items()):
+        print(f"  {count}: {', '.join(names)}")
     print(f"{scrolling} code blocks scroll sideways")
     return 1 if scrolling else 0
 
