@@ -11,7 +11,9 @@ for type checkers and pydantic rather than for a reader:
   models (``Id``, ``State``...) are shown as the types they hold (``str``,
   ``TranslationState | str``);
 * a base class that lingodoc does not export (``_Result``, ``BaseClient``) is
-  left out of "Bases:".
+  left out of "Bases:";
+* a public constant assigned another (``MAX_BATCH_ITEMS =
+  _constants.MAX_BATCH_ITEMS``) shows that one's value (``100``).
 
 Then it checks the public names: a signature that still names a type variable,
 or a constant as a default, is a warning, which fails ``mkdocs build --strict``.
@@ -55,6 +57,7 @@ class PlainTypes(griffe.Extension):
         for cls in classes:
             cls.bases = [base for base in cls.bases if is_shown(base, exported)]
         for obj in public_objects(pkg):
+            plain_value(pkg, final(obj))
             check(pkg, obj)
 
 
@@ -195,6 +198,17 @@ def plain_annotations(pkg: griffe.Module, obj: griffe.Object) -> None:
         for parameter in obj.parameters:
             parameter.annotation = rewrite(parameter.annotation, rename)
         obj.returns = rewrite(obj.returns, rename)
+
+
+def plain_value(pkg: griffe.Module, obj: Any) -> None:
+    """Show a constant assigned another of the package with that one's value."""
+    while isinstance(obj, griffe.Attribute) and isinstance(
+        obj.value, (griffe.ExprName, griffe.ExprAttribute)
+    ):
+        named = target(pkg, obj.value.canonical_path)
+        if not isinstance(named, griffe.Attribute) or named.value is None:
+            return
+        obj.value = named.value
 
 
 def public_objects(pkg: griffe.Module) -> Iterator[Any]:
