@@ -104,11 +104,9 @@ def report(results: dict[str, Any], quick: bool) -> str:
         f" the start and {results['load_end']:.2f} at the end), Python {info['python']};"
         f" {versions}.",
         "",
-        "Every row is measured side by side with its baseline in one run, in interleaved rounds"
-        " (each round runs every case once, in a rotating order). Each cell is the median over"
-        " the rounds, with the fastest and the slowest round: `median (min-max)`. A ratio is"
-        " baseline time / lingodoc time (requests per second: lingodoc / baseline), taken round"
-        " by round: above 1, lingodoc is faster.",
+        "Every row is measured beside its baseline in one run, in interleaved rounds. A cell is"
+        " `median (min-max)` over the rounds; a ratio is baseline time / lingodoc time (requests"
+        " per second: lingodoc / baseline), round by round: above 1, lingodoc is faster.",
         "",
     ]
     add = out.append
@@ -118,11 +116,9 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add("## Per-call overhead, in-process")
     add("")
     add(
-        "`translate()` against the best hand-written raw httpx call, both sending through the"
-        " same `httpx.MockTransport` that answers with the spec's envelope, so only client code"
-        " is timed. The floor, raw httpx: the URL and the headers built once, the JSON body"
-        " encoded, an `httpx.Request` made and `send()`-ed, `json.loads` of the content."
-        f" {rows['calls_per_round']:,} calls a round."
+        "`translate()` against the best hand-written raw httpx call (the request built once,"
+        " `send()`, `json.loads`), both through the same `httpx.MockTransport`, so only client"
+        f" code is timed. {rows['calls_per_round']:,} calls a round."
     )
     add("")
     add(
@@ -144,11 +140,9 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add("## Time to the first result")
     add("")
     add(
-        "A fresh process imports, builds a client and makes one call to a server on loopback"
-        " that answers at once (interpreter start-up left out; run as where trio is not"
-        " installed, as after `pip install lingodoc`). The floor is raw httpx plus one pydantic"
-        " model: `import httpx`, a three-field `BaseModel`, `httpx.Client()`, one POST, the"
-        " answer validated into the model. Plain raw httpx (`.json()`) is there for reference."
+        "A fresh process imports, builds a client and makes one call to a loopback server"
+        " (interpreter start-up left out; trio not installed). The floor is raw httpx with the"
+        " answer validated into a three-field pydantic model; plain raw httpx for reference."
     )
     add("")
     add("| case | time to the first result | baseline / lingodoc |")
@@ -167,18 +161,13 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add("")
     add(
         "`asyncio.gather` of N `translate()` calls on one `AsyncClient`, against"
-        f" `benchmarks/_fast_server.py --delay {gather['delay']}` on loopback (each answer"
-        f" {gather['delay'] * 1000:.0f} ms after its request), a fresh client per round."
-        " `lingodoc` is the default transport, httpx's pool with 16 calls in flight;"
-        " `lingodoc + aiohttp` is `http_client=lingodoc.DefaultAioHttpClient()`, 100 in flight."
-        " The floors, each the best hand-written equivalent: raw httpx builds the request once,"
-        " `send()`s it and `json.loads` the content, behind a semaphore as large as its pool"
-        " (without one, a gather larger than the pool ends in `PoolTimeout`); its floor is the"
-        f" pool size with the best median in the first table, **{best}** this run (httpcore's"
-        " pool gets slower past about 16 connections in flight), used alone after. Raw aiohttp"
-        " is one `ClientSession` on a `TCPConnector(limit=100)`, the same request, a naive"
-        " gather. *vs*: requests per second over the floor's, round by round. Answers: the calls"
-        " that returned the translation, in the worst round; errors: over all rounds."
+        f" `benchmarks/_fast_server.py --delay {gather['delay']}` on loopback, a fresh client per"
+        " round: `lingodoc` is the default transport (httpx's pool, 16 in flight), `lingodoc +"
+        " aiohttp` uses `DefaultAioHttpClient` (100 in flight). The floors: raw httpx behind a"
+        " semaphore as large as its pool, of the size with the best median in the first table"
+        f" (**{best}** this run: httpcore's pool gets slower past about 16 connections in"
+        " flight); raw aiohttp, a `ClientSession` on a `TCPConnector(limit=100)`. *vs*:"
+        " requests per second over the floor's. Answers: in the worst round; errors: in all."
     )
     for row in gather["gathers"]:
         add("")
@@ -210,9 +199,8 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add(
         f"{many['texts']:,} short texts ({many['repeats']:.0%} repeats of earlier ones,"
         f" {many['blanks']:.0%} blank), batches of {many['batch_size']}, against the in-process"
-        " emulator, whose `requests` counts them; a new corpus each round. The minimum is"
-        " ceil(distinct non-blank texts / batch size) requests, each distinct non-blank text"
-        " sent once."
+        " emulator, a new corpus each round. The minimum is ceil(distinct non-blank texts /"
+        " batch size) requests."
     )
     add("")
     add("| client | requests | minimum | requests / minimum | texts sent / distinct | results |")
@@ -230,9 +218,8 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add("")
     add(
         f"A fresh process builds one client, then {memory['clients']:,} more: the memory each"
-        " keeps, as Python sees it (tracemalloc) and as the process grows (RSS, which also sees"
-        " OpenSSL's allocations), then the time to build one. httpx builds an SSL context,"
-        " with its certificate store, per client; the SDK shares one per certificate setting."
+        " keeps (tracemalloc, and RSS, which also sees OpenSSL's) and the time to build one."
+        " httpx builds an SSL context per client; the SDK shares one."
     )
     add("")
     add("| client | Python memory (tracemalloc) | process memory (RSS) | time to build |")
@@ -256,14 +243,14 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add("## How to run")
     add("")
     add("```shell")
-    add("nox -s bench                          # every row; rewrites this page (~15 minutes here)")
-    add("nox -s bench -- --quick               # a smoke run")
-    add("python benchmarks/run.py gather       # one benchmark, its JSON on stdout")
+    add("nox -s bench                     # every row; rewrites this page (~15 min)")
+    add("nox -s bench -- --quick          # a smoke run")
+    add("python benchmarks/run.py gather  # one benchmark, its JSON on stdout")
     add("```")
     add("")
     add(
-        "Servers listen on 127.0.0.1 only, every loop is bounded and every child process has a"
-        " time limit. Other load on the machine widens every range; compare medians of one run."
+        "Servers listen on 127.0.0.1 only, and every child process has a time limit. Other load"
+        " on the machine widens every range; compare medians of one run."
     )
     return "\n".join(out) + "\n"
 

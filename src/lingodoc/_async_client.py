@@ -197,8 +197,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         *,
         source_language: str,
         target_language: str,
-        batch_size: int = _bulk.DEFAULT_BATCH_SIZE,
-        max_concurrency: int = _bulk.DEFAULT_MAX_CONCURRENCY,
+        batch_size: int = 100,  # the emulator's limit, _constants.MAX_BATCH_ITEMS
+        max_concurrency: int = 4,
         wait_for_rate_limit: bool | float = False,
         on_progress: Callable[[BulkProgress], object] | None = None,
         done: MutableMapping[int, str] | None = None,

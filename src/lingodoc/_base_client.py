@@ -14,7 +14,7 @@ import httpx
 
 from lingodoc import _clock, _config, _endpoints, _lazy, _response, _retry
 from lingodoc._aiohttp import DefaultAioHttpClient
-from lingodoc._constants import DEFAULT_MAX_RETRIES, is_loopback
+from lingodoc._constants import is_loopback
 from lingodoc._endpoints import Call, ShapeError, merge_query
 from lingodoc._exceptions import (
     APIConnectionError,
@@ -67,7 +67,7 @@ class BaseClient(Generic[HttpClientT]):
         *,
         base_url: str | None = None,
         timeout: float | httpx.Timeout | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retries: int = 2,
         default_headers: Mapping[str, str] | None = None,
         http_client: HttpClientT | None = None,
         allow_http_host: str | None = None,

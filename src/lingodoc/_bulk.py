@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lingodoc import _clock, _endpoints, _validation
-from lingodoc._constants import MAX_BATCH_ITEMS, MAX_SERVER_WAIT
+from lingodoc._constants import MAX_SERVER_WAIT
 from lingodoc._exceptions import InvalidArgument, LingodocError, PartialTranslations, RateLimited
 
 if TYPE_CHECKING:
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from lingodoc._models import BatchTranslation, RateLimit
     from lingodoc._options import Options
 
-DEFAULT_BATCH_SIZE = MAX_BATCH_ITEMS
-DEFAULT_MAX_CONCURRENCY = 4
 _SAME_WINDOW = 1.0  # resets that differ by less (rounding) are one window
 _ROUNDING = 2e-6  # reset_at is rounded to the microsecond: never wake a hair early
 # A batch refused this many times in a row, each after the reset named, ends the run.

@@ -14,7 +14,6 @@ MAX_TEXT_LENGTH = 10_000
 MAX_BATCH_ITEMS = 100
 
 DEFAULT_TIMEOUT = 30.0
-DEFAULT_MAX_RETRIES = 2
 # httpcore's pool slows past about 16 connections (docs/performance.md); aiohttp's does not.
 DEFAULT_MAX_IN_FLIGHT = 16
 AIOHTTP_MAX_IN_FLIGHT = 100

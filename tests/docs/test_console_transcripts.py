@@ -2,7 +2,9 @@
 
 A transcript is read as a terminal session: a line ``$ COMMAND`` is a command, and the lines
 after it, up to the next command, are what it prints (stdout and stderr together; blank
-lines at the end do not count). The commands of a page run in order, in one session: in a
+lines at the end do not count). A command that ends with a backslash goes on over the next
+line, which starts with ``> ``, as bash shows it; it runs as typed, backslash and newline
+included. The commands of a page run in order, in one session: in a
 scratch directory, with no ``LINGODOC_*`` variables but those the page exports, and with
 ``lingodoc`` and ``python`` running this source tree. So:
 
@@ -177,6 +179,8 @@ def read_transcripts(page: Path) -> list[Command]:
             fence = None
         elif line.startswith("$ "):
             commands.append(Command(page, number, line[2:].strip()))
+        elif line.startswith("> ") and commands and commands[-1].text.endswith("\\"):
+            commands[-1].text += "\n" + line[2:]  # bash's continuation prompt
         else:
             assert commands, f"{page.name}:{number}: output before any command"
             commands[-1].shown.append(line)

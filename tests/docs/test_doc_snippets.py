@@ -36,6 +36,10 @@ A block that needs the real service, or is a fragment of a larger program, has n
 the docs: make it runnable (an import, a variable from an earlier block), or show it as an
 example file. ``test_every_python_block_runs_or_is_a_signature_or_an_example`` holds the
 pages to this. The ``console`` transcripts are checked by test_console_transcripts.py.
+
+A ```yaml block is a docker-compose file: it must parse, the emulator command of its
+service runs (on loopback, on any free port) and prints the key the app is given, and
+the SDK accepts the app's environment.
 """
 
 from __future__ import annotations
@@ -44,10 +48,14 @@ import ast
 import asyncio
 import inspect
 import io
+import logging
 import os
 import re
+import shlex
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import redirect_stdout
 from dataclasses import dataclass
@@ -55,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import lingodoc
 from lingodoc.emulator import Emulator
@@ -292,7 +301,19 @@ def close_clients(clients: Clients, loop: asyncio.AbstractEventLoop) -> None:
             loop.run_until_complete(client.aclose())
 
 
+@pytest.fixture
+def logging_restored() -> Iterator[None]:
+    """A page may set up logging, as a reader's script does; later tests get theirs back."""
+    loggers = [logging.getLogger(), logging.getLogger("lingodoc")]
+    saved = [(logger.level, logger.handlers[:]) for logger in loggers]
+    yield
+    for logger, (level, handlers) in zip(loggers, saved, strict=True):
+        logger.setLevel(level)
+        logger.handlers[:] = handlers
+
+
 @pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=lambda page: page.name)
+@pytest.mark.usefixtures("logging_restored")
 def test_runnable_blocks_run_and_print_what_the_page_shows(
     page: Path, served_emulator: Emulator
 ) -> None:
@@ -349,6 +370,59 @@ def test_pytest_blocks_pass(page: Path, marker: str, tmp_path: Path) -> None:
     summary = result.stdout.strip().splitlines()[-1]
     assert re.search(r"^\d+ passed in ", summary), summary  # nothing skipped or failed
     assert int(summary.split()[0]) >= len(modules)
+
+
+# -- docker-compose files -------------------------------------------------------------------
+
+YAML_BLOCKS = [block for block in ALL_BLOCKS if block.lang == "yaml"]
+EMULATOR_COMMAND = re.compile(r"python -m lingodoc\.emulator(?P<args>[^\"&;|]*)")
+
+
+@pytest.mark.parametrize("block", YAML_BLOCKS, ids=lambda block: block.name)
+def test_compose_files_run_the_emulator_the_app_is_given(block: Block, tmp_path: Path) -> None:
+    services = yaml.safe_load(block.code)["services"]
+    [(host, emulator)] = [
+        (name, service)
+        for name, service in services.items()
+        if EMULATOR_COMMAND.search(service.get("command", ""))
+    ]
+    command = EMULATOR_COMMAND.search(emulator["command"])
+    assert command is not None
+    arguments = shlex.split(command["args"])
+    port = arguments[arguments.index("--port") + 1]
+    [app] = [service for service in services.values() if "environment" in service]
+    environment = app["environment"]
+    base_url = f"http://{host}:{port}/v1"
+    assert environment["LINGODOC_BASE_URL"] == base_url, "the app reaches another address"
+    # The SDK takes the app's settings: the key, and http:// to the host it names.
+    lingodoc.Client(
+        environment["LINGODOC_API_KEY"],
+        base_url=base_url,
+        allow_http_host=environment["LINGODOC_ALLOW_HTTP_HOST"],
+    ).close()
+    # The command, with its options, on loopback and any free port here.
+    where = {"--host": "127.0.0.1", "--port": "0"}
+    arguments = [
+        where.get(before, arg) for before, arg in zip(["", *arguments[:-1]], arguments, strict=True)
+    ]
+    log = tmp_path / "emulator.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "lingodoc.emulator", *arguments],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 20
+        while "LINGODOC_API_KEY=" not in log.read_text(encoding="utf-8"):
+            assert process.poll() is None, log.read_text(encoding="utf-8")
+            assert time.monotonic() < deadline, "the emulator printed no key in time"
+            time.sleep(0.02)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(20) == 0
+    printed = log.read_text(encoding="utf-8")
+    assert f"LINGODOC_API_KEY={environment['LINGODOC_API_KEY']}" in printed
 
 
 # -- the conventions themselves ------------------------------------------------------------

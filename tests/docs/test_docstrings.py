@@ -35,6 +35,7 @@ import inspect
 import itertools
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -237,6 +238,55 @@ def test_functions_say_what_they_raise(path: str) -> None:
         error = exception_class(name)
         assert isinstance(error, type), f"{path}: Raises: names {name!r}, which is no class"
         assert issubclass(error, Exception), f"{path}: Raises: names {name!r}"
+
+
+def written_defaults(func: Callable[..., Any]) -> dict[str, ast.expr]:
+    """The defaults of ``func``'s parameters as its source writes them."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(func))))
+    definition = tree.body[0]
+    assert isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef))
+    arguments = definition.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    with_defaults = positional[len(positional) - len(arguments.defaults) :]
+    pairs = zip(with_defaults, arguments.defaults, strict=True)
+    keyword = zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+    return {arg.arg: default for arg, default in [*pairs, *keyword] if default is not None}
+
+
+def written(path: str) -> Callable[..., Any] | None:
+    """The function, or the constructor of the class, at ``path``, if lingodoc writes it."""
+    obj = ALL[path]
+    func = obj if inspect.isfunction(obj) else getattr(obj, "__init__", None)
+    module = getattr(func, "__module__", None) or ""
+    # A dataclass's or a NamedTuple's constructor is generated: no source to read.
+    generated = dataclasses.is_dataclass(obj) or hasattr(obj, "_fields")
+    written_here = inspect.isfunction(func) and module.startswith("lingodoc")
+    return func if written_here and not generated else None
+
+
+SIGNATURES = [path for path in sorted(ALL) if written(path) is not None]
+
+
+@pytest.mark.parametrize("path", SIGNATURES)
+def test_signatures_write_their_defaults_as_values(path: str) -> None:
+    # The reference shows a default as the source writes it: `max_retries: int = 2`, which
+    # a reader can use, not the name of a constant (`= DEFAULT_MAX_RETRIES`).
+    func = written(path)
+    assert func is not None
+    for name, default in written_defaults(func).items():
+        assert isinstance(default, ast.Constant) or (
+            isinstance(default, ast.UnaryOp) and isinstance(default.operand, ast.Constant)
+        ), f"{path}: {name}={ast.unparse(default)}; write the value"
+
+
+def test_the_written_defaults_are_the_ones_shared_with_the_cli() -> None:
+    from lingodoc import _constants
+
+    for client in CLIENTS:
+        parameters = inspect.signature(client.translate_many).parameters
+        assert parameters["batch_size"].default == _constants.MAX_BATCH_ITEMS
+        assert inspect.signature(client).parameters["max_retries"].default == 2
+    assert written_defaults(lingodoc.Client.translate_many)["max_concurrency"].value == 4
 
 
 def exception_class(name: str) -> Any:
