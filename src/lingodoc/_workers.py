@@ -31,8 +31,11 @@ async def async_hand_over(bulk: Bulk) -> None:
 
 
 @contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """Hold Ctrl-C back in the main thread (a ``Thread.start`` it stops leaves a stray thread)."""
+def ctrl_c_held() -> Iterator[None]:
+    """Hold Ctrl-C back in the main thread until the block ends, where it is raised.
+
+    A ``Thread.start`` it stops leaves a stray thread; a checkpoint it stops, a torn file.
+    """
     main = threading.current_thread() is threading.main_thread()
     if not (main and hasattr(signal, "pthread_sigmask")):
         yield
@@ -56,7 +59,7 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
 
     pool = ThreadPoolExecutor(bulk.workers, thread_name_prefix="lingodoc-many")
     try:
-        with _ctrl_c_held():
+        with ctrl_c_held():
             for _ in range(bulk.workers):
                 pool.submit(worker, bulk)
         while bulk.running and not bulk.stopped:  # a failed batch stops the rest
@@ -68,7 +71,7 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
         while (progress := bulk.record_next()) is not None:  # stopped: those answered before
             report(bulk.on_progress, progress)
     finally:
-        with _ctrl_c_held():  # a second Ctrl-C must not leave a worker asleep till the reset
+        with ctrl_c_held():  # a second Ctrl-C must not leave a worker asleep till the reset
             bulk.stop()
         bulk.drain()
         try:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import stat
 import tempfile
 import threading
@@ -31,6 +30,7 @@ from collections.abc import Iterator, MutableMapping
 from dataclasses import asdict, dataclass
 from typing import IO, Any
 
+from lingodoc._workers import ctrl_c_held
 from lingodoc.cli._errors import CheckpointError, UsageError
 
 try:
@@ -328,25 +328,6 @@ class Checkpoint:
             os.unlink(self.path)
 
 
-@contextlib.contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """Hold Ctrl-C (SIGINT) back until the block ends, if this is the main thread.
-
-    Its KeyboardInterrupt is raised as the block ends. Elsewhere (another thread, or a
-    system without signal masks) the block runs as it is.
-    """
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
-        threading.main_thread()
-    ):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
 class Finished(MutableMapping[int, str]):
     """The ``done`` mapping given to ``translate_many``: it also queues what is new for the file.
 
@@ -395,7 +376,7 @@ class Finished(MutableMapping[int, str]):
         """
         # Ctrl-C waits until the file and the queue agree: an append cut short would lose
         # its translations from both (the run's end flushes again, so they would be missing).
-        with _ctrl_c_held():
+        with ctrl_c_held():
             with self._lock:
                 new = self._new[:]
             if self._checkpoint is not None:
