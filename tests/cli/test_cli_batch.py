@@ -679,6 +679,57 @@ def test_input_output_or_checkpoint_that_are_one_file_are_refused_before_any_req
     assert {path: path.read_bytes() for path in tmp_path.iterdir() if path.is_file()} == before
 
 
+@pytest.mark.parametrize(
+    ("given", "first", "lock"),
+    [
+        # The lock of the checkpoint `notes` is the input: it was deleted as the run ended.
+        (("notes.lock", "--checkpoint", "notes", "-o", "out.txt"), "the input", "notes.lock"),
+        # The output was renamed over the lock, then deleted with it: exit code 0, no output.
+        (("in.txt", "--checkpoint", "res", "-o", "res.lock"), "--output", "res.lock"),
+        # The default checkpoint's (OUT.checkpoint) lock.
+        (("x.checkpoint.lock", "-o", "x"), "the input", "x.checkpoint.lock"),
+    ],
+)
+def test_an_input_or_output_that_is_the_checkpoints_lock_file_is_refused(
+    cli: RunCLI,
+    emulator: Recorder,
+    tmp_path: Path,
+    given: tuple[str, ...],
+    first: str,
+    lock: str,
+) -> None:
+    args = [str(tmp_path / arg) if not arg.startswith("-") else arg for arg in given]
+    Path(args[0]).write_text("Hello\n", encoding="utf-8")
+    run = cli("batch", *args, "--to", "de")
+    assert (run.code, run.out) == (2, "")
+    assert run.error == (
+        f"lingodoc: error: {first} {tmp_path / lock} and the checkpoint's lock file "
+        f"{tmp_path / lock} "
+        "are the same file: give each a path of its own"
+    )
+    assert emulator.requests == []
+    assert [path.name for path in tmp_path.iterdir()] == [Path(args[0]).name]
+    assert Path(args[0]).read_text(encoding="utf-8") == "Hello\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_lock_file_path_that_is_not_a_regular_file_is_refused(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    # It would be taken for the lock, then deleted as the run ends.
+    source, lock = tmp_path / "in.txt", tmp_path / "in.txt.de.checkpoint.lock"
+    source.write_text("Hello\n", encoding="utf-8")
+    os.mkfifo(lock)
+    run = cli("batch", str(source), "--to", "de", timeout=10)
+    assert (run.code, run.out) == (2, "")
+    assert run.error == (
+        f"lingodoc: error: the checkpoint's lock file {lock} is a named pipe, not a regular "
+        "file: give another path"
+    )
+    assert emulator.requests == []
+    assert lock.is_fifo()
+
+
 @pytest.mark.parametrize("resume", [False, True])
 @pytest.mark.parametrize("kind", ["a directory", "a named pipe"])
 def test_a_checkpoint_that_is_not_a_regular_file_is_refused_without_opening_it(

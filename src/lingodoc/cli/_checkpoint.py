@@ -104,6 +104,11 @@ def refuse_special(name: str, path: str) -> None:
         raise _not_regular(name, path, mode)
 
 
+def lock_path(path: str) -> str:
+    """Return the lock file of the checkpoint ``path`` (see `locked`)."""
+    return f"{path}.lock"
+
+
 @contextlib.contextmanager
 def locked(path: str) -> Iterator[None]:
     """Hold the lock of the checkpoint ``path`` while the block runs: ``PATH.lock``, flocked.
@@ -120,7 +125,7 @@ def locked(path: str) -> Iterator[None]:
     if fcntl is None:
         yield
         return
-    lock = f"{path}.lock"
+    lock = lock_path(path)
     while True:
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)

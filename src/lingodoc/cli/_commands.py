@@ -18,7 +18,14 @@ from typing import IO, Any
 
 import lingodoc
 from lingodoc._validation import language
-from lingodoc.cli._checkpoint import Checkpoint, Finished, Header, locked, refuse_special
+from lingodoc.cli._checkpoint import (
+    Checkpoint,
+    Finished,
+    Header,
+    lock_path,
+    locked,
+    refuse_special,
+)
 from lingodoc.cli._corpus import DEFAULT_FIELD, Corpus, format_of, read_corpus
 from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, CheckpointError, Kept, UsageError
 from lingodoc.cli._progress import BulkProgress, BulkState, Progress
@@ -157,8 +164,9 @@ def _same_file(first: str, second: str) -> bool:
 def _check_files(args: argparse.Namespace, output: str | None, checkpoint: str | None) -> None:
     """Refuse files of a run that are one file, and an output or checkpoint not a file.
 
-    The output is renamed over its path at the end, then the checkpoint deleted: were they
-    one file, the run would end with exit code 0 and no output.
+    The output is renamed over its path at the end, then the checkpoint and its lock file
+    deleted: were they one file, the run would end with exit code 0 and no output (or no
+    input).
     """
     named = [
         (name, path)
@@ -166,6 +174,7 @@ def _check_files(args: argparse.Namespace, output: str | None, checkpoint: str |
             ("the input", None if args.file == "-" else args.file),
             ("--output", output),
             ("the checkpoint", checkpoint),
+            ("the checkpoint's lock file", None if checkpoint is None else lock_path(checkpoint)),
         )
         if path is not None
     ]
