@@ -8,7 +8,7 @@ import re
 import pytest
 
 from lingodoc.cli import main
-from lingodoc.emulator import EmulatorServer
+from lingodoc.emulator import Emulator, EmulatorServer
 from lingodoc.testing import FakeClock, fake_clock
 from tests.cli.conftest import RunCLI
 
@@ -63,6 +63,26 @@ def test_the_demo_runs_against_the_service_configured(cli: RunCLI, server: Emula
     assert "   ... completed 100%" in lines
     assert any(line.startswith("4. a caught error: InvalidLanguage: ") for line in lines)
     assert any(line.startswith("5. rate limit: ") for line in lines)
+
+
+def test_a_demo_wait_that_times_out_exits_4_with_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A service whose translation outlasts the demo's 60 s wait. In this process, on a fake
+    # clock that the served emulator reads too: no real wait.
+    with fake_clock(FakeClock(start=START)), Emulator(job_duration=3600).serve() as server:
+        monkeypatch.setenv("LINGODOC_BASE_URL", server.base_url)
+        monkeypatch.setenv("LINGODOC_API_KEY", server.api_key)
+        code = main(["demo"])
+    out, err = capsys.readouterr()
+    found = re.search(r"translate_document: job (tr_[0-9a-f]+) is processing", out)
+    assert found is not None, out
+    job = found[1]
+    assert (code, err) == (
+        4,
+        f"lingodoc: error: translation {job} did not finish within 60 s (last state "
+        f"processing, 0%); it goes on: `lingodoc wait {job}` resumes\n",
+    )
 
 
 def test_the_demo_refuses_json(capsys: pytest.CaptureFixture[str]) -> None:

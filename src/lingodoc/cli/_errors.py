@@ -149,7 +149,11 @@ def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[i
             f"{reason}; check the document, then start a new translation"
         )
     if isinstance(exc, lingodoc.WaitTimeout):
-        return EXIT_TIMEOUT, f"{exc}; it goes on: `lingodoc wait {args.translation_id}` resumes"
+        # The id from the wait itself: not every command that waits has it in its arguments
+        # (`demo` does not).
+        job = exc.status.translation_id if exc.status else getattr(args, "translation_id", None)
+        resume = f": `lingodoc wait {job}` resumes" if job else ""
+        return EXIT_TIMEOUT, f"{exc}; it goes on{resume}"
     if isinstance(exc, lingodoc.APITimeoutError):
         return EXIT_API_ERROR, f"no answer from {base_url} in time ({exc}); raise --timeout"
     if isinstance(exc, lingodoc.APIConnectionError):
