@@ -702,9 +702,9 @@ def test_an_input_or_output_that_is_the_checkpoints_lock_file_is_refused(
     Path(args[0]).write_text("Hello\n", encoding="utf-8")
     run = cli("batch", *args, "--to", "de")
     assert (run.code, run.out) == (2, "")
+    shown = os.path.realpath(tmp_path / lock)  # the lock is named after the real path
     assert run.error == (
-        f"lingodoc: error: {first} {tmp_path / lock} and the checkpoint's lock file "
-        f"{tmp_path / lock} "
+        f"lingodoc: error: {first} {tmp_path / lock} and the checkpoint's lock file {shown} "
         "are the same file: give each a path of its own"
     )
     assert emulator.requests == []
@@ -1277,6 +1277,37 @@ def start(env: dict[str, str]) -> Iterator[Start]:
         for stream in (process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="flock")
+@pytest.mark.parametrize("how", ["symlink", "hard link"])
+def test_a_second_run_on_the_checkpoint_by_another_name_is_refused(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path, start: Start, how: str
+) -> None:
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    checkpoint, other = tmp_path / "run.checkpoint", tmp_path / "other.checkpoint"
+    source.write_text("Hello\n", encoding="utf-8")
+    args = ("batch", str(source), "--to", "de", "-o", str(out), "-q")
+    emulator.hold_after = 0  # the first run's request is held: it runs until released
+    first = start(*args, "--checkpoint", str(checkpoint))
+    try:
+        emulator.wait_for(1)  # its checkpoint is made, and locked
+        if how == "symlink":
+            other.symlink_to(checkpoint)
+        else:
+            os.link(checkpoint, other)
+        second = cli(*args, "--checkpoint", str(other), "--resume", timeout=10)
+    finally:
+        emulator.release.set()
+    assert (second.code, second.out) == (2, "")
+    assert second.error == (
+        f"lingodoc: error: another `lingodoc batch` is running with the checkpoint {other}: "
+        "wait for it to end, or give this one other files"
+    )
+    _, err = first.communicate(timeout=WAIT)
+    assert first.returncode == 0, err
+    assert out.read_text(encoding="utf-8") == "Hallo\n"
+    assert emulator.sent() == ["Hello"]  # the second run sent nothing
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")

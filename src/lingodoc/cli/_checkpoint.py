@@ -15,7 +15,8 @@ A process killed while appending leaves at most a torn last line, which reading 
 so the file holds whole lines only, and what it did not take stays queued; Ctrl-C waits
 until an append is whole and off the queue. The file is
 created with its header whole (written aside, then renamed), so an existing checkpoint
-always says whose it is. One run at a time uses it: a run holds ``PATH.lock`` (see `locked`).
+always says whose it is. One run at a time uses it: a run holds ``PATH.lock`` (see `locked`),
+and the file itself while it is open.
 """
 
 from __future__ import annotations
@@ -105,13 +106,55 @@ def refuse_special(name: str, path: str) -> None:
 
 
 def lock_path(path: str) -> str:
-    """Return the lock file of the checkpoint ``path`` (see `locked`)."""
-    return f"{path}.lock"
+    """Return the lock file of the checkpoint ``path`` (see `locked`): by its real path.
+
+    Named after the file the path leads to, not the path as typed: a second run that names
+    the checkpoint through a symlink (to it or to its directory) takes the same lock.
+    """
+    return f"{os.path.realpath(path)}.lock"
+
+
+def _flock(fd: int, path: str) -> None:
+    """Lock the open file ``fd`` for the run on the checkpoint ``path``, without waiting.
+
+    Raises:
+        UsageError: If another run holds it.
+    """
+    if fcntl is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise UsageError(
+            f"another `lingodoc batch` is running with the checkpoint {path}: wait for it "
+            "to end, or give this one other files"
+        ) from None
+
+
+def _appending(path: str) -> IO[bytes]:
+    """Open the checkpoint ``path`` to append, flocked while it is open.
+
+    The lock file (`locked`) keeps out a run that names the checkpoint by the same real
+    path; a hard link is another name of the same file, with a real path of its own, so
+    the file itself is locked too. Only an existing checkpoint can have such a name, and
+    it is locked before anything in it is cut off.
+
+    Raises:
+        UsageError: If another run holds it.
+        OSError: If it cannot be opened.
+    """
+    stream = open(path, "ab", buffering=0)  # noqa: SIM115  # closed by the Checkpoint
+    try:
+        _flock(stream.fileno(), path)
+    except BaseException:
+        stream.close()
+        raise
+    return stream
 
 
 @contextlib.contextmanager
 def locked(path: str) -> Iterator[None]:
-    """Hold the lock of the checkpoint ``path`` while the block runs: ``PATH.lock``, flocked.
+    """Hold the lock of the checkpoint ``path`` while the block runs: `lock_path`, flocked.
 
     Taken without waiting: a second run on the same checkpoint is refused, rather than mix
     its lines with the first's or delete the file under it. The system lets go of the lock
@@ -132,13 +175,10 @@ def locked(path: str) -> Iterator[None]:
         except OSError as exc:
             raise UsageError(f"cannot lock the checkpoint {path}: {exc.strerror or exc}") from exc
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            _flock(fd, path)
+        except BaseException:
             os.close(fd)
-            raise UsageError(
-                f"another `lingodoc batch` is running with the checkpoint {path}: wait for it "
-                "to end, or give this one other files"
-            ) from None
+            raise
         # The run that held it may have removed the file between our open and flock: a lock
         # on a file no longer there keeps no one out. Then again, with the file there now.
         with contextlib.suppress(OSError):
@@ -241,7 +281,7 @@ class Checkpoint:
             with open(fd, "w", encoding="ascii", newline="") as stream:
                 stream.write(header.line() + "\n")
             os.replace(temporary, path)
-            return cls(path, open(path, "ab", buffering=0))
+            return cls(path, _appending(path))
         except OSError as exc:
             if temporary is not None:
                 with contextlib.suppress(OSError):
@@ -274,11 +314,13 @@ class Checkpoint:
                 f"the checkpoint {path} is not of this run: {why}; run the command it was "
                 "made for, or delete it to start afresh"
             )
+        stream = None
         try:
-            with open(path, "r+b") as binary:
-                binary.truncate(whole)  # a torn last line, cut off before appending
-            stream = open(path, "ab", buffering=0)  # noqa: SIM115
+            stream = _appending(path)
+            stream.truncate(whole)  # a torn last line, cut off before appending
         except OSError as exc:
+            if stream is not None:
+                stream.close()
             raise UsageError(f"cannot write the checkpoint {path}: {exc.strerror or exc}") from exc
         return cls(path, stream), done
 
