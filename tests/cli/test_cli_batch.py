@@ -1236,6 +1236,35 @@ def test_the_checkpoint_is_made_aside_without_following_a_planted_symlink(
     )
 
 
+def lowest_free_fd() -> int:
+    """The descriptor the next open gets: higher after a call that leaked one."""
+    fd = os.open(os.devnull, os.O_RDONLY)
+    os.close(fd)
+    return fd
+
+
+@pytest.mark.parametrize("code", [errno.ENOLCK, errno.EOPNOTSUPP])
+def test_a_checkpoint_that_cannot_be_locked_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    # As on a network file system without locks (NFS, SMB, some FUSE ones).
+    fcntl = pytest.importorskip("fcntl")
+
+    def refused(fd: int, operation: int) -> None:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(fcntl, "flock", refused)
+    path = str(tmp_path / "c.checkpoint")
+    free = lowest_free_fd()
+    with pytest.raises(UsageError) as error, _checkpoint.locked(path):
+        pass
+    assert str(error.value) == (
+        f"cannot lock the checkpoint {path}: {os.strerror(code)}; put it on a local disk "
+        "with --checkpoint PATH"
+    )
+    assert lowest_free_fd() == free  # the lock file's descriptor closed
+
+
 def test_finished_is_a_mapping_of_earlier_and_new_translations(tmp_path: Path) -> None:
     finished = Finished(None, {0: "a"})
     finished[1] = "b"

@@ -118,7 +118,8 @@ def _flock(fd: int, path: str) -> None:
     """Lock the open file ``fd`` for the run on the checkpoint ``path``, without waiting.
 
     Raises:
-        UsageError: If another run holds it.
+        UsageError: If another run holds it, or the file system has no locks (ENOLCK on
+            NFS, EOPNOTSUPP on some SMB or FUSE mounts).
     """
     if fcntl is None:
         return
@@ -129,6 +130,11 @@ def _flock(fd: int, path: str) -> None:
             f"another `lingodoc batch` is running with the checkpoint {path}: wait for it "
             "to end, or give this one other files"
         ) from None
+    except OSError as exc:
+        raise UsageError(
+            f"cannot lock the checkpoint {path}: {exc.strerror or exc}; put it on a local "
+            "disk with --checkpoint PATH"
+        ) from exc
 
 
 def _appending(path: str) -> IO[bytes]:
@@ -163,7 +169,7 @@ def locked(path: str) -> Iterator[None]:
     lock.
 
     Raises:
-        UsageError: If another run holds it, or it cannot be made.
+        UsageError: If another run holds it, or it cannot be made or locked.
     """
     if fcntl is None:
         yield
