@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import hashlib
 import io
 import json
 import os
@@ -865,6 +866,25 @@ def test_resume_without_a_checkpoint_starts_afresh_with_a_note(cli: RunCLI, tmp_
     run = cli("batch", str(source), "--to", "de", "--resume", "-q")
     assert (run.code, run.out) == (0, "Hallo\n"), run.err
     assert run.err == f"lingodoc: no checkpoint at {source}.de.checkpoint: starting afresh\n"
+
+
+def test_an_output_it_cannot_make_is_refused_before_the_checkpoint_is_opened(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # In process, so a file left open would fail the test (a ResourceWarning, an error here).
+    source, checkpoint = tmp_path / "r.txt", tmp_path / "r.ck"
+    source.write_text("Hello\n", encoding="utf-8")
+    header = Header(hashlib.sha256(b"Hello\n").hexdigest(), "en", "de", "lines", None, 1)
+    Checkpoint.create(str(checkpoint), header).close()
+    out = tmp_path / "nodir" / "out.txt"
+    code = main([
+        "batch", str(source), "--to", "de", "--checkpoint", str(checkpoint), "--resume",
+        "-o", str(out), "--api-key", "ld_unused", "--base-url", "http://127.0.0.1:9/v1",
+    ])  # fmt: skip
+    printed = capsys.readouterr()
+    assert (code, printed.out) == (2, "")
+    assert printed.err == f"lingodoc: error: cannot write {out}: No such file or directory\n"
+    assert read(str(checkpoint), 1)[0]["input_sha256"] == header.input_sha256  # kept as it was
 
 
 def test_resume_reading_stdin_needs_a_checkpoint_path(cli: RunCLI, emulator: Recorder) -> None:

@@ -262,10 +262,10 @@ def _batch(
     path: str | None,
 ) -> int:
     """Translate the corpus read and write it out: `batch`, once its checkpoint is locked."""
-    checkpoint, earlier = _open_checkpoint(args, path, header)
     field, target = header.field, header.target
-    out = Output(output)
+    out = Output(output)  # first: the checkpoint opened next is closed only by _translate
     try:
+        checkpoint, earlier = _open_checkpoint(args, path, header)
         translations = _translate(client, args, corpus.texts, header, path, checkpoint, earlier)
         if path is not None:  # from here until the output is written, all is in the checkpoint
             args.kept = Kept(len(corpus.texts), len(corpus.texts), path)
