@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 import socket
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import lingodoc
-from lingodoc.cli import main
+from lingodoc.cli import _stdout_to_devnull, main
 from lingodoc.cli._parser import build_parser, settle_timeouts
 from lingodoc.emulator import Emulator, EmulatorServer
 from lingodoc.testing import fake_clock
@@ -266,6 +267,73 @@ def test_with_json_an_error_is_one_json_object_on_stdout_too(
     assert (error["request_id"] is None) == (status is None)
     assert run.error == f"lingodoc: error: {error['message']}"  # and the same on stderr
     assert BAD_KEY[3:-4] not in run.out
+
+
+@pytest.mark.parametrize(
+    ("args", "prog", "message"),
+    [
+        (["--json", "translate", "hi"], "lingodoc translate",
+         "the following arguments are required: --to"),
+        (["wait", "tr_1", "--wait-timeout", "0", "--json"], "lingodoc wait",
+         "argument --wait-timeout: expected a positive number of seconds, or never, not '0'"),
+        (["--json", "translate", "hi", "--to", "de", "--bogus"], "lingodoc",
+         "unrecognized arguments: --bogus"),
+        (["--json"], "lingodoc", "the following arguments are required: COMMAND"),
+    ],
+)  # fmt: skip
+def test_with_json_a_mistake_in_the_command_line_is_on_stdout_too(
+    capsys: pytest.CaptureFixture[str], args: list[str], prog: str, message: str
+) -> None:
+    # In-process: argparse refuses these before anything else runs.
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"code": None, "message": message, "request_id": None, "status": None}
+    assert err.startswith(f"usage: {prog}")
+    assert err.splitlines()[-1] == f"{prog}: error: {message}"
+
+
+def test_without_json_a_mistake_in_the_command_line_leaves_stdout_empty(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `--json` after `--` is a text, not the option.
+    assert main(["translate", "--", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines()[-1] == (
+        "lingodoc translate: error: the following arguments are required: --to"
+    )
+
+
+def test_with_json_ctrl_c_is_on_stdout_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lingodoc.Client, "wait_for_translation", interrupted)
+    code = main(["--json", "wait", "tr_1", "--api-key", BAD_KEY,
+                 "--base-url", "http://127.0.0.1:9/v1"])  # fmt: skip
+    out, err = capsys.readouterr()
+    message = "interrupted; the translation goes on: `lingodoc wait tr_1` resumes"
+    assert code == 130
+    assert json.loads(out) == {"code": None, "message": message, "request_id": None, "status": None}
+    assert err == f"lingodoc: {message}\n"
+
+
+def test_stdout_sent_to_the_null_device_leaves_no_descriptor_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What `lingodoc ... | head` comes to once the reader is gone.
+    with open(tmp_path / "stdout", "w") as stdout:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        probe = os.open(os.devnull, os.O_RDONLY)  # the lowest descriptor free
+        os.close(probe)
+        _stdout_to_devnull()
+        after = os.open(os.devnull, os.O_RDONLY)
+        os.close(after)
+        print("gone", file=stdout, flush=True)
+    assert after == probe
+    assert (tmp_path / "stdout").read_text() == ""
 
 
 # -- the translation: exit codes 3 and 4 -------------------------------------------------------

@@ -25,7 +25,7 @@ from lingodoc.cli._errors import (
     as_json,
     explain,
 )
-from lingodoc.cli._parser import build_parser, settle_timeouts
+from lingodoc.cli._parser import Refused, build_parser, settle_timeouts
 from lingodoc.cli._visible import visible
 
 __all__ = ["main"]
@@ -95,6 +95,23 @@ def _print_traceback(error: BaseException) -> None:
             sys.stderr.write(visible(chunk, layout=True))
 
 
+def _stdout_to_devnull() -> None:
+    """Point stdout at the null device: its reader is gone, and Python flushes it at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)  # stdout's descriptor is a copy of it now
+
+
+def _print_json(exc: BaseException, message: str) -> None:
+    """With ``--json``: print the error on stdout too, where a script reads the result."""
+    try:
+        print(as_json(exc, message), flush=True)
+    except OSError:  # the reader is gone: stderr still says it, and exit is quiet
+        _stdout_to_devnull()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``lingodoc`` command.
 
@@ -108,12 +125,18 @@ def main(argv: list[str] | None = None) -> int:
         5 the rate limit stopped a batch, 130 interrupted, 141 stdout closed early.
     """
     parser = build_parser()
+    tokens = sys.argv[1:] if argv is None else argv
     try:
-        args, extra = parser.parse_known_args(argv)
+        args, extra = parser.parse_known_args(tokens)
         # Unknown options go on to the emulator; for any other command they are a mistake.
         if extra and args.command != "emulator":
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    except SystemExit as exc:  # --help, --version, or a usage error, already printed
+    except Refused as exc:  # its usage printed; nothing parsed to ask, so --json is looked for
+        if "--json" in (tokens[: tokens.index("--")] if "--" in tokens else tokens):
+            _print_json(exc, str(exc))
+        print(f"{exc.prog}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help or --version, printed
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     deprecated = settle_timeouts(args)
     if deprecated is not None:
@@ -128,18 +151,19 @@ def main(argv: list[str] | None = None) -> int:
             base_url = client.base_url
             _log_to_stderr(args.verbose)  # after Client(), which applies LINGODOC_LOG
             return handler(client, args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         job = getattr(args, "translation_id", None) if args.command != "status" else None
-        resume = f"`lingodoc wait {visible(job)}`"
-        goes_on = f"; the translation goes on: {resume} resumes" if job else ""
+        goes_on = f"; the translation goes on: `lingodoc wait {job}` resumes" if job else ""
         kept: Kept | None = getattr(args, "kept", None)
         goes_on += f"; {kept.sentence()}" if kept is not None and kept.sentence() else ""
-        print(f"lingodoc: interrupted{goes_on}", file=sys.stderr)
+        if args.json:
+            _print_json(exc, f"interrupted{goes_on}")
+        print(f"lingodoc: {visible(f'interrupted{goes_on}')}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`lingodoc batch big.txt | head`): stop quietly, and keep
         # Python from complaining when it flushes stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_devnull()
         kept = getattr(args, "kept", None)
         if kept is not None and kept.checkpoint is not None:  # else it would be a surprise
             print(f"lingodoc: stdout was closed early; {kept.sentence()}", file=sys.stderr)
@@ -149,10 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose:
             _print_traceback(exc)
         message = " ".join(message.split())  # one line: the server's line breaks as spaces
-        if args.json:  # for scripts, on stdout, where the result would have been
-            try:
-                print(as_json(exc, message), flush=True)
-            except OSError:  # the reader is gone: stderr still says it, and exit is quiet
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if args.json:
+            _print_json(exc, message)
         print(f"lingodoc: error: {visible(message)}", file=sys.stderr)  # what it sent, inert
         return code

@@ -90,7 +90,7 @@ def rate_limit_stop(exc: lingodoc.RateLimited, kept: Kept) -> str:
     )
 
 
-def as_json(exc: Exception, message: str) -> str:
+def as_json(exc: BaseException, message: str) -> str:
     """Return the error as ``--json`` prints it on stdout: one object, for scripts to parse.
 
     Args:

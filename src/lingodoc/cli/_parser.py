@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import functools
 import math
-from typing import Any
+import sys
+from typing import Any, NoReturn
 
 import lingodoc
 from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV, MAX_BATCH_ITEMS
@@ -31,6 +32,28 @@ exit codes:
 
 
 _SEE_TOP = "environment variables and exit codes: lingodoc --help"
+
+
+class Refused(Exception):
+    """argparse refused the command line: the message of its error, the usage printed.
+
+    Raised rather than exiting, so that the command can print it as ``--json`` asks too.
+
+    Attributes:
+        prog: The program or command it is about, such as ``lingodoc translate``.
+    """
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors raise `Refused` (its subcommands' too)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        raise Refused(self.prog, message)
 
 
 def _seconds(value: str) -> float:
@@ -104,7 +127,8 @@ def _add_global_options(parser: argparse.ArgumentParser, *, after: bool, waits: 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser of the ``lingodoc`` command and its subcommands."""
     raw: dict[str, Any] = {"formatter_class": argparse.RawDescriptionHelpFormatter}
-    parser = argparse.ArgumentParser(
+    # The subcommands' parsers are of the same class (add_subparsers' parser_class).
+    parser = _Parser(
         prog="lingodoc",
         description="Translate texts, files and documents with the lingodoc service.\n\n"
         "To try it locally, run `lingodoc emulator` in one terminal and export the two\n"
