@@ -16,7 +16,6 @@ from tests.cli.conftest import RunCLI
 START = 1_800_000_000
 
 EXPECTED = [
-    "LINGODOC_API_KEY and LINGODOC_BASE_URL are not set: using the built-in emulator",
     "",
     "1. translate: 'Hello world' -> 'Hallo Welt'",
     "2. translate_batch: ['Bienvenue', 'Mon ami', 'Merci']",
@@ -36,12 +35,21 @@ EXPECTED = [
 
 
 @pytest.mark.parametrize(
-    "configured",
-    [{}, {"LINGODOC_API_KEY": "ld_mine"}, {"LINGODOC_API_KEY": "", "LINGODOC_BASE_URL": " "}],
-    ids=["nothing", "a-key-alone", "blank"],
-)
+    ("configured", "unset"),
+    [
+        ({}, "LINGODOC_API_KEY and LINGODOC_BASE_URL are not set"),
+        ({"LINGODOC_API_KEY": "ld_mine"}, "LINGODOC_BASE_URL is not set"),
+        ({"LINGODOC_BASE_URL": "https://lingodoc.example/v1"}, "LINGODOC_API_KEY is not set"),
+        ({"LINGODOC_API_KEY": "", "LINGODOC_BASE_URL": " "},
+         "LINGODOC_API_KEY and LINGODOC_BASE_URL are not set"),
+    ],
+    ids=["nothing", "a-key-alone", "an-address-alone", "blank"],
+)  # fmt: skip
 def test_the_demo_runs_the_quickstarts_steps_on_the_built_in_emulator(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], configured: dict[str, str]
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    configured: dict[str, str],
+    unset: str,
 ) -> None:
     # In this process, on a fake clock (the in-process emulator reads it too): no real wait.
     for name, value in configured.items():
@@ -50,7 +58,8 @@ def test_the_demo_runs_the_quickstarts_steps_on_the_built_in_emulator(
         code = main(["demo"])
     out, err = capsys.readouterr()
     assert (code, err) == (0, "")
-    assert re.sub(r"tr_[0-9a-f]+", "tr_<id>", out).splitlines() == EXPECTED
+    lines = re.sub(r"tr_[0-9a-f]+", "tr_<id>", out).splitlines()
+    assert lines == [f"{unset}: using the built-in emulator", *EXPECTED]
 
 
 def test_the_demo_runs_against_the_service_configured(cli: RunCLI, server: EmulatorServer) -> None:

@@ -16,7 +16,7 @@ import traceback
 import lingodoc
 from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
 from lingodoc.cli._commands import Handler, run_emulator
-from lingodoc.cli._demo import emulated_client
+from lingodoc.cli._demo import emulated_client, unset
 from lingodoc.cli._errors import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
@@ -32,10 +32,10 @@ __all__ = ["main"]
 
 
 def _client(args: argparse.Namespace) -> lingodoc.Client:
+    if args.command == "demo" and unset(args):
+        return emulated_client(args)  # the demo needs no account
     key = args.api_key or os.environ.get(API_KEY_ENV, "").strip()
     url = args.base_url or os.environ.get(BASE_URL_ENV, "").strip()
-    if args.command == "demo" and not (key and url):
-        return emulated_client(args)  # the demo needs no account
     # Checked here rather than left to Client(), to name the flags rather than the arguments.
     if not key:
         raise lingodoc.ConfigurationError(f"no API key: set {API_KEY_ENV} or pass --api-key")

@@ -9,8 +9,10 @@ read and copy; this is the short way to see it run.
 from __future__ import annotations
 
 import argparse
+import os
 
 import lingodoc
+from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
 from lingodoc.cli._errors import EXIT_OK, UsageError
 from lingodoc.cli._visible import visible
 
@@ -27,12 +29,21 @@ translation of your first stored document. Otherwise it runs against an emulator
 service, in this process, with no account and no network."""
 
 
+def unset(args: argparse.Namespace) -> list[str]:
+    """Name the settings of a service that are missing (neither flag nor variable given).
+
+    If any is, the demo runs on its emulator and says which: the choice of the client and
+    the demo's first line both read it here, so they cannot disagree.
+    """
+    given = {API_KEY_ENV: args.api_key, BASE_URL_ENV: args.base_url}
+    return [name for name, flag in given.items() if not (flag or os.environ.get(name, "").strip())]
+
+
 def emulated_client(args: argparse.Namespace) -> lingodoc.Client:
     """A client bound to a fresh emulator in this process, with the command's settings."""
     from lingodoc.emulator import Emulator  # only this command needs it
 
     settings = {"timeout": args.timeout, "max_retries": args.max_retries}
-    args.emulated = True
     return Emulator(job_duration=3.0).client(
         **{name: value for name, value in settings.items() if value is not None}
     )
@@ -46,8 +57,10 @@ def demo(client: lingodoc.Client, args: argparse.Namespace) -> int:
     """Run the tour with ``client``; print each step as it returns."""
     if args.json:
         raise UsageError("demo prints text for a reader: --json is for the other commands")
-    if getattr(args, "emulated", False):
-        print("LINGODOC_API_KEY and LINGODOC_BASE_URL are not set: using the built-in emulator")
+    missing = unset(args)
+    if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        print(f"{' and '.join(missing)} {verb} not set: using the built-in emulator")
     else:
         print(f"Using the service at {visible(client.base_url)}")
 
