@@ -280,13 +280,21 @@ def test_signatures_write_their_defaults_as_values(path: str) -> None:
 
 
 def test_the_written_defaults_are_the_ones_shared_with_the_cli() -> None:
-    from lingodoc import _constants
+    # Against the command line's own defaults, not copies of them: neither can drift.
+    from lingodoc.cli._parser import build_parser
 
+    parser = build_parser()
+    batch = parser.parse_args(["batch", "-", "--to", "de"])
+    shown = " ".join(parser.format_help().split())  # --max-retries's default, as --help says
     for client in CLIENTS:
         parameters = inspect.signature(client.translate_many).parameters
-        assert parameters["batch_size"].default == _constants.MAX_BATCH_ITEMS
-        assert inspect.signature(client).parameters["max_retries"].default == 2
-    assert written_defaults(lingodoc.Client.translate_many)["max_concurrency"].value == 4
+        assert parameters["batch_size"].default == batch.batch_size
+        assert parameters["max_concurrency"].default == batch.concurrency
+        retries = inspect.signature(client).parameters["max_retries"].default
+        assert f"--max-retries N retries of a failure (default: {retries})" in shown
+    written = written_defaults(lingodoc.Client.translate_many)
+    assert written["max_concurrency"].value == batch.concurrency
+    assert written["batch_size"].value == batch.batch_size
 
 
 def exception_class(name: str) -> Any:
