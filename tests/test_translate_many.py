@@ -403,7 +403,12 @@ async def test_batches_in_flight_when_one_fails_are_cancelled_or_finished(
             max_concurrency=2,
             **LANGS,
         )
-    assert sorted(seen) == [["t0"], ["t1"]]
+    if gates.is_async:
+        assert sorted(seen) == [["t0"], ["t1"]]
+    else:
+        # The thread that finishes t0 races the one recording t1's failure: it may take one
+        # more batch before the run stops, never two.
+        assert sorted(seen) in ([["t0"], ["t1"]], [["t0"], ["t1"], ["t2"]])
     assert cancelled == (["t0"] if gates.is_async else [])
     assert threads_and_tasks() == before
 
