@@ -27,6 +27,7 @@ import pytest
 import respx
 
 import lingodoc
+from lingodoc.emulator import Emulator
 from lingodoc.testing import FakeClock, fake_clock
 
 BASE_URL = "https://api.lingodoc.test/v1"
@@ -140,6 +141,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize((flavoured, "anyio_backend"), runs, ids=ids, indirect=[flavoured])
     elif async_test:
         metafunc.parametrize("anyio_backend", backends)
+
+
+@pytest.fixture  # "sync" or "async", on asyncio and trio: pytest_generate_tests
+async def emulated(request: pytest.FixtureRequest, emulator: Emulator) -> AsyncIterator[Any]:
+    """A Client or AsyncClient in-process on the ``emulator`` fixture of the test's file."""
+    if request.param == "sync":
+        with emulator.client() as sync_client:
+            yield sync_client
+    else:
+        async with emulator.async_client() as async_client:
+            yield async_client
 
 
 @pytest.fixture

@@ -527,16 +527,11 @@ async def test_a_long_reason_is_cut_and_an_echoed_key_masked_in_message_and_stat
 
 
 @pytest.fixture
-async def emulated(request: pytest.FixtureRequest) -> AsyncIterator[lingodoc.Client]:
-    """A Client or AsyncClient bound to an emulator in-process (its ``.emulator``)."""
+def emulator() -> Emulator:
+    """The emulator of ``emulated`` (tests/conftest.py): its next job fails."""
     emulator = Emulator()
     emulator.fail_next_job("The file is corrupt.")
-    if request.param == "sync":
-        with emulator.client() as sync_client:
-            yield sync_client
-    else:
-        async with emulator.async_client() as async_client:
-            yield async_client  # type: ignore[misc]
+    return emulator
 
 
 async def test_the_emulators_failed_job_reason_reaches_the_message(

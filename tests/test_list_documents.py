@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typing
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -64,19 +63,6 @@ def emulator(clock: FakeClock) -> Emulator:
     clock.advance(60)
     emulator.add_document("doc_1", name="Contract.docx", language="de", pages=12)
     return emulator
-
-
-@pytest.fixture  # "sync" or "async", on asyncio and trio: tests/conftest.py
-async def emulated(
-    request: pytest.FixtureRequest, emulator: Emulator
-) -> AsyncIterator[lingodoc.Client]:
-    """A Client or AsyncClient bound to the emulator in-process."""
-    if request.param == "sync":
-        with emulator.client() as sync_client:
-            yield sync_client
-    else:
-        async with emulator.async_client() as async_client:
-            yield async_client  # type: ignore[misc]
 
 
 async def test_a_document_listed_by_the_emulator_has_its_fields_typed(

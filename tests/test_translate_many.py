@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -958,17 +958,6 @@ async def test_a_bad_wait_for_rate_limit_is_refused(
 @pytest.fixture
 def emulator() -> Emulator:
     return Emulator(rate_limit=100_000)
-
-
-@pytest.fixture  # "sync" or "async", on asyncio and trio: tests/conftest.py
-async def emulated(request: pytest.FixtureRequest, emulator: Emulator) -> AsyncIterator[Client]:
-    """A Client or AsyncClient bound to the emulator in-process."""
-    if request.param == "sync":
-        with emulator.client() as sync_client:
-            yield sync_client
-    else:
-        async with emulator.async_client() as async_client:
-            yield async_client
 
 
 async def test_the_emulator_translates_many_texts_in_order(
