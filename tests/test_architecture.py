@@ -94,6 +94,35 @@ def test_the_emulator_server_and_transport_do_not_import_the_emulator_front() ->
         assert "lingodoc.emulator" not in found, name
 
 
+# Besides the public names, the rooms above the core may import these core modules only:
+# the numbers they share with the SDK, its clock (which fake_clock swaps), its argument
+# checks (its rules, not copies of them) and Ctrl-C held back. docs/architecture.md says so.
+CORE_FOR_ROOMS = {
+    "lingodoc._clock",
+    "lingodoc._constants",
+    "lingodoc._signals",
+    "lingodoc._validation",
+}
+
+
+def is_private(module: str) -> bool:
+    return any(part.startswith("_") and not part.endswith("__") for part in module.split("."))
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith(ROOMS_ABOVE_CORE)))
+def test_the_rooms_above_the_core_import_public_names_and_only_the_listed_core_modules(
+    name: str,
+) -> None:
+    # Type-only imports count: an annotation naming a private class breaks when it moves.
+    room = next(room for room in ROOMS_ABOVE_CORE if name.startswith(room))
+    private = {
+        module
+        for module in imported(MODULES[name], with_type_checking=True)
+        if is_private(module) and not module.startswith(f"{room}.")
+    }
+    assert private <= CORE_FOR_ROOMS, f"{name} imports {sorted(private - CORE_FOR_ROOMS)}"
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Every import cycle among lingodoc's own modules (package __init__ files aside)."""
     found: list[list[str]] = []

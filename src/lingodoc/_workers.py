@@ -6,14 +6,12 @@ further batch starts, nothing answered is lost, and no thread or task outlives t
 
 from __future__ import annotations
 
-import signal
-import threading
 from collections import deque
-from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from lingodoc._bulk import Bulk
+from lingodoc._signals import ctrl_c_held
 from lingodoc._validation import async_report, report
 
 
@@ -28,23 +26,6 @@ async def async_hand_over(bulk: Bulk) -> None:
     batch first, and an error from ``on_progress`` could stop nothing.
     """
     await bulk.events.handed_over()
-
-
-@contextmanager
-def ctrl_c_held() -> Iterator[None]:
-    """Hold Ctrl-C back in the main thread until the block ends, where it is raised.
-
-    A ``Thread.start`` it stops leaves a stray thread; a checkpoint it stops, a torn file.
-    """
-    main = threading.current_thread() is threading.main_thread()
-    if not (main and hasattr(signal, "pthread_sigmask")):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:

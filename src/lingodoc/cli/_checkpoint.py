@@ -31,7 +31,7 @@ from collections.abc import Iterator, MutableMapping
 from dataclasses import asdict, dataclass
 from typing import IO, Any
 
-from lingodoc._workers import ctrl_c_held
+from lingodoc._signals import ctrl_c_held
 from lingodoc.cli._errors import CheckpointError, UsageError
 
 try:
