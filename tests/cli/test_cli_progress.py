@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 import pytest
 
 import lingodoc
-from lingodoc.cli._progress import BulkProgress, Progress, bulk_status, eta, progress_bar
+from lingodoc.cli._progress import BulkProgressDisplay, Progress, bulk_status, eta, progress_bar
 from lingodoc.emulator import EmulatorServer
 from tests.cli.conftest import RunCLI
 
@@ -217,7 +217,7 @@ class Clock:
 
 def test_lines_at_the_start_at_each_tenth_and_when_a_wait_begins() -> None:
     stream, clock = io.StringIO(), Clock()
-    progress = BulkProgress(stream, bar=False, clock=clock)
+    progress = BulkProgressDisplay(stream, bar=False, clock=clock)
     window = Window(5, 4, at(NOW + 3600))
     progress(State(0, 100, 0, 20))
     for done in (4, 8, 12, 16):  # 12 passes 10 %: one line
@@ -251,7 +251,7 @@ def test_lines_at_the_start_at_each_tenth_and_when_a_wait_begins() -> None:
 
 def test_the_rate_leaves_the_waits_out() -> None:
     clock = Clock()
-    progress = BulkProgress(io.StringIO(), bar=False, clock=clock)
+    progress = BulkProgressDisplay(io.StringIO(), bar=False, clock=clock)
     progress(State(0, 100, 0, 10))
     clock.now += 2  # two requests in 2 s
     progress(State(20, 100, 2, 8))
@@ -266,7 +266,7 @@ def test_the_rate_leaves_the_waits_out() -> None:
 
 def test_the_bar_is_redrawn_in_place_fits_the_terminal_and_is_ended() -> None:
     stream, clock = io.StringIO(), Clock()
-    progress = BulkProgress(stream, bar=True, clock=clock, width=60)
+    progress = BulkProgressDisplay(stream, bar=True, clock=clock, width=60)
     progress(State(0, 10, 0, 2, Window(100, 99, at(NOW + 60))))
     clock.now += 1
     progress(State(5, 10, 1, 1, Window(100, 98, at(NOW + 60))))
@@ -290,7 +290,7 @@ def test_a_wait_lasts_until_its_end_though_the_batches_in_flight_report_during_i
     # the pause is announced (waiting_until) while 4 batches are in flight; their answers
     # come a second later, reported without waiting_until, then nothing until the reset.
     stream, clock = io.StringIO(), Clock()
-    progress = BulkProgress(stream, bar=True, clock=clock, width=200)
+    progress = BulkProgressDisplay(stream, bar=True, clock=clock, width=200)
     reset, reset2 = NOW + 3600, NOW + 7200
     progress(State(0, 25, 0, 25))
     for k in range(1, 7):  # answered 1..6, a second each
@@ -318,7 +318,7 @@ def test_a_wait_lasts_until_its_end_though_the_batches_in_flight_report_during_i
 
 def test_a_wait_announced_again_for_a_later_reset_is_one_wait_shown_again() -> None:
     stream, clock = io.StringIO(), Clock()
-    progress = BulkProgress(stream, bar=False, clock=clock)
+    progress = BulkProgressDisplay(stream, bar=False, clock=clock)
     progress(State(0, 100, 0, 10))
     clock.now += 1
     progress(State(10, 100, 1, 9, None, at(NOW + 60)))  # a wait begins: a line
@@ -338,7 +338,7 @@ def test_a_wait_announced_again_for_a_later_reset_is_one_wait_shown_again() -> N
 
 def test_a_wait_is_over_at_its_end_though_that_was_rounded_up_to_the_microsecond() -> None:
     clock = Clock()
-    progress = BulkProgress(io.StringIO(), bar=False, clock=clock)
+    progress = BulkProgressDisplay(io.StringIO(), bar=False, clock=clock)
     end = NOW + 10.0000006  # as the call computes it; reported as a datetime, to the µs
     progress(State(0, 100, 0, 10, None, at(end)))
     assert at(end).timestamp() > end

@@ -28,7 +28,7 @@ from lingodoc.cli._checkpoint import (
 )
 from lingodoc.cli._corpus import DEFAULT_FIELD, Corpus, format_of, read_corpus
 from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, CheckpointError, Kept, UsageError
-from lingodoc.cli._progress import BulkProgress, BulkState, Progress
+from lingodoc.cli._progress import BulkProgressDisplay, BulkState, Progress
 from lingodoc.cli._visible import visible
 
 Handler = Callable[[lingodoc.Client, argparse.Namespace], int]
@@ -304,7 +304,7 @@ def _translate(
     # A bar on a terminal, unless requests are logged there (--verbose, LINGODOC_LOG).
     logged = logging.getLogger("lingodoc").isEnabledFor(logging.INFO)
     width = shutil.get_terminal_size().columns
-    progress = BulkProgress(sys.stderr, bar=sys.stderr.isatty() and not logged, width=width)
+    progress = BulkProgressDisplay(sys.stderr, bar=sys.stderr.isatty() and not logged, width=width)
 
     def on_progress(state: BulkState) -> None:
         finished.flush()  # each batch is on disk before it is reported

@@ -206,7 +206,7 @@ def _wall() -> float:
     return _clock.current().time()
 
 
-class BulkProgress:
+class BulkProgressDisplay:
     """Reports ``translate_many``'s progress on a stream: a bar, or a line per 10 %.
 
     As a bar (on a terminal), the line is redrawn at each report. Otherwise a line is
