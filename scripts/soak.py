@@ -60,13 +60,18 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import lingodoc
 from lingodoc.emulator import Emulator, FaultKind, Reply, translate_text
+
+# The repository's root, for the connection counting the tests use (pytest puts it on the
+# path through pyproject.toml's `pythonpath`; this script is run as a file).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.reliability.sockets import PROC_NET, client_connections
 
 ATTEMPTS = 3  # max_retries=2, the SDK's default
 TIMEOUT = 10.0
@@ -214,22 +219,38 @@ class Worker:
     translations: list[str] = field(default_factory=list)
     calls: int = 0
 
-    def marker(self) -> str:
-        return f"zqf{next(_markers):09d}"
+    def fault_key(self, path: str | None = None) -> str | None:
+        """With the chance ``fault_rate``, what a fault for the next call is keyed on, else None.
 
-    def fault(self, key: str) -> Plan:
-        rng = self.rng
-        kind = rng.choice(FAULTS)
-        return Plan(
-            key=key,
-            kind=kind,
-            times=3 if rng.random() < 0.2 else 1,
-            status=rng.choice([500, 502, 503, 504]),
-            delay=round(rng.uniform(0.1, 0.8), 2),
+        The key is ``path`` if the call has a path of its own, or a new marker for it to carry.
+        """
+        if self.rng.random() >= self.fault_rate:
+            return None
+        return path or f"zqf{next(_markers):09d}"
+
+    def planned(
+        self,
+        op: Op,
+        key: str | None,
+        *,
+        idempotent: bool,
+        rides_out: bool = False,
+        resends_429: bool = False,
+    ) -> Op:
+        """``op`` given a fault keyed on ``key`` (none if None), and the outcome it must have."""
+        if key is not None:
+            rng = self.rng
+            op.plan = Plan(
+                key=key,
+                kind=rng.choice(FAULTS),
+                times=3 if rng.random() < 0.2 else 1,
+                status=rng.choice([500, 502, 503, 504]),
+                delay=round(rng.uniform(0.1, 0.8), 2),
+            )
+        op.expected, op.expected_faults = expectation(
+            op.plan, idempotent=idempotent, rides_out=rides_out, resends_429=resends_429
         )
-
-    def faulted(self) -> bool:
-        return self.rng.random() < self.fault_rate
+        return op
 
     def text(self) -> str:
         self.calls += 1
@@ -238,21 +259,6 @@ class Worker:
     def remember(self, translation_id: str) -> None:
         self.translations.append(translation_id)
         del self.translations[:-20]
-
-
-def planned(
-    op: Op,
-    plan: Plan | None,
-    *,
-    idempotent: bool,
-    rides_out: bool = False,
-    resends_429: bool = False,
-) -> Op:
-    op.plan = plan
-    op.expected, op.expected_faults = expectation(
-        plan, idempotent=idempotent, rides_out=rides_out, resends_429=resends_429
-    )
-    return op
 
 
 def translation_check(texts: list[str], target: str, style: str | None = None) -> Check:
@@ -275,7 +281,7 @@ def translation_check(texts: list[str], target: str, style: str | None = None) -
 
 
 def op_translate(w: Worker) -> Op:
-    marker = w.marker() if w.faulted() else None
+    marker = w.fault_key()
     text = w.text() + (f" {marker}" if marker else "")
     target, style = w.rng.choice(TARGETS), w.rng.choice([None, "formal"])
     op = Op(
@@ -283,11 +289,11 @@ def op_translate(w: Worker) -> Op:
         {"source_language": "en", "target_language": target, "style": style},
         check=translation_check([text], target, style),
     )  # fmt: skip
-    return planned(op, w.fault(marker) if marker else None, idempotent=True)
+    return w.planned(op, marker, idempotent=True)
 
 
 def op_batch(w: Worker, name: str = "translate_batch", size: tuple[int, int] = (2, 20)) -> Op:
-    marker = w.marker() if w.faulted() else None
+    marker = w.fault_key()
     texts = [w.text() for _ in range(w.rng.randint(*size))]
     if marker:
         index = w.rng.randrange(len(texts))
@@ -297,12 +303,11 @@ def op_batch(w: Worker, name: str = "translate_batch", size: tuple[int, int] = (
     if name == "translate_many":
         kwargs.update(batch_size=50, max_concurrency=3)
     op = Op(name, name, (texts,), kwargs, check=translation_check(texts, target))
-    plan = w.fault(marker) if marker else None
-    return planned(op, plan, idempotent=True, resends_429=name == "translate_many")
+    return w.planned(op, marker, idempotent=True, resends_429=name == "translate_many")
 
 
 def op_document(w: Worker) -> Op:
-    marker = w.marker() if w.faulted() else None
+    marker = w.fault_key()
     target = w.rng.choice(TARGETS)
     kwargs: dict[str, Any] = {"target_language": target, "style": marker}
     if w.rng.random() < 0.5:
@@ -318,7 +323,7 @@ def op_document(w: Worker) -> Op:
         return [op_wait(w, job.translation_id, job), op_get_translation(w, job.translation_id)]
 
     op = Op("translate_document", "translate_document", (w.document,), kwargs, check, then=then)
-    return planned(op, w.fault(marker) if marker else None, idempotent=False)
+    return w.planned(op, marker, idempotent=False)
 
 
 def completed(translation_id: str) -> Check:
@@ -337,16 +342,15 @@ def op_wait(w: Worker, translation_id: str, job: Any) -> Op:
     op = Op(
         "wait_for_translation", "wait_for_translation", (job,), kwargs, completed(translation_id)
     )
-    plan = w.fault(f"/v1/translations/{translation_id}") if w.faulted() else None
-    return planned(op, plan, idempotent=True, rides_out=True)
+    key = w.fault_key(f"/v1/translations/{translation_id}")
+    return w.planned(op, key, idempotent=True, rides_out=True)
 
 
 def op_get_translation(w: Worker, translation_id: str) -> Op:
     op = Op(
         "get_translation", "get_translation", (translation_id,), check=completed(translation_id)
     )
-    plan = w.fault(f"/v1/translations/{translation_id}") if w.faulted() else None
-    return planned(op, plan, idempotent=True)
+    return w.planned(op, w.fault_key(f"/v1/translations/{translation_id}"), idempotent=True)
 
 
 def op_get_old_translation(w: Worker) -> Op:
@@ -364,8 +368,7 @@ def op_get_old_translation(w: Worker) -> Op:
         return None
 
     op = Op("get_translation (earlier)", "get_translation", (translation_id,), check=check)
-    plan = w.fault(f"/v1/translations/{translation_id}") if w.faulted() else None
-    return planned(op, plan, idempotent=True)
+    return w.planned(op, w.fault_key(f"/v1/translations/{translation_id}"), idempotent=True)
 
 
 def listed(document: str) -> Check:
@@ -386,11 +389,11 @@ def op_list(w: Worker) -> Op:
 def op_request(w: Worker) -> Op:
     choice = w.rng.random()
     if choice < 0.5 or not w.translations:
-        marker = w.marker() if w.faulted() else None
+        marker = w.fault_key()
         params = {"q": marker} if marker else None
         op = Op("request GET /documents", "request", ("GET", "/documents"), {"params": params},
                 listed(w.document))  # fmt: skip
-        return planned(op, w.fault(marker) if marker else None, idempotent=True)
+        return w.planned(op, marker, idempotent=True)
     if choice < 0.75:
         translation_id = w.rng.choice(w.translations)
 
@@ -399,9 +402,8 @@ def op_request(w: Worker) -> Op:
 
         path = f"/translations/{translation_id}"
         op = Op("request GET /translations/{id}", "request", ("GET", path), check=check)
-        plan = w.fault(f"/v1{path}") if w.faulted() else None
-        return planned(op, plan, idempotent=True)
-    marker = w.marker() if w.faulted() else None
+        return w.planned(op, w.fault_key(f"/v1{path}"), idempotent=True)
+    marker = w.fault_key()
     body = {"target_language": w.rng.choice(TARGETS), "style": marker or "formal"}
 
     def started(data: Any) -> str | None:
@@ -412,7 +414,7 @@ def op_request(w: Worker) -> Op:
 
     op = Op("request POST /documents/{id}/translate", "request",
             ("POST", f"/documents/{w.document}/translate"), {"json": body}, started)  # fmt: skip
-    return planned(op, w.fault(marker) if marker else None, idempotent=False)
+    return w.planned(op, marker, idempotent=False)
 
 
 def op_invalid(w: Worker) -> Op:
@@ -515,13 +517,31 @@ class Stats:
         self.calls += other.calls
 
 
-def _error_text(exc: Exception) -> str:
-    return f" ({str(exc)[:160]})"
+Call = Callable[[Op], Awaitable[Any]]  # makes an op's call with a client
 
 
-def sync_worker(
-    client: lingodoc.Client, emulator: SoakEmulator, w: Worker, stats: Stats, deadline: float
+def sync_call(client: lingodoc.Client) -> Call:
+    async def call(op: Op) -> Any:
+        return getattr(client, op.method)(*op.args, **op.kwargs)  # blocks; never suspends
+
+    return call
+
+
+def async_call(client: lingodoc.AsyncClient) -> Call:
+    async def call(op: Op) -> Any:
+        return await getattr(client, op.method)(*op.args, **op.kwargs)
+
+    return call
+
+
+async def work(
+    call: Call, emulator: SoakEmulator, w: Worker, stats: Stats, deadline: float
 ) -> None:
+    """A worker's calls until ``deadline``, made, checked and counted; for threads and tasks.
+
+    ``call`` is the client's: a task awaits an ``async_call``, a thread runs ``work`` with a
+    ``sync_call`` (which blocks and never suspends) through ``run_sync``.
+    """
     while time.monotonic() < deadline:
         queue = [next_op(w)]
         while queue:
@@ -532,65 +552,27 @@ def sync_worker(
             result: Any = None
             error = ""
             try:
-                result = getattr(client, op.method)(*op.args, **op.kwargs)
+                result = await call(op)
                 outcome = "success"
             except Exception as exc:
-                outcome, error = type(exc).__name__, _error_text(exc)
+                outcome, error = type(exc).__name__, f" ({str(exc)[:160]})"
             elapsed = time.perf_counter() - started
             delivered = emulator.unplan(op.plan.key) if op.plan is not None else 0
             if stats.record(op, outcome, result, error, elapsed, delivered) and op.then:
                 queue.extend(op.then(result))
 
 
-async def async_worker(
-    client: lingodoc.AsyncClient, emulator: SoakEmulator, w: Worker, stats: Stats, deadline: float
-) -> None:
-    while time.monotonic() < deadline:
-        queue = [next_op(w)]
-        while queue:
-            op = queue.pop(0)
-            if op.plan is not None:
-                emulator.plan(op.plan)
-            started = time.perf_counter()
-            result: Any = None
-            error = ""
-            try:
-                result = await getattr(client, op.method)(*op.args, **op.kwargs)
-                outcome = "success"
-            except Exception as exc:
-                outcome, error = type(exc).__name__, _error_text(exc)
-            elapsed = time.perf_counter() - started
-            delivered = emulator.unplan(op.plan.key) if op.plan is not None else 0
-            if stats.record(op, outcome, result, error, elapsed, delivered) and op.then:
-                queue.extend(op.then(result))
+def run_sync(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` with a ``sync_call`` to its end, in this thread: it never suspends."""
+    try:
+        coroutine.send(None)
+    except StopIteration:
+        return
+    coroutine.close()
+    raise RuntimeError("a sync worker suspended")
 
 
 # -- what is left over ---------------------------------------------------------------------------
-
-
-def client_connections(port: int) -> int | None:
-    """Sockets this process holds connected to ``port`` (Linux: /proc); ``None`` elsewhere."""
-    if not Path("/proc/self/net/tcp").exists():
-        return None
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    count = 0
-    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except FileNotFoundError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
-                count += 1
-    return count
 
 
 def rss_mib() -> float | None:
@@ -643,8 +625,6 @@ def progress(run: Run, all_stats: list[Stats], started: float, stop: threading.E
 
 def soak(run: Run) -> None:
     emulator = SoakEmulator(rate_limit=10**9, job_duration=JOB_DURATION)
-    thread_stats = [Stats() for _ in range(run.threads)]
-    task_stats = [Stats() for _ in range(run.tasks)]
     workers: list[Worker] = []
     for kind, count in (("t", run.threads), ("a", run.tasks)):
         for number in range(count):
@@ -653,6 +633,7 @@ def soak(run: Run) -> None:
             document = f"doc_soak_{name}"
             emulator.add_document(document, name=f"Soak document {name}")
             workers.append(Worker(name, rng, run.fault_rate, document))
+    stats = [Stats() for _ in workers]  # the threads' first, then the tasks'
     run.rss.append(("start", rss_mib()))
     baseline_threads = set(threading.enumerate())
 
@@ -663,15 +644,13 @@ def soak(run: Run) -> None:
         deadline = started + run.duration
         stop_progress = threading.Event()
         reporter = threading.Thread(
-            target=progress,
-            args=(run, thread_stats + task_stats, started, stop_progress),
-            daemon=True,
+            target=progress, args=(run, stats, started, stop_progress), daemon=True
         )
         reporter.start()
         threads = [
             threading.Thread(
-                target=sync_worker,
-                args=(client, emulator, workers[i], thread_stats[i], deadline),
+                target=run_sync,
+                args=(work(sync_call(client), emulator, workers[i], stats[i], deadline),),
                 name=f"soak-{workers[i].name}",
                 daemon=True,
             )
@@ -681,13 +660,10 @@ def soak(run: Run) -> None:
             thread.start()
 
         async def async_part() -> None:
+            call = async_call(aclient)
             tasks = [
-                asyncio.ensure_future(
-                    async_worker(
-                        aclient, emulator, workers[run.threads + i], task_stats[i], deadline
-                    )
-                )
-                for i in range(run.tasks)
+                asyncio.ensure_future(work(call, emulator, workers[i], stats[i], deadline))
+                for i in range(run.threads, len(workers))
             ]
             remaining = deadline + GRACE - time.monotonic()
             done, pending = await asyncio.wait(tasks, timeout=max(1.0, remaining))
@@ -707,16 +683,16 @@ def soak(run: Run) -> None:
         run.elapsed = time.monotonic() - started
         stop_progress.set()
         reporter.join(5)
-        run.connections_open = client_connections(server.port)
+        run.connections_open = client_connections(server.port) if PROC_NET else None
         client.close()
-        run.connections_after = client_connections(server.port)
+        run.connections_after = client_connections(server.port) if PROC_NET else None
         run.served, run.faulted = emulator.served, emulator.faulted
 
     run.rss.append(("end", rss_mib()))
     left = [t for t in threading.enumerate() if t not in baseline_threads and t.is_alive()]
     run.leftover_threads = [t.name for t in left if not t.name.startswith("soak-")]
-    for stats in thread_stats + task_stats:
-        run.stats.merge(stats)
+    for worker_stats in stats:
+        run.stats.merge(worker_stats)
     if run.stuck_workers:
         run.problems.append(f"{run.stuck_workers} workers did not stop within {GRACE:.0f} s")
     if run.connections_after:

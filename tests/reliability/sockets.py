@@ -4,6 +4,8 @@ The sockets this process holds (``/proc/self/fd``) that are connected to a port
 (``/proc/self/net/tcp``). A server running in this process too has its side of each
 connection (local port = the server's) told apart from the client's (remote port = the
 server's). Linux only: the tests that count connections are skipped elsewhere.
+
+scripts/soak.py counts its connections here too (``PROC_NET`` says whether it can).
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
-
 from lingodoc.emulator import translate_text
 
-LINUX_ONLY = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or not Path("/proc/self/net/tcp").exists(),
-    reason="counts connections through /proc (Linux)",
-)
+# Whether connections can be counted here: through /proc, on Linux.
+PROC_NET = sys.platform.startswith("linux") and Path("/proc/self/net/tcp").exists()
+try:
+    import pytest
+except ModuleNotFoundError:  # scripts/soak.py imports this module without pytest (nox -s soak)
+    pass
+else:
+    LINUX_ONLY = pytest.mark.skipif(not PROC_NET, reason="counts connections through /proc (Linux)")
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
 
 
