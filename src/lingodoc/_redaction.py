@@ -5,8 +5,8 @@ One `KeyMask` per key; `watch_http_logs` applies every live client's to httpx's 
 
 from __future__ import annotations
 
-import json
 import logging
+import string
 import threading
 import weakref
 from typing import NoReturn
@@ -15,29 +15,40 @@ from urllib.parse import quote
 # A run of this many characters of the key is masked: servers echo keys truncated too.
 WINDOW = 8
 
+# The backslash escapes an echo may show the key with: as sent, slashes escaped, JSON (with
+# slashes escaped too, as PHP does), repr of a str or bytes quoted with ' and quoted with ".
+_ESCAPES = ("", "/", '\\"', '\\"/', "\\'", "\\")
+# ASCII letters only (the key is ASCII): a Unicode fold may change the length of a text.
+_FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
 
 def mask(api_key: str) -> str:
     """Return the key as the SDK shows it: its last 4 characters, none if shorter than 12."""
     return f"****{api_key[-4:]}" if len(api_key) >= 12 else "****"
 
 
+def _escaped(api_key: str, escapes: str) -> str:
+    """Return ``api_key`` with a backslash before each of its characters in ``escapes``."""
+    return "".join(f"\\{c}" if c in escapes else c for c in api_key)
+
+
 class KeyMask:
-    """Masks one key: any ``WINDOW`` characters of it in a row, as sent, JSON- or URL-escaped."""
+    """Masks one key: any ``WINDOW`` characters of it in a row, in any case, as sent or escaped.
+
+    Escaped means URL-quoted or backslash-escaped as ``_ESCAPES`` lists, so a key holding
+    quotes or backslashes is masked in JSON and in ``repr`` of a str or bytes (h11's errors).
+    """
 
     __slots__ = ("__weakref__", "_key", "_replacement", "_windows")
 
     def __init__(self, api_key: str) -> None:
         self._key = api_key
         self._replacement = mask(api_key)
-        forms = {
-            api_key,
-            json.dumps(api_key)[1:-1],
-            api_key.replace("/", "\\/"),
-            quote(api_key, safe=""),
-        }
+        forms = {quote(api_key, safe=""), *(_escaped(api_key, e) for e in _ESCAPES)}
+        folded = {form.translate(_FOLD) for form in forms}  # as __call__ compares texts
         self._windows = frozenset(
             form[start : start + WINDOW]
-            for form in forms
+            for form in folded
             for start in range(len(form) - WINDOW + 1)
         )
 
@@ -45,13 +56,16 @@ class KeyMask:
         return f"KeyMask({self._replacement!r})"
 
     def __call__(self, text: str) -> str:
-        """Return ``text`` with every echo of the key masked."""
+        """Return ``text`` with every echo of the key masked, whatever the case of its letters."""
         if len(self._key) < WINDOW:
             return text.replace(self._key, self._replacement) if text and self._key else text
+        folded = text.lower()  # fast; to ASCII it folds only A-Z and the Kelvin sign (to k)
+        if len(folded) != len(text):  # a letter became two ("İ"): positions would shift
+            folded = text.translate(_FOLD)
         pieces: list[str] = []
         done = -1  # where the last run of windows ends
         for position in range(len(text) - WINDOW + 1):
-            if text[position : position + WINDOW] in self._windows:
+            if folded[position : position + WINDOW] in self._windows:
                 if position > done:  # a new run: overlapping or touching windows make one
                     pieces += [text[max(done, 0) : position], self._replacement]
                 done = position + WINDOW

@@ -1,11 +1,11 @@
 """The API key never shows: not in reprs, results, exceptions, pickles, tracebacks or logs.
 
-"Shows" means any 8 characters in a row of the key, as sent, JSON-escaped or URL-quoted:
-servers echo keys truncated or escaped, and the SDK masks all of those forms (only the
-last four characters may show, as ``****QZ7X``). Every check runs for ``Client`` and
-``AsyncClient``; the failures come from a server that echoes the key everywhere it can
-(error message, body, headers), from network errors whose message holds it, and, over
-real sockets, from the emulator.
+"Shows" means any 8 characters in a row of the key, in any case, as sent, JSON-escaped,
+URL-quoted or quoted by ``repr``: servers echo keys truncated, escaped or changed in case,
+and the SDK masks all of those forms (only the last four characters may show, as
+``****QZ7X``). Every check runs for ``Client`` and ``AsyncClient``; the failures come from
+a server that echoes the key everywhere it can (error message, body, headers), from network
+errors whose message holds it, and, over real sockets, from the emulator.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import textwrap
 import traceback
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -42,6 +42,10 @@ BASE_URL = "https://api.lingodoc.test/v1"
 API_KEY = "ld_S3cr3t/K3y+n0t_f0r_y0ur_3y3s_QZ7X"
 # A key the emulator does not know, for 401s over real sockets.
 OTHER_KEY = "ld_0ther/S3cr3t+nev3r_sh0wn_either_WV5Y"
+# Keys may hold quotes and backslashes, which repr and JSON escape: with both quotes, repr
+# quotes the key with ', with only ' it quotes with ".
+QUOTES_KEY = "ld_1t's\"K3y\\w1th'qu0\"t3s\\QZ7X"
+SINGLE_QUOTES_KEY = QUOTES_KEY.replace('"', "")
 
 AnyClient = lingodoc.Client | lingodoc.AsyncClient
 ClientClass = type[lingodoc.Client] | type[lingodoc.AsyncClient]
@@ -49,20 +53,40 @@ ClientClass = type[lingodoc.Client] | type[lingodoc.AsyncClient]
 WINDOW = 8
 
 
+def repr_forms(key: str) -> set[str]:
+    """The key as ``repr`` of a str or bytes shows it, quoted with ' and (if it can be) with ".
+
+    repr quotes with " a text holding ' and no ", and with ' (escaped) one holding both.
+    """
+    forms = {repr(key + "'\"")[1:-4], repr(key.encode() + b"'\"")[2:-4]}
+    if '"' not in key:
+        forms |= {repr(key + "'")[1:-2], repr(key.encode() + b"'")[2:-2]}
+    return forms
+
+
 def fragments(key: str) -> frozenset[str]:
-    """Every 8-character window of the key as sent, JSON-escaped, slash-escaped and URL-quoted."""
-    forms = {key, json.dumps(key)[1:-1], key.replace("/", "\\/"), quote(key, safe="")}
+    """Every 8-character window, lowercased, of each form of the key a message may show.
+
+    The forms: as sent, JSON-escaped (slashes too or not), slash-escaped, URL-quoted, repr.
+    """
+    escaped = json.dumps(key)[1:-1]
+    forms = {key, escaped, escaped.replace("/", "\\/"), key.replace("/", "\\/")}
+    forms |= {quote(key, safe=""), *repr_forms(key)}
     return frozenset(
-        form[start : start + WINDOW] for form in forms for start in range(len(form) - WINDOW + 1)
+        form[start : start + WINDOW].lower()
+        for form in forms
+        for start in range(len(form) - WINDOW + 1)
     )
 
 
-FRAGMENTS = fragments(API_KEY) | fragments(OTHER_KEY)
+FRAGMENTS = frozenset(
+    f for key in (API_KEY, OTHER_KEY, QUOTES_KEY, SINGLE_QUOTES_KEY) for f in fragments(key)
+)
 
 
 def assert_hidden(shown: str | bytes, where: str) -> None:
-    """Fail if ``shown`` holds any window of either key."""
-    text = shown.decode("latin-1") if isinstance(shown, bytes) else shown
+    """Fail if ``shown`` holds any window of any of the keys, in any case."""
+    text = (shown.decode("latin-1") if isinstance(shown, bytes) else shown).lower()
     leaked = sorted(f for f in FRAGMENTS if f in text)
     assert not leaked, f"the key shows in {where}: {leaked[:3]} in ...{text[:2000]!r}"
 
@@ -156,6 +180,21 @@ def wrong_shape(request: httpx.Request) -> httpx.Response:
     return httpx.Response(200, json={"success": True, "data": data}, headers=echo_headers(request))
 
 
+class Unread(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A body httpx leaves for the SDK to read, on either client (so it checks its encoding)."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield b"x"
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield b"x"
+
+
+def encoding_echo(request: httpx.Request) -> httpx.Response:
+    """An encoding the SDK does not decode: its error quotes it, lowercased."""
+    return httpx.Response(200, headers={"Content-Encoding": f"br, {API_KEY}"}, stream=Unread())
+
+
 def raising(error_type: type[httpx.TransportError]) -> Callable[[httpx.Request], httpx.Response]:
     def answer(request: httpx.Request) -> httpx.Response:
         raise error_type(f"failed for {request.headers['authorization']}: {ECHO}", request=request)
@@ -215,6 +254,7 @@ ECHOING_SERVERS: dict[str, Callable[[httpx.Request], httpx.Response]] = {
     "502-html": html_error,
     "200-not-json": not_json,
     "200-wrong-shape": wrong_shape,
+    "200-content-encoding-echo": encoding_echo,
     "connect-error": raising(httpx.ConnectError),
     "read-timeout": raising(httpx.ReadTimeout),
     "dropped-connection": raising(httpx.RemoteProtocolError),
@@ -590,6 +630,47 @@ def test_building_the_mask_of_a_long_key_takes_little_memory() -> None:
     client.close()
     assert masked == "echo ****QZ7X"
     assert peak < 2_000_000
+
+
+# --- echoes in another case, keys with quotes and backslashes ------------------------------
+
+
+def test_an_echo_of_the_key_in_another_case_is_masked() -> None:
+    key_mask = _redaction.KeyMask(API_KEY)
+    for echo in (API_KEY.lower(), API_KEY.upper(), API_KEY.swapcase(), API_KEY.upper()[4:16]):
+        assert key_mask(f"encoded with 'br,{echo}'") == "encoded with 'br,****QZ7X'", echo
+    assert key_mask(f"url {quote(API_KEY, safe='').lower()}") == "url ****QZ7X"  # %2f, %2b
+    # Around letters whose lower case is two characters long: still masked where it is.
+    assert key_mask(f"İ {API_KEY.lower()} İİ") == "İ ****QZ7X İİ"
+
+
+@pytest.mark.parametrize("key", [QUOTES_KEY, SINGLE_QUOTES_KEY], ids=["both-quotes", "single"])
+def test_a_key_with_quotes_and_backslashes_is_masked_as_repr_and_json_show_it(key: str) -> None:
+    key_mask = _redaction.KeyMask(key)
+    q = "'" if '"' in key else '"'  # the quote repr picks
+    assert key_mask(f"str {key!r}.") == f"str {q}****QZ7X{q}."
+    assert key_mask(f"bytes {key.encode()!r}.") == f"bytes b{q}****QZ7X{q}."
+    forced = repr(key + "'\"")  # a text holding both quotes: repr quotes with ' and escapes it
+    assert key_mask(f"forced {forced}") == "forced '****QZ7X\\'\"'"
+    assert key_mask(f"json {json.dumps({'key': key})}") == 'json {"key": "****QZ7X"}'
+    for echo in (repr(key), repr(key.encode()), forced, json.dumps(key), key.upper()):
+        masked = key_mask(f"echo {echo[:20]}, {echo[10:]}, {echo.lower()}")
+        assert masked.count("****QZ7X") == 3
+        assert_hidden(masked, f"the masked echo {echo}")
+
+
+async def test_an_h11_error_quoting_the_key_with_repr_hides_it(client_class: ClientClass) -> None:
+    """h11 refuses a status line holding a NUL and quotes it: repr escapes the key's quotes."""
+    server = FaultServer([status(500, b"{}", reason=f"Bad {QUOTES_KEY}\x00")])
+    try:
+        client = client_class(QUOTES_KEY, base_url=server.base_url(), max_retries=0, timeout=5.0)
+        error = await failure_of(client, "list_documents")
+        await close(client)
+    finally:
+        server.stop()
+    assert isinstance(error, lingodoc.APIConnectionError)
+    assert "illegal status line: bytearray(b'HTTP/1.1 500 Bad ****QZ7X\\x00')" in str(error)
+    assert_exception_hides_key(error)
 
 
 # --- what httpx and httpcore log of what a server sent -----------------------------------
