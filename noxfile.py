@@ -14,9 +14,9 @@ session either, and CI does not run it.
 
 `nox -s tests` runs the suite on every Python that pyproject.toml declares (its
 `Programming Language :: Python :: 3.X` classifiers) and skips, saying so, each one this machine
-does not have. `nox -s lowest` runs it with the lowest versions the package declares of httpx,
-pydantic and tenacity (and the examples' fastapi and uvicorn), on the oldest declared Python
-found. CI (.ci/run) runs both; see docs/contributing.md for what is tested where.
+does not have. `nox -s lowest` runs it with the lowest versions the package declares of
+httpx, httpcore, pydantic and tenacity (and the examples' fastapi and uvicorn), on the oldest
+declared Python found. CI (.ci/run) runs both; see docs/contributing.md for what is tested where.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ PYTHONS = [
     if (match := re.fullmatch(r"Programming Language :: Python :: (3\.\d+)", classifier))
 ]
 # The dependencies whose declared floors (`name>=X`) `nox -s lowest` installs exactly.
-FLOORED = ("httpx", "pydantic", "tenacity")
+FLOORED = ("httpx", "httpcore", "pydantic", "tenacity")
 # anyio's floor is proved apart: the suite runs under anyio's pytest plugin, which needs a
 # newer anyio (the test group's), so `lowest` then installs the floor and runs the tests
 # that drive trio and asyncio themselves (tests/test_trio.py, an async example).
@@ -110,17 +110,17 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=oldest_python())
 def lowest(session: nox.Session) -> None:
-    """Run the test suite with the lowest declared httpx, pydantic and tenacity; then anyio's.
+    """Run the suite with the lowest declared httpx, httpcore, pydantic and tenacity; then anyio's.
 
     The pins are the ``>=`` floors of pyproject.toml's dependencies (and of the examples'
     fastapi and uvicorn, in its ``examples`` group), so the floors cannot drift from what
-    is tested. Their own dependencies (httpcore, pydantic-core, starlette) are those the
-    floors require. It runs on the oldest declared Python found, since old releases
+    is tested. Their own dependencies (pydantic-core, starlette) are those the floors
+    require. It runs on the oldest declared Python found, since old releases
     publish no wheels for the newest Pythons. Arguments after -- go to pytest.
     """
     pins = [*floors(), *floors(FLOORED_EXAMPLES, group("examples"))]
     session.install("-e", ".", *group("test"), *pins)
-    names = [*FLOORED, "httpcore", "pydantic-core", *FLOORED_EXAMPLES, "starlette"]
+    names = [*FLOORED, "pydantic-core", *FLOORED_EXAMPLES, "starlette"]
     show = f"import importlib.metadata as m; print(*[n + '==' + m.version(n) for n in {names!r}])"
     session.run("python", "-c", show)
     session.run("python", "-m", "pip", "check")

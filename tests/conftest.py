@@ -18,6 +18,7 @@ import inspect
 import json
 import os
 import ssl
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -72,6 +73,20 @@ def http_client_for(client_class: type[Any], **options: Any) -> httpx.Client | h
 def sent_json(route: respx.Route) -> Any:
     """The JSON body of the last request that reached ``route``."""
     return json.loads(route.calls.last.request.content)
+
+
+def pool_of(client: lingodoc.Client | lingodoc.AsyncClient) -> Any:
+    """What ``client``'s calls from this thread send through, closed with the client.
+
+    The SDK's own transport (a ``Client``'s calls on the main thread have one of their
+    own, built at their first call), or a ``DefaultAioHttpClient``; ``None`` for an
+    ``http_client`` of yours, which the client never closes.
+    """
+    shared = client._shared
+    main = threading.current_thread() is threading.main_thread()
+    if isinstance(client, lingodoc.Client) and main and shared.new_transport is not None:
+        return shared.main
+    return shared.owned
 
 
 async def close(client: lingodoc.Client | lingodoc.AsyncClient) -> None:

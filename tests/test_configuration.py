@@ -328,13 +328,30 @@ async def test_the_sdks_own_client_reads_no_proxy_for_the_named_host(
     no_proxies.setenv("HTTP_PROXY", "http://proxy.example:3128")
     no_proxies.setenv("ALL_PROXY", "http://proxy.example:3128")
     client = client_class(API_KEY, base_url=URL, allow_http_host="emulator")
-    http = client._shared.http
-    assert http.trust_env is False
-    assert environment_proxy(http, URL) is None
-    # The same httpx client trusting the environment would go through the proxy.
+    assert client._shared.transport.proxy is None
+    # An httpx client trusting the environment would go through the proxy.
     trusting = http_client_for(client_class)
     assert environment_proxy(trusting, URL) == "ALL_PROXY or HTTP_PROXY"
     await close(client)
+
+
+async def test_a_default_aiohttp_client_for_the_named_host_takes_no_proxy_and_warns(
+    no_proxies: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Like the SDK's own clients, not like an http_client of yours (refused, below): it is
+    # the SDK's, so the SDK keeps the proxy out rather than refuse it.
+    caplog.set_level(logging.WARNING, logger="lingodoc")
+    no_proxies.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    client = lingodoc.AsyncClient(
+        API_KEY,
+        base_url=URL,
+        allow_http_host="emulator",
+        http_client=lingodoc.DefaultAioHttpClient(),
+    )
+    messages = warnings_of(caplog)
+    assert len(messages) == 1
+    assert "clear text" in messages[0]
+    await client.aclose()
 
 
 @pytest.mark.parametrize("variable", ["HTTP_PROXY", "ALL_PROXY", "http_proxy"])
@@ -773,7 +790,7 @@ async def test_repr_shows_the_settings_and_only_the_last_four_characters_of_the_
         ("SSL_CERT_FILE", "/nonexistent/lingodoc/ca.pem", "FileNotFoundError"),
         ("ALL_PROXY", f"ftp://proxy:{PASSWORD}@proxy.example:21", "ValueError"),
         ("HTTPS_PROXY", f"http://proxy:{PASSWORD}@proxy.example:port", "InvalidURL"),
-        ("http_proxy", "http://proxy.example:80a", "InvalidURL"),
+        ("https_proxy", "http://proxy.example:80a", "InvalidURL"),
         pytest.param(
             "HTTPS_PROXY",
             f"socks5://proxy:{PASSWORD}@proxy.example:1080",
@@ -808,5 +825,19 @@ async def test_a_loopback_http_client_reads_no_proxy_or_certificate_variable(
     no_proxies.setenv("ALL_PROXY", "ftp://proxy.example:21")
     no_proxies.setenv("SSL_CERT_FILE", "/nonexistent/lingodoc/ca.pem")
     client = client_class(API_KEY, base_url="http://127.0.0.1:8787/v1")
-    assert client._shared.http.trust_env is False
+    assert client._shared.transport.proxy is None
+    await close(client)
+
+
+async def test_an_https_client_sends_through_the_proxy_the_environment_names(
+    client_class: type[lingodoc.Client], no_proxies: pytest.MonkeyPatch
+) -> None:
+    no_proxies.setenv("HTTP_PROXY", "http://wrong.example:3128")  # not for https://
+    no_proxies.setenv("https_proxy", f"http://user:{PASSWORD}@proxy.example:3128")
+    client = client_class(API_KEY, base_url=BASE_URL)
+    proxy = client._shared.transport.proxy
+    assert (proxy.url.host, proxy.url.port) == (b"proxy.example", 3128)
+    assert proxy.auth == (b"user", PASSWORD.encode())
+    no_proxies.setenv("NO_PROXY", "api.lingodoc.test")
+    assert client_class(API_KEY, base_url=BASE_URL)._shared.transport.proxy is None
     await close(client)

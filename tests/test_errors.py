@@ -312,15 +312,22 @@ async def test_huge_error_body_gives_a_short_excerpt(
 
 
 @pytest.mark.parametrize(
-    ("failure_", "expected"),
+    ("failure_", "expected", "sent"),
     [
-        (httpx.ConnectError("connection refused"), APIConnectionError),
-        (httpx.ReadTimeout("read timed out"), APITimeoutError),
-        (httpx.ConnectTimeout("connect timed out"), APITimeoutError),
+        (httpx.ConnectError("connection refused"), APIConnectionError, False),
+        (httpx.ConnectTimeout("connect timed out"), APITimeoutError, False),
+        (httpx.PoolTimeout("no connection free"), APITimeoutError, False),
+        (httpx.ReadTimeout("read timed out"), APITimeoutError, True),
+        (httpx.RemoteProtocolError("server disconnected"), APIConnectionError, True),
+        (httpx.WriteError("broken pipe"), APIConnectionError, True),
     ],
 )
 async def test_transport_failure_is_a_connection_error_with_the_cause_chained(
-    no_retry: lingodoc.Client, api: respx.MockRouter, failure_: Exception, expected: type
+    no_retry: lingodoc.Client,
+    api: respx.MockRouter,
+    failure_: Exception,
+    expected: type,
+    sent: bool,
 ) -> None:
     api.post("/translate").mock(side_effect=failure_)
     error = await translate_error(no_retry)
@@ -328,6 +335,10 @@ async def test_transport_failure_is_a_connection_error_with_the_cause_chained(
     assert isinstance(error, APIConnectionError)
     assert isinstance(error.__cause__, type(failure_))
     assert str(failure_) in str(error)
+    # Whether the request may have reached the service: a connection never made, or none
+    # free in time, sent nothing.
+    assert error.request_sent is sent
+    assert pickle.loads(pickle.dumps(error)).request_sent is sent
 
 
 # Pickling and the API key -----------------------------------------------------------

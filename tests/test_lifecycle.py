@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 import respx
@@ -23,7 +24,7 @@ import respx
 import lingodoc
 from lingodoc.emulator import Emulator, EmulatorServer
 from lingodoc.testing import FakeClock, fake_clock
-from tests.conftest import API_KEY, BASE_URL, call, close, envelope, failure
+from tests.conftest import API_KEY, BASE_URL, call, close, envelope, failure, pool_of
 from tests.reliability.sockets import (
     LINUX_ONLY,
     assert_all_closed,
@@ -38,25 +39,26 @@ OTHER_LOOP = "was first used in another event loop"
 
 
 def closing_then(
-    client: lingodoc.Client | lingodoc.AsyncClient, answer: httpx.Response, seen: list[bool]
+    client: lingodoc.Client | lingodoc.AsyncClient, answer: httpx.Response, seen: list[Any]
 ) -> Callable[[httpx.Request], Any]:
     """A respx side effect that closes ``client`` while its request is in flight, then answers.
 
-    ``seen`` records whether the client's HTTP pool was still open at that moment.
+    ``seen`` gets the pool the request went through, and whether it was closed at that moment.
     """
-    http = client._shared.http
     if isinstance(client, lingodoc.AsyncClient):
 
         async def async_effect(request: httpx.Request) -> httpx.Response:
+            pool = pool_of(client)
             await client.aclose()
-            seen.append(http.is_closed)
+            seen.extend([pool, pool.is_closed])
             return answer
 
         return async_effect
 
     def effect(request: httpx.Request) -> httpx.Response:
+        pool = pool_of(client)
         client.close()
-        seen.append(http.is_closed)
+        seen.extend([pool, pool.is_closed])
         return answer
 
     return effect
@@ -76,20 +78,22 @@ async def test_closed_client_refuses_to_send(
     assert not route.called
 
 
-def test_sync_context_manager_closes_its_own_pool() -> None:
+def test_sync_context_manager_closes_its_own_pools(api: respx.MockRouter) -> None:
+    api.get("/translations/tr_1").respond(json=envelope(STATUS))
     with lingodoc.Client(API_KEY, base_url=BASE_URL) as client:
-        http = client._shared.http
-        assert not http.is_closed
+        client.get_translation("tr_1")  # the main thread's own pool, then the shared one
+        pools = [pool_of(client), client._shared.owned]
+        assert [pool.is_closed for pool in pools] == [False, False]
     assert client.is_closed
-    assert http.is_closed
+    assert [pool.is_closed for pool in pools] == [True, True]
 
 
 async def test_async_context_manager_closes_its_own_pool() -> None:
     async with lingodoc.AsyncClient(API_KEY, base_url=BASE_URL) as client:
-        http = client._shared.http
-        assert not http.is_closed
+        pool = pool_of(client)
+        assert not pool.is_closed
     assert client.is_closed
-    assert http.is_closed
+    assert pool.is_closed
 
 
 async def test_a_passed_in_http_client_is_never_closed(api: respx.MockRouter) -> None:
@@ -159,8 +163,9 @@ async def test_a_call_in_flight_at_close_gets_its_answer_and_the_pool_closes_aft
     status = await call(client, "get_translation", "tr_1")
     assert status.progress == 5
     # Not closed under the request that was using it, and closed as soon as it ended.
-    assert pool_closed_in_flight == [False]
-    assert client._shared.http.is_closed
+    pool, closed_in_flight = pool_closed_in_flight
+    assert closed_in_flight is False
+    assert pool.is_closed
     assert route.call_count == 1
     with pytest.raises(lingodoc.LingodocError, match="has been closed") as refused:
         await call(client, "get_translation", "tr_1")
@@ -171,7 +176,7 @@ async def test_a_call_in_flight_at_close_gets_its_answer_and_the_pool_closes_aft
 async def test_a_pool_that_fails_to_close_after_the_last_call_does_not_take_its_answer(
     client: lingodoc.Client, api: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    http: Any = client._shared.http
+    pool: Any = client._shared.owned  # the shared one: a Client's, from another thread
     closes: list[str] = []
 
     def fail() -> None:
@@ -181,14 +186,14 @@ async def test_a_pool_that_fails_to_close_after_the_last_call_does_not_take_its_
     async def fail_async() -> None:
         fail()
 
-    monkeypatch.setattr(
-        http,
-        "aclose" if isinstance(http, httpx.AsyncClient) else "close",
-        fail_async if isinstance(http, httpx.AsyncClient) else fail,
-    )
+    is_async = isinstance(client, lingodoc.AsyncClient)
+    monkeypatch.setattr(pool, "aclose" if is_async else "close", fail_async if is_async else fail)
     answer = httpx.Response(200, json=envelope(STATUS))
     api.get("/translations/tr_1").mock(side_effect=closing_then(client, answer, []))
-    status = await call(client, "get_translation", "tr_1")
+    if is_async:
+        status = await call(client, "get_translation", "tr_1")
+    else:
+        status = await anyio.to_thread.run_sync(client.get_translation, "tr_1")
     assert status.progress == 5  # the answer, not the pool's OSError
     assert closes == ["tried"]  # closed (tried) by the call, the last out
 
@@ -209,8 +214,9 @@ async def test_a_call_in_flight_at_close_is_not_retried_and_says_client_closed(
     )
     assert isinstance(caught.value.__cause__, lingodoc.ServerError)
     assert route.call_count == 1  # a 503 is retried, but not once the client is closed
-    assert pool_closed_in_flight == [False]
-    assert client._shared.http.is_closed
+    pool, closed_in_flight = pool_closed_in_flight
+    assert closed_in_flight is False
+    assert pool.is_closed
 
 
 async def test_a_call_closed_in_flight_does_not_wait_for_a_retry_it_will_not_make(
@@ -261,7 +267,13 @@ class ClosingClock(FakeClock):
 async def test_a_client_closed_during_the_wait_before_a_retry_opens_no_new_connection(
     client: lingodoc.Client, api: respx.MockRouter
 ) -> None:
-    route = api.post("/translate").respond(502, json=failure("BAD_GATEWAY"))
+    pools: list[Any] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        pools.append(pool_of(client))
+        return httpx.Response(502, json=failure("BAD_GATEWAY"))
+
+    route = api.post("/translate").mock(side_effect=answer)
     with (
         fake_clock(ClosingClock(client)) as clock,
         pytest.raises(lingodoc.APIConnectionError, match="client closed") as caught,
@@ -270,7 +282,7 @@ async def test_a_client_closed_during_the_wait_before_a_retry_opens_no_new_conne
     assert len(clock.sleeps) == 1
     assert route.call_count == 1
     assert isinstance(caught.value.__cause__, lingodoc.ServerError)
-    assert client._shared.http.is_closed
+    assert pools[0].is_closed
 
 
 async def test_closing_a_copy_in_flight_stops_its_retries_and_leaves_the_pool_open(
@@ -290,7 +302,8 @@ async def test_closing_a_copy_in_flight_stops_its_retries_and_leaves_the_pool_op
     assert route.call_count == 1
     # The copy is closed, not the pool it shares: the original goes on sending.
     assert not client.is_closed
-    assert not client._shared.http.is_closed
+    pool, closed_in_flight = pool_closed_in_flight
+    assert (closed_in_flight, pool.is_closed) == (False, False)
     assert (await call(client, "get_translation", "tr_1")).progress == 5
     assert route.call_count == 2
 
@@ -360,13 +373,13 @@ def test_aclose_from_another_loop_while_the_first_is_open_is_refused_and_changes
             asyncio.run(client.aclose())
         assert type(caught.value) is lingodoc.LingodocError
         assert not client.is_closed
-        assert not client._shared.http.is_closed
+        assert not pool_of(client).is_closed
         # Closed where it belongs.
         first.run_until_complete(client.aclose())
     finally:
         first.close()
     assert client.is_closed
-    assert client._shared.http.is_closed
+    assert pool_of(client).is_closed
 
 
 def test_an_async_client_on_a_passed_in_http_client_can_be_closed_from_any_loop(

@@ -199,7 +199,7 @@ async def test_a_call_waiting_for_its_turn_when_the_client_closes_is_refused(
     # The call in flight gets its answer; the one waiting is refused, unsent.
     assert sorted(outcomes) == ["Hallo", "POST /translate was not sent: client closed"]
     assert route.call_count == 1
-    assert client._shared.http.is_closed  # by the call in flight, the last out
+    assert client._shared.owned.is_closed  # by the call in flight, the last out
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

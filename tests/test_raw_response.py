@@ -23,7 +23,7 @@ import respx
 
 import lingodoc
 from lingodoc.emulator import Emulator
-from tests.conftest import API_KEY, BASE_URL, call, close, envelope, rate_limit_headers
+from tests.conftest import API_KEY, BASE_URL, call, close, envelope, pool_of, rate_limit_headers
 
 TRANSLATION = {"translated_text": "Hallo Welt", "source_language": "en", "target_language": "de"}
 JOB = {"document_id": "doc_1", "translation_id": "tr_1", "status": "processing"}
@@ -408,7 +408,7 @@ def test_a_kept_result_holds_no_connection_of_a_client_dropped_unclosed(kind: st
             result = asyncio.run(
                 client.translate("Hello", source_language="en", target_language="de")
             )
-        pool = weakref.ref(client._shared.http._transport)  # its pools, and their sockets
+        pool = weakref.ref(pool_of(client))  # its pool, and its sockets
         response = result.http_response
         assert "network_stream" not in response.extensions
         assert response.json()["data"]["translated_text"] == result.translated_text

@@ -265,10 +265,15 @@ async def test_rate_limit_is_raised_once_the_retries_are_spent(
     assert clock.sleeps == [7.0, 7.0]
 
 
+# Waits a server asks for that are shorter than half a second, in each form.
 NO_WAIT = {
     "reset-0": {"X-RateLimit-Reset": "0"},
     "reset-past": {"X-RateLimit-Reset": str(int(WHOLE_SECOND) - 60)},  # a Unix time
+    "reset-now": {"X-RateLimit-Reset": str(int(WHOLE_SECOND))},
     "retry-after-0": {"Retry-After": "0"},
+    "retry-after-0.001": {"Retry-After": "0.001"},
+    "retry-after-0.3": {"Retry-After": "0.3"},
+    "retry-after-negative": {"Retry-After": "-5"},
     "retry-after-past-date": {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"},
 }
 
@@ -286,7 +291,44 @@ async def test_a_429_that_asks_for_no_wait_is_backed_off_exponentially(
     assert len(route.calls) == 6
     assert len(clock.sleeps) == 5
     assert_backoff(clock.sleeps)  # > 0, growing: 0.25-0.5, 0.5-1, 1-2, 2-4, 4-8
+    assert sum(clock.sleeps) >= 1.0
     await close(client)
+
+
+@pytest.mark.parametrize("asked", ["0.001", "0.3"])
+async def test_a_503_that_asks_for_less_than_half_a_second_is_backed_off_too(
+    client_class: Any, api: respx.MockRouter, clock: FakeClock, asked: str
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, max_retries=5)
+    answers = [error(503, "UNAVAILABLE", **{"Retry-After": asked}) for _ in range(5)]
+    route = route_of(api, DOCUMENT, *answers, ok(DOCUMENT))
+    assert (await run(client, DOCUMENT)).translation_id == "tr_1"
+    assert len(route.calls) == 6
+    assert_backoff(clock.sleeps)
+    assert all(slept >= float(asked) for slept in clock.sleeps)  # max(asked, backoff)
+    await close(client)
+
+
+@pytest.mark.parametrize("asked", [0.5, 2.5])
+async def test_a_wait_of_half_a_second_or_more_is_kept_as_asked(
+    client: Any, api: respx.MockRouter, clock: FakeClock, asked: float
+) -> None:
+    route = route_of(api, GET, limited(**{"Retry-After": str(asked)}), ok(GET))
+    assert (await run(client, GET)).progress == 100
+    assert len(route.calls) == 2
+    assert clock.sleeps == [asked]
+
+
+async def test_a_rate_limit_reset_a_fraction_of_a_second_away_is_backed_off(
+    client: Any, api: respx.MockRouter
+) -> None:
+    # The reset is the next whole second, 0.2 s away by the wall clock.
+    route = route_of(api, GET, limited(reset=int(WHOLE_SECOND) + 1), ok(GET))
+    with fake_clock(FakeClock(start=WHOLE_SECOND + 0.8)) as clock:
+        assert (await run(client, GET)).progress == 100
+    assert len(route.calls) == 2
+    assert len(clock.sleeps) == 1
+    assert 0.25 <= clock.sleeps[0] <= 0.5  # max(0.2, the first backoff)
 
 
 @pytest.mark.parametrize("start", [WHOLE_SECOND, 1_700_000_000.1, 1_712_345_678.987654321])

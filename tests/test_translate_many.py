@@ -729,6 +729,24 @@ async def test_a_429_without_rate_limit_headers_is_waited_out_before_any_batch_i
     assert refusals <= 4  # the batches already in flight when the first 429 came
 
 
+def test_a_refused_batch_is_resent_after_the_backoff_when_the_wait_asked_is_shorter() -> None:
+    # Retry-After: 0.001 (or 0, or a date just past) must not resend at once: the
+    # resend waits for the usual backoff, as a retry does. Shared by Client and AsyncClient.
+    from lingodoc import _bulk
+
+    bulk = _bulk.Bulk(
+        ["a"], "en", "de", batch_size=1, max_concurrency=1, wait_for_rate_limit=True,
+        on_progress=None, done=None, options=None, rate_limit=None, awaits=False,
+    )  # fmt: skip
+    bulk.events = __import__("queue").SimpleQueue()
+    batch = bulk.next()
+    assert isinstance(batch, _bulk.Batch)
+    bulk.failed(batch, lingodoc.RateLimited("slow down", status_code=429, retry_after=0.001))
+    wait = bulk.next()
+    assert isinstance(wait, float)
+    assert 0.25 <= wait <= 0.5 + 1e-3  # the first backoff, not 0.001
+
+
 def test_after_a_429_without_headers_no_worker_sends_before_its_retry_after() -> None:
     # The rule behind the test above, without threads: on the fake clock the worker that
     # met the 429 sleeps at once, which hides the race. Shared by Client and AsyncClient.

@@ -1,4 +1,4 @@
-"""The blocking client is generated from the async one (scripts/unasync.py).
+"""The blocking client and transport are generated from the async ones (scripts/unasync.py).
 
 CI runs `python scripts/unasync.py --check`, which compares the formatted text; these
 tests hold the same promise without ruff (the test tools do not include it), by
@@ -32,13 +32,18 @@ def load_unasync() -> ModuleType:
 unasync = load_unasync()
 
 
-def test_the_generated_sync_client_is_current() -> None:
-    generated = unasync.unasync(unasync.SOURCE.read_text(encoding="utf-8"))
-    committed = unasync.TARGET.read_text(encoding="utf-8")
+@pytest.mark.parametrize(
+    ("source", "target", "phrases"), unasync.MODULES, ids=lambda v: getattr(v, "name", "")
+)
+def test_each_generated_sync_module_is_current(
+    source: Path, target: Path, phrases: list[tuple[str, str]]
+) -> None:
+    generated = unasync.unasync(source.read_text(encoding="utf-8"), phrases)
+    committed = target.read_text(encoding="utf-8")
     # ruff changes layout and the order of imported names only: equal trees, names
     # sorted, mean the file in the tree is current.
     assert tree_of(generated) == tree_of(committed), (
-        "_sync_client.py is stale: run `python scripts/unasync.py`"
+        f"{target.name} is stale: run `python scripts/unasync.py`"
     )
 
 
@@ -51,8 +56,7 @@ def tree_of(code: str) -> str:
     return ast.dump(tree)
 
 
-def test_async_code_becomes_blocking_code(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(unasync, "PHRASES", [])
+def test_async_code_becomes_blocking_code() -> None:
     source = (
         "async def fetch(self) -> AsyncClient:\n"
         "    async with self.lock:\n"
@@ -61,7 +65,7 @@ def test_async_code_becomes_blocking_code(monkeypatch: pytest.MonkeyPatch) -> No
         "    await self.aclose()\n"
         "    await _bulk.async_run_workers(self._worker, bulk)\n"
     )
-    assert unasync.unasync(source) == (
+    assert unasync.unasync(source, []) == (
         "def fetch(self) -> Client:\n"
         "    with self.lock:\n"
         "        for chunk in response.iter_raw():\n"
@@ -71,19 +75,15 @@ def test_async_code_becomes_blocking_code(monkeypatch: pytest.MonkeyPatch) -> No
     )
 
 
-def test_names_are_replaced_only_as_whole_words(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(unasync, "PHRASES", [])
-    assert unasync.unasync("MyAsyncClientFactory, aclosed, awaited\n") == (
+def test_names_are_replaced_only_as_whole_words() -> None:
+    assert unasync.unasync("MyAsyncClientFactory, aclosed, awaited\n", []) == (
         "MyAsyncClientFactory, aclosed, awaited\n"
     )
 
 
-def test_a_docstring_phrase_that_no_longer_matches_stops_the_generator(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(unasync, "PHRASES", [("a phrase the source lacks", "anything")])
+def test_a_docstring_phrase_that_no_longer_matches_stops_the_generator() -> None:
     with pytest.raises(SystemExit, match="no longer has the phrase"):
-        unasync.unasync("async def f(): ...\n")
+        unasync.unasync("async def f(): ...\n", [("a phrase the source lacks", "anything")])
 
 
 def blocking_name(name: str) -> str:

@@ -507,6 +507,8 @@ NO_WAIT = {
     "reset-0": {"X-RateLimit-Reset": "0"},
     "reset-past": {"X-RateLimit-Reset": "1000000001"},  # a Unix time, in 2001
     "retry-after-0": {"Retry-After": "0"},
+    "retry-after-0.001": {"Retry-After": "0.001"},
+    "retry-after-negative": {"Retry-After": "-5"},
     "retry-after-past-date": {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"},
 }
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import urllib.request
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -77,12 +78,31 @@ class _Transport(httpx.AsyncBaseTransport):
         await self.transport.aclose()
 
 
+# What an AsyncClient may do with a DefaultAioHttpClient it is handed: the transport to
+# send through, and whether its session may take a proxy from the environment.
+_handed: weakref.WeakKeyDictionary[DefaultAioHttpClient, _Settings] = weakref.WeakKeyDictionary()
+# httpx.AsyncClient's settings that act on the request itself: given one, requests go
+# through the client's send(), which applies it.
+_TRANSPORT_SETTINGS = frozenset({"limits", "timeout", "trust_env", "verify"})
+
+
+class _Settings:
+    __slots__ = ("direct", "proxied", "session_made")
+
+    def __init__(self, direct: httpx.AsyncBaseTransport | None, proxied: bool) -> None:
+        self.direct = direct
+        self.proxied = proxied
+        self.session_made = False
+
+
 class DefaultAioHttpClient(httpx.AsyncClient):
     """An ``httpx.AsyncClient`` on aiohttp: ``AsyncClient(http_client=DefaultAioHttpClient())``.
 
     Unlike another ``http_client``, it is handed over: the ``AsyncClient`` closes it, and
     lets up to 100 calls in flight by default (as many as its pool holds). It belongs to
-    the event loop it is first used in (asyncio only: aiohttp does not run on trio).
+    the event loop it is first used in (asyncio only: aiohttp does not run on trio). As
+    with the SDK's own clients, a proxy of the environment is used only for ``https://``:
+    an ``http://`` ``base_url`` would hand it the key in clear text.
 
     Args:
         **kwargs: What ``httpx.AsyncClient`` takes; ``limits`` sizes aiohttp's pool (100
@@ -99,6 +119,8 @@ class DefaultAioHttpClient(httpx.AsyncClient):
             raise ConfigurationError(
                 'DefaultAioHttpClient needs aiohttp: pip install "lingodoc[aiohttp]"'
             ) from None
+        # Only transport settings: the SDK may send through the transport itself.
+        plain = "transport" not in kwargs and set(kwargs) <= _TRANSPORT_SETTINGS
         kwargs.setdefault("timeout", DEFAULT_TIMEOUT)
         limits = kwargs.setdefault("limits", httpx.Limits(max_connections=AIOHTTP_MAX_IN_FLIGHT))
         trust_env = kwargs.setdefault("trust_env", True)
@@ -111,6 +133,7 @@ class DefaultAioHttpClient(httpx.AsyncClient):
         def session() -> Any:  # made in the event loop of the first request
             import aiohttp
 
+            settings.session_made = True
             connector = aiohttp.TCPConnector(
                 limit=limits.max_connections or 0,
                 keepalive_timeout=limits.keepalive_expiry,
@@ -118,8 +141,32 @@ class DefaultAioHttpClient(httpx.AsyncClient):
             )
             # httpx reads no proxy variable for a transport: aiohttp reads them, where set
             # (it then looks for each request's proxy, and .netrc, in a thread).
-            return aiohttp.ClientSession(connector=connector, trust_env=proxied)
+            return aiohttp.ClientSession(connector=connector, trust_env=settings.proxied)
 
-        transport = AiohttpTransport(verify=verify, client=session)
-        kwargs.setdefault("transport", _Transport(transport))
+        transport = _Transport(AiohttpTransport(verify=verify, client=session))
+        settings = _Settings(transport if plain else None, proxied)
+        kwargs.setdefault("transport", transport)
         super().__init__(**kwargs)
+        _handed[self] = settings
+
+
+def hand_over(
+    http_client: DefaultAioHttpClient, *, proxy_allowed: bool
+) -> httpx.AsyncBaseTransport | None:
+    """Take ``http_client`` for an ``AsyncClient``: its proxies follow the SDK's rule.
+
+    Returns the transport to send through directly, or ``None`` to use its ``send()``.
+
+    Raises:
+        ConfigurationError: If a proxy is not allowed but it already made its session with one.
+    """
+    settings = _handed[http_client]
+    if settings.proxied and not proxy_allowed:
+        if settings.session_made:
+            raise ConfigurationError(
+                "this DefaultAioHttpClient already sent requests through a proxy of the "
+                "environment, which an http:// base_url must not use (the proxy would get "
+                "the API key in clear text): pass a new DefaultAioHttpClient"
+            )
+        settings.proxied = False
+    return settings.direct

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import threading
@@ -12,21 +11,19 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
-from lingodoc import _clock, _config, _endpoints, _lazy, _response, _retry
+from lingodoc import _aiohttp, _clock, _config, _endpoints, _lazy, _response, _retry
 from lingodoc._aiohttp import DefaultAioHttpClient
 from lingodoc._constants import is_loopback
-from lingodoc._endpoints import Call, ShapeError, merge_query
+from lingodoc._endpoints import Call, merge_query
 from lingodoc._exceptions import (
     APIConnectionError,
-    APIError,
     APITimeoutError,
     ConfigurationError,
     InvalidArgument,
     InvalidArgumentType,
     LingodocError,
-    UnexpectedResponse,
 )
-from lingodoc._http import HttpClientT, SharedHttp
+from lingodoc._http import HttpClientT, SharedHttp, transport_maker
 from lingodoc._logging import configure_from_env, logger
 from lingodoc._polling import Waiter
 from lingodoc._redaction import KeyMask, mask, raise_scrubbed, watch_http_logs
@@ -42,6 +39,13 @@ Self = TypeVar("Self", bound="BaseClient[Any]")
 # An attempt cut short by a poll's deadline still gets this long: the poll made at the
 # deadline is a last look, not a certain timeout.
 MIN_ATTEMPT_TIME = 1.0
+
+
+class Halted:
+    """What an attempt not made returns: `BaseClient._halted` says why."""
+
+
+HALTED = Halted()
 
 USER_AGENT = (
     f"lingodoc-python/{__version__} httpx/{httpx.__version__} "
@@ -87,8 +91,10 @@ class BaseClient(Generic[HttpClientT]):
         self.base_url = checked
         _config.http_client_kind(http_client, self._http_client_type)
         host = httpx.URL(checked).host
-        if checked.startswith("http://") and not is_loopback(host):
-            self._check_clear_text(host, http_client)
+        clear_text = checked.startswith("http://")
+        aiohttp = isinstance(http_client, DefaultAioHttpClient)
+        if clear_text and not is_loopback(host):
+            self._check_clear_text(host, None if aiohttp else http_client)
         self.timeout = _config.timeout(timeout, http_client)
         self.max_retries = _config.max_retries(max_retries)
         limit = _config.max_in_flight(max_in_flight)
@@ -98,14 +104,21 @@ class BaseClient(Generic[HttpClientT]):
         self._key_mask = KeyMask(self._api_key)
         # No proxy of the environment for http:// (a loopback host, or the host the opt-in
         # names): it would get the key in clear text.
+        new_transport = direct = None
+        if http_client is None:
+            is_async = self._http_client_type is httpx.AsyncClient
+            new_transport = transport_maker(is_async, checked, trust_env=not clear_text)
+        elif aiohttp:
+            direct = _aiohttp.hand_over(http_client, proxy_allowed=not clear_text)  # type: ignore[arg-type]
         self._shared: SharedHttp[HttpClientT] = SharedHttp(
-            self._http_client_type, http_client, max_in_flight=limit, timeout=self.timeout,
-            aiohttp=isinstance(http_client, DefaultAioHttpClient),
-            trust_env=not checked.startswith("http://"),
+            self._http_client_type, http_client, new_transport=new_transport, direct=direct,
+            aiohttp=aiohttp, max_in_flight=limit,
         )  # fmt: skip
         watch_http_logs(self._key_mask)  # after the http client made its loggers
         self._view_closed = self._is_copy = False
         self._urls: dict[str, httpx.URL] = {}
+        # A caller's http client's headers as last seen, and the SDK's merged over them.
+        self._merged_headers: tuple[list[tuple[bytes, bytes]], httpx.Headers] | None = None
 
     def _check_clear_text(self, host: str, http_client: HttpClientT | None) -> None:
         """For ``http://`` to the host the opt-in names: warn, and refuse a proxy (clear text)."""
@@ -190,10 +203,22 @@ class BaseClient(Generic[HttpClientT]):
         self._shared.in_this_process()
         self._shared.check_loop()
 
-    def _closed_in_flight(self, call: Call[Any], failed: LingodocError | None) -> LingodocError:
-        """The error of a call whose next attempt finds the client closed."""
+    def _is_halted(self, failed: LingodocError | None, stop: threading.Event | None) -> bool:
+        """Whether a call makes no further attempt: the one place that decides it.
+
+        Once the client is closed, no attempt is made; once ``translate_many``'s run is
+        over (``stop``), a failure (``failed``, the last attempt's) is not retried.
+        """
+        return self.is_closed or (failed is not None and stop is not None and stop.is_set())
+
+    def _halt_error(self, call: Call[Any], failed: LingodocError | None) -> LingodocError:
+        """What a halted call ends with: ``failed`` if only its run is over, else client closed."""
         if failed is None:
-            return APIConnectionError(f"{call.description} was not sent: client closed")
+            return APIConnectionError(
+                f"{call.description} was not sent: client closed", request_sent=False
+            )
+        if not self.is_closed:
+            return failed
         error = APIConnectionError(
             f"{call.description} was not retried: client closed "
             f"(the last attempt failed with {type(failed).__name__})"
@@ -201,33 +226,30 @@ class BaseClient(Generic[HttpClientT]):
         error.__cause__, error.__suppress_context__ = failed.with_traceback(None), True
         return error
 
-    def _not_retried(
-        self, call: Call[Any], error: LingodocError, failed: LingodocError | None
-    ) -> LingodocError:
-        """What a call ends with: ``error``, or "not retried" if the client closed first.
-
-        That is, if ``error`` is the last attempt's failure (``failed``) and was retryable.
-        """
-        retryable = _retry.is_retryable(error, idempotent=call.idempotent)
-        if error is failed and self.is_closed and retryable:
-            return self._closed_in_flight(call, error)
-        return error
-
     def _retrying(
         self, call: Call[Any], deadline: float | None, stop: threading.Event | None
     ) -> dict[str, Any]:
-        """The retry policy's options for ``call``, stopped once the client is closed."""
-        give_up = stop.is_set if stop is not None else lambda: False
-        return _retry.policy(call, self.max_retries, deadline, lambda: self.is_closed or give_up())
+        """The retry policy's options for ``call``, halted as `_is_halted` says."""
+
+        def halted(failed: LingodocError) -> LingodocError | None:
+            return self._halt_error(call, failed) if self._is_halted(failed, stop) else None
+
+        return _retry.policy(call, self.max_retries, deadline, halted)
 
     def _build_request(self, call: Call[Any]) -> httpx.Request:
         """The request of ``call``, or ``InvalidArgument(Type)`` if it cannot be sent.
 
-        A caller's http client builds it (its headers, cookies and query parameters go
-        too); the SDK's own, holding no cookie, needs no merging: the request is made here.
+        A caller's http client's headers go too (under the SDK's), and, if it has any,
+        its cookies and query parameters (its ``build_request`` merges them).
         """
         http = self._shared.http
         headers, body, params, path = self._headers, call.json, call.params, call.path
+        build: Callable[..., httpx.Request] = httpx.Request
+        if http is not None and self._shared.transport is None:
+            if http.cookies or http.params:
+                build = http.build_request
+            else:
+                headers = self._with_headers_of(http)
         options = call.options
         if options is not None:
             if options.headers is not None:
@@ -237,11 +259,9 @@ class BaseClient(Generic[HttpClientT]):
                 body = {**body, **options.body}
             if options.query is not None:
                 params = httpx.QueryParams(params).merge(options.query) if params else options.query
-        if http.params and "?" in path:
+        if http is not None and http.params and "?" in path:
             # httpx replaces a URL's query with the merged parameters: keep it among them.
             path, params = merge_query(path, params or {})
-        own = self._shared.new_http is not None and not http.cookies
-        build: Callable[..., httpx.Request] = httpx.Request if own else http.build_request
         try:
             return build(call.method, self._url(path), json=body, params=params, headers=headers)
         except httpx.InvalidURL as exc:
@@ -252,6 +272,16 @@ class BaseClient(Generic[HttpClientT]):
         except ValueError as exc:  # such as a lone surrogate in a text, NaN in a JSON body
             error, problem = InvalidArgument, f"cannot be sent: {exc}"
         raise error(f"{call.description} {problem}")
+
+    def _with_headers_of(self, http: HttpClientT) -> httpx.Headers:
+        """The SDK's headers over those of ``http``: merged again only if its headers changed."""
+        theirs = http.headers.raw
+        merged = self._merged_headers
+        if merged is None or merged[0] != theirs:
+            headers = httpx.Headers(http.headers)
+            headers.update(self._headers)
+            self._merged_headers = merged = (theirs, headers)
+        return merged[1]
 
     def _attempt_timeout(
         self, call: Call[Any], request: httpx.Request, deadline: float | None
@@ -289,13 +319,15 @@ class BaseClient(Generic[HttpClientT]):
         detail = self._key_mask(str(exc)) or type(exc).__name__
         if expired:
             detail = f"the response took longer than {expired}"
+        # Nothing left this machine: no connection was made, or none was free in time.
+        sent = not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
         error: LingodocError
         if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
-            error = APITimeoutError(f"{call.description} timed out: {detail}")
+            error = APITimeoutError(f"{call.description} timed out: {detail}", request_sent=sent)
         elif isinstance(exc, RuntimeError):
             error = self._runtime_error(call, detail)
         else:
-            error = APIConnectionError(f"{call.description} failed: {detail}")
+            error = APIConnectionError(f"{call.description} failed: {detail}", request_sent=sent)
         # The httpx exception holds the request, and so the Authorization header: chain a
         # copy of the same type and message without it. The attempt's deadline, passed
         # (TimeoutError of anyio.fail_after), reads as httpx's: the request may have gone.
@@ -310,7 +342,8 @@ class BaseClient(Generic[HttpClientT]):
     def _runtime_error(self, call: Call[Any], detail: str) -> LingodocError:
         """The error for a RuntimeError of a caller's http client: closed, or of another loop."""
         passed = f"the http_client passed to {type(self).__name__}"
-        if self._shared.http.is_closed:  # never the SDK's own while an attempt is in flight
+        http = self._shared.http
+        if http is not None and http.is_closed:  # never the SDK's own while in flight
             detail = f"{passed} has been closed"
         elif "loop" in detail:  # "Event loop is closed", "... attached to a different loop"
             detail += (
@@ -324,41 +357,20 @@ class BaseClient(Generic[HttpClientT]):
         call: Call[T],
         response: httpx.Response,
         reader: _response.BodyReader,
+        request: httpx.Request,
         number: int,
         started: float,
     ) -> T | LingodocError:
-        """The result of a response, or its error: returned, as this frame holds the body."""
-        status_code, headers = response.status_code, response.headers
-        self._log(call, status_code, number, started)
-        now = _clock.current().time()
-        rate_limit = _lazy.parse_rate_limit(headers, now)
+        """The result of a response, or its error: returned, as its frames hold the body."""
+        self._log(call, response.status_code, number, started)
+        read = _response.read(
+            call, response, reader, request,
+            elapsed=time.perf_counter() - started, redact=self._key_mask,
+        )  # fmt: skip
+        outcome, rate_limit = read
         if rate_limit is not None:
             self._shared.rate_limit = rate_limit
-        request_id = headers.get("x-request-id")
-        if request_id is not None:  # masked: servers echo headers too
-            request_id = self._key_mask(request_id)
-        fields = {"status_code": status_code, "rate_limit": rate_limit, "request_id": request_id}
-        body = reader.body()
-        if len(body) > _response.MAX_BODY_BYTES:
-            return UnexpectedResponse(
-                f"the response body is larger than {_response.MAX_BODY_BYTES:,} bytes", **fields
-            )
-        try:
-            data = _response.unwrap(
-                status_code, headers, body, rate_limit, request_id, now=now, redact=self._key_mask
-            )
-        except APIError as exc:
-            return exc
-        try:
-            origin = _lazy.Origin(rate_limit, request_id, _kept(response, reader))
-            return call.parse(data, origin)
-        except ShapeError as exc:
-            shape_error = exc
-        return UnexpectedResponse(
-            self._key_mask(str(shape_error)),
-            body=_response.excerpt(json.dumps(shape_error.data, default=str), self._key_mask),
-            **fields,
-        )
+        return outcome
 
     def _waiter(
         self, job_or_id: TranslationJob | str, options: Options | None, **settings: Any
@@ -391,21 +403,3 @@ class BaseClient(Generic[HttpClientT]):
                 (time.perf_counter() - started) * 1000,
                 number,
             )
-
-
-def _kept(response: httpx.Response, reader: _response.BodyReader) -> Callable[[], httpx.Response]:
-    """What makes the ``http_response`` of a result: the body read, and no connection."""
-    if reader.in_memory:  # built in memory and read (a mock transport's): as it is
-        return lambda: response
-    status_code, headers, raw, request, elapsed = (
-        response.status_code, response.headers, reader.raw_body(), response.request,
-        response.elapsed,
-    )  # fmt: skip
-    extensions = {k: v for k, v in response.extensions.items() if k != "network_stream"}
-
-    def make() -> httpx.Response:
-        kept = httpx.Response(status_code, headers=headers, content=raw, request=request)
-        kept.extensions, kept.elapsed = extensions, elapsed
-        return kept
-
-    return make

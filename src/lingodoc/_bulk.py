@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from lingodoc import _clock, _endpoints, _validation
+from lingodoc import _callbacks, _clock, _endpoints, _retry, _validation
 from lingodoc._constants import MAX_SERVER_WAIT
 from lingodoc._exceptions import InvalidArgument, LingodocError, PartialTranslations, RateLimited
 
@@ -126,7 +126,7 @@ class Bulk:
         self._batch_size = _validation.positive_int(batch_size, "batch_size")
         concurrency = _validation.positive_int(max_concurrency, "max_concurrency")
         self._max_wait = max_wait(wait_for_rate_limit)
-        _validation.callback(on_progress, awaits=awaits)
+        _callbacks.check(on_progress, awaits=awaits)
         if done is not None and not isinstance(done, MutableMapping):
             raise _validation.wrong_type("done", "a dict (or other mutable mapping)", done)
         self._call_args = source, target, options  # a batch's request: its texts, and these
@@ -287,7 +287,7 @@ class Bulk:
             self._learn(error.rate_limit)
             self._remaining = 0  # refused: whatever was reported before, none are left
         # Without rate-limit headers (a proxy's 429) the pacing would send it at once.
-        wait = max(error.retry_after, 0.0) + _ROUNDING
+        wait = _retry.server_wait(error.retry_after, batch.refusals) + _ROUNDING
         self._not_before = max(self._not_before, _clock.current().time() + wait)
         self._announce(wait)
         return True

@@ -12,7 +12,7 @@ import httpx
 
 from lingodoc import _validation
 from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV, DEFAULT_TIMEOUT, is_loopback
-from lingodoc._exceptions import ConfigurationError, cut
+from lingodoc._exceptions import ConfigurationError, cut, shown
 from lingodoc._response import ACCEPT_ENCODING
 
 ALLOW_HTTP_HOST_ENV = "LINGODOC_ALLOW_HTTP_HOST"
@@ -82,8 +82,8 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
     raw = _setting(value, "base_url", BASE_URL_ENV)
     if isinstance(raw, ConfigurationError):
         return raw
-    shown = _shown_url(raw)
-    where = f"base_url {shown!r}" + (f" (from {BASE_URL_ENV})" if value is None else "")
+    address = _shown_url(raw)
+    where = f"base_url {address!r}" + (f" (from {BASE_URL_ENV})" if value is None else "")
     if "\\" in raw or not raw.isprintable() or any(c.isspace() for c in raw):
         # "https://api.example.com\\@evil.com" is evil.com to httpx, another host to others.
         return ConfigurationError(
@@ -104,7 +104,7 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
     if url.scheme not in ("http", "https") or not url.host or url.userinfo:
         return ConfigurationError(
             f"base_url must be an absolute https:// URL such as 'https://api.example.com/v1', "
-            f"not {shown!r} (from base_url or {BASE_URL_ENV})"
+            f"not {address!r} (from base_url or {BASE_URL_ENV})"
         )
     if url.scheme == "http" and not is_loopback(url.host):
         clear = (
@@ -119,8 +119,8 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
         if allowed_http_host != _host_key(url.host):
             return ConfigurationError(
                 f"{clear}, but the opt-in (allow_http_host or {ALLOW_HTTP_HOST_ENV}) names "
-                f"the host {_validation.shown(allowed_http_host)}, not "
-                f"{_validation.shown(url.host)})"
+                f"the host {shown(allowed_http_host)}, not "
+                f"{shown(url.host)})"
             )
     if "?" in raw or "#" in raw:
         return ConfigurationError(f"{where} must not have a query or fragment")
@@ -162,7 +162,7 @@ def timeout(value: object, http_client: httpx.Client | httpx.AsyncClient | None)
 def max_retries(value: object) -> int:
     """Return ``max_retries`` if an int of at least 0, else raise ``ConfigurationError``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigurationError(f"max_retries must be an int >= 0, not {_validation.shown(value)}")
+        raise ConfigurationError(f"max_retries must be an int >= 0, not {shown(value)}")
     return value
 
 
@@ -171,8 +171,7 @@ def max_in_flight(value: object) -> int | None:
     if value is None or (not isinstance(value, bool) and isinstance(value, int) and value >= 1):
         return value
     raise ConfigurationError(
-        f"max_in_flight must be an int >= 1, or None for the default, "
-        f"not {_validation.shown(value)}"
+        f"max_in_flight must be an int >= 1, or None for the default, not {shown(value)}"
     )
 
 

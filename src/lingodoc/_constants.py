@@ -17,6 +17,8 @@ DEFAULT_TIMEOUT = 30.0
 # httpcore's pool slows past about 16 connections (docs/performance.md); aiohttp's does not.
 DEFAULT_MAX_IN_FLIGHT = 16
 AIOHTTP_MAX_IN_FLIGHT = 100
+# Idle connections of the SDK's own transport are closed after this long, as httpx's are.
+KEEPALIVE_EXPIRY = 5.0
 # The longest wait asked for (Retry-After, a 429's reset) that is waited out, not raised.
 MAX_SERVER_WAIT = 60.0
 

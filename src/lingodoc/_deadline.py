@@ -1,14 +1,17 @@
 """One deadline per attempt, headers and body included (httpx times each step on its own).
 
-docs/reliability.md says where each client enforces it.
+The SDK's own transports cut every socket step to it (``_async_transport``); an
+``AsyncClient`` on another http client has the attempt cancelled at it. docs/reliability.md
+says where each client enforces it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import sys
 import time
-from collections.abc import Iterator
+from types import TracebackType
 from typing import Any
 
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
@@ -16,24 +19,59 @@ _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
 )
 
 
-@contextlib.contextmanager
-def limit(seconds: float | None) -> Iterator[None]:
-    """Give the attempt run inside the block ``seconds`` in all (``None``: no limit)."""
-    # Real time, not the SDK's clock: it bounds socket I/O, which a fake clock does not speed up.
-    token = _deadline.set(None if seconds is None else time.monotonic() + seconds)
-    try:
-        yield
-    finally:
-        _deadline.reset(token)
+class Limit:
+    """Give the attempt run inside the block ``seconds`` in all (``None``: no limit).
 
+    ``with`` sets the deadline that the SDK's own streams and the body reader keep to;
+    ``async with`` also cancels the attempt at the deadline (``TimeoutError``) if
+    ``cancel``, on asyncio (``asyncio.timeout`` where it exists) or trio.
+    """
 
-@contextlib.contextmanager
-def async_limit(seconds: float | None) -> Iterator[None]:
-    """`limit`, and the attempt cancelled at its deadline (``TimeoutError``), asyncio or trio."""
-    import anyio  # here: a program that never awaits should not import it
+    __slots__ = ("_cancel", "_on_asyncio", "_scope", "_seconds", "_token")
 
-    with limit(seconds), anyio.fail_after(seconds):
-        yield
+    def __init__(self, seconds: float | None, *, cancel: bool = False, on_asyncio: bool = False):
+        self._seconds = seconds
+        self._cancel = cancel and seconds is not None
+        self._on_asyncio = on_asyncio
+        self._scope: Any = None
+
+    def __enter__(self) -> None:
+        # Real time, not the SDK's clock: it bounds socket I/O, which a fake clock cannot speed.
+        seconds = self._seconds
+        self._token = _deadline.set(None if seconds is None else time.monotonic() + seconds)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        _deadline.reset(self._token)
+
+    async def __aenter__(self) -> None:
+        self.__enter__()
+        if not self._cancel:
+            return
+        if self._on_asyncio and sys.version_info >= (3, 11):
+            import asyncio
+
+            self._scope = asyncio.timeout(self._seconds)
+            await self._scope.__aenter__()
+        else:
+            import anyio  # here: a program that never awaits should not import it
+
+            self._scope = anyio.fail_after(self._seconds)
+            self._scope.__enter__()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        try:
+            scope, self._scope = self._scope, None
+            if scope is None:
+                return None
+            if hasattr(scope, "__aexit__"):
+                return await scope.__aexit__(kind, exc, tb)  # type: ignore[no-any-return]
+            return scope.__exit__(kind, exc, tb)  # type: ignore[no-any-return]
+        finally:
+            self.__exit__(kind, exc, tb)
 
 
 def shield() -> contextlib.AbstractContextManager[Any]:

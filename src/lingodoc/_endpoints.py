@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import httpx
 
 from lingodoc import _lazy, _validation
-from lingodoc._exceptions import InvalidArgument, InvalidArgumentType, cut
+from lingodoc._exceptions import InvalidArgument, InvalidArgumentType, cut, shown
 from lingodoc._options import Options
 
 if TYPE_CHECKING:
@@ -146,9 +146,7 @@ def raw(
 ) -> Call[Any]:
     """Any path under ``base_url`` (``request()``): the ``data`` as plain JSON."""
     if not isinstance(method, str) or not method.isalpha():
-        raise InvalidArgument(
-            f"method must be an HTTP method such as 'GET', not {_validation.shown(method)}"
-        )
+        raise InvalidArgument(f"method must be an HTTP method such as 'GET', not {shown(method)}")
     method = method.upper()
     path = _validation.relative_path(path)
     if params:
@@ -205,8 +203,8 @@ def _only(
         found = getattr(result, field)
         if found != expected:
             raise ShapeError(
-                f"the {noun} is {relation} {_validation.shown(found)}, not "
-                f"{relation.split()[0]} {_validation.shown(expected)}",
+                f"the {noun} is {relation} {shown(found)}, not "
+                f"{relation.split()[0]} {shown(expected)}",
                 data,
             )
         return result

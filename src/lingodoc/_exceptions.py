@@ -51,6 +51,17 @@ def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
+def shown(value: object) -> str:
+    """Return ``repr(value)`` cut to about 100 characters, as every message quotes a value."""
+    if isinstance(value, str) and len(value) > QUOTE_LIMIT:
+        return f"{value[:QUOTE_LIMIT]!r}... ({len(value):,} characters)"
+    try:
+        text = repr(value)
+    except Exception:  # an int past sys.get_int_max_str_digits(), a broken __repr__
+        return f"<{type(value).__name__} too long to show>"
+    return cut(text)
+
+
 def _repr(error: BaseException, **fields: object) -> str:
     """``Name(field=value, ...)`` with the fields that are set, a long text cut."""
     shown = [
@@ -144,7 +155,17 @@ class InvalidArgumentType(LingodocError, TypeError):
 
 
 class APIConnectionError(LingodocError):
-    """The service could not be reached, after the retries; the ``httpx`` error is the cause."""
+    """The service could not be reached, after the retries; the ``httpx`` error is the cause.
+
+    Attributes:
+        request_sent: ``False`` if the request never left this machine (no connection could
+            be made, or the client was closed first), so the service cannot have acted on
+            it; ``True`` if it may have.
+    """
+
+    def __init__(self, message: str, *, request_sent: bool = True) -> None:
+        super().__init__(message)
+        self.request_sent = request_sent
 
 
 class APITimeoutError(APIConnectionError):

@@ -91,21 +91,17 @@ def reset_delay(reset: int, now: float) -> float:
     return max(0.0, reset - now) if reset > _UNIX_TIME_THRESHOLD else float(max(reset, 0))
 
 
-def parse_rate_limit(headers: httpx.Headers, now: float) -> RateLimit | None:
-    """Read the ``X-RateLimit-*`` headers; ``None`` unless each is sent once, as an integer."""
-    names = ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
-    values = [headers.get_list(name) for name in names]
-    if any(len(value) != 1 for value in values):  # missing, or sent twice: unreadable
-        return None
+def parse_rate_limit(limit: str, remaining: str, reset: str, *, now: float) -> RateLimit | None:
+    """Read the ``X-RateLimit-*`` header values; ``None`` unless each is an integer."""
     try:
-        limit, remaining, reset = (int(value[0]) for value in values)
-        at = reset if reset > _UNIX_TIME_THRESHOLD else now + max(reset, 0)
+        limits = int(limit), int(remaining), int(reset)
+        at = limits[2] if limits[2] > _UNIX_TIME_THRESHOLD else now + max(limits[2], 0)
         reset_at = datetime.fromtimestamp(at, tz=timezone.utc)
     except (ValueError, OverflowError, OSError):  # not an int, or a time no datetime holds
         return None
     # Checked above: pydantic's validation would cost more than the parsing.
     return RateLimit.model_construct(
-        limit=limit, remaining=remaining, reset=reset, reset_at=reset_at
+        limit=limits[0], remaining=limits[1], reset=limits[2], reset_at=reset_at
     )
 
 

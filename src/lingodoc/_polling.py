@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar, cast
 
-from lingodoc import _clock, _lazy, _retry, _validation
+from lingodoc import _callbacks, _clock, _lazy, _retry, _validation
 from lingodoc._exceptions import (
     APIConnectionError,
     APIError,
@@ -20,6 +20,7 @@ from lingodoc._exceptions import (
     LingodocError,
     TranslationFailed,
     WaitTimeout,
+    shown,
 )
 
 if TYPE_CHECKING:
@@ -54,7 +55,6 @@ class Waiter:
         redact: Callable[[str], str],
         awaits: bool,
     ) -> None:
-        shown = _validation.shown
         if not _validation.is_number(poll_interval):
             raise InvalidArgumentType(f"poll_interval must be a number, not {shown(poll_interval)}")
         interval = _validation.as_float(poll_interval)
@@ -67,7 +67,7 @@ class Waiter:
         limit = None if timeout is None else _validation.as_float(timeout)
         if limit is not None and not limit >= 0:  # also refuses NaN
             raise InvalidArgument(f"timeout must be None or >= 0 seconds, not {shown(timeout)}")
-        _validation.callback(on_progress, awaits=awaits)
+        _callbacks.check(on_progress, awaits=awaits)
         self.call, self.poll_interval = call, interval
         self.timeout = cast("float | None", timeout)  # as given: WaitTimeout shows 3 s, not 3.0
         self.on_progress, self.redact = on_progress, redact
@@ -127,11 +127,9 @@ class Waiter:
         return min(delay, remaining)
 
     def after_rate_limit(self, wanted: float | None) -> float | LingodocError:
-        """The sleep after a 429: the wait asked for, else a backoff growing with each 429."""
+        """The sleep after a 429: the wait asked for, or a backoff growing with each 429."""
         self.rate_limited += 1
-        if wanted is None or wanted <= 0:
-            wanted = _retry.backoff(self.rate_limited)
-        return self.delay(wanted)
+        return self.delay(_retry.server_wait(wanted, self.rate_limited))
 
     def after_failure(self, error: LingodocError, *, closed: bool) -> float | LingodocError:
         """The sleep after a poll failed its retries, or the error.

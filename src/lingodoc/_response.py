@@ -1,6 +1,7 @@
 """Reading a response: its body within bounds, then the envelope, or the error it stands for.
 
-`BodyReader` caps the body in size (after decompression) and time; `unwrap` reads the envelope.
+`BodyReader` caps the body in size (after decompression) and time; `read` turns the
+response into the call's result or its error; `unwrap` reads the envelope.
 """
 
 from __future__ import annotations
@@ -9,22 +10,52 @@ import contextlib
 import json
 import math
 import zlib
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
-from lingodoc import _deadline
-from lingodoc._exceptions import APIError, RateLimited, UnexpectedResponse, error_class
+from lingodoc import _clock, _deadline, _lazy
+from lingodoc._endpoints import ShapeError
+from lingodoc._exceptions import (
+    APIError,
+    LingodocError,
+    RateLimited,
+    UnexpectedResponse,
+    error_class,
+)
 
 if TYPE_CHECKING:
+    from lingodoc._endpoints import Call
     from lingodoc._models import RateLimit
+
+T = TypeVar("T")
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 MAX_ERROR_BODY_BYTES = 64 * 1024  # enough to show its start: no megabytes of a proxy's HTML
 BODY_EXCERPT_CHARS = 500
 # All the SDK decodes, with zlib's output bounded: httpx would inflate each chunk whole.
 ACCEPT_ENCODING = "gzip, deflate"
+# The headers the SDK reads, found in one pass over a response's headers.
+_READ_HEADERS = frozenset({
+    b"content-encoding", b"retry-after", b"x-request-id",
+    b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset",
+})  # fmt: skip
+_RATE_LIMIT_HEADERS = (b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset")
+
+
+def _read_headers(headers: httpx.Headers) -> dict[bytes, list[str]]:
+    """The values of the headers the SDK reads, by lower-case name, in the order sent."""
+    found: dict[bytes, list[str]] = {}
+    for name, value in headers.raw:
+        name = name.lower()
+        if name in _READ_HEADERS:
+            try:
+                text = value.decode("utf-8")
+            except UnicodeDecodeError:
+                text = value.decode("latin-1")
+            found.setdefault(name, []).append(text)
+    return found
 
 
 class BodyReader:
@@ -35,6 +66,7 @@ class BodyReader:
     """
 
     def __init__(self, response: httpx.Response) -> None:
+        self.headers = _read_headers(response.headers)
         self.limit = MAX_BODY_BYTES if response.is_success else MAX_ERROR_BODY_BYTES
         self.raw: list[bytes] = []  # as received, for the response a result carries
         self.chunks: list[bytes] = []
@@ -46,7 +78,7 @@ class BodyReader:
             self.chunks.append(response.content)
             self.encoding = ""
             return
-        declared = response.headers.get("content-encoding", "").lower().replace(" ", "")
+        declared = ",".join(self.headers.get(b"content-encoding", ())).lower().replace(" ", "")
         encodings = [name for name in declared.split(",") if name not in ("", "identity")]
         self.encoding = ",".join(encodings)
         if encodings in (["gzip"], ["x-gzip"]):
@@ -110,9 +142,76 @@ class BodyReader:
         return httpx.DecodingError(f"the response body is not valid {self.encoding}: {exc}")
 
 
+def read(
+    call: Call[T],
+    response: httpx.Response,
+    reader: BodyReader,
+    request: httpx.Request,
+    *,
+    elapsed: float,
+    redact: Callable[[str], str],
+) -> tuple[T | LingodocError, RateLimit | None]:
+    """The call's result, or its error (returned: this frame holds the body as sent).
+
+    Also the rate limit the response reported, if it did.
+    """
+    headers, status_code = reader.headers, response.status_code
+    now = _clock.current().time()
+    limit, remaining, reset = (headers.get(name, ()) for name in _RATE_LIMIT_HEADERS)
+    rate_limit = None
+    if len(limit) == len(remaining) == len(reset) == 1:  # missing, or sent twice: unreadable
+        rate_limit = _lazy.parse_rate_limit(limit[0], remaining[0], reset[0], now=now)
+    request_id = ", ".join(headers[b"x-request-id"]) if b"x-request-id" in headers else None
+    if request_id is not None:  # masked: servers echo headers too
+        request_id = redact(request_id)
+    fields: dict[str, Any] = {
+        "status_code": status_code, "rate_limit": rate_limit, "request_id": request_id
+    }  # fmt: skip
+    body = reader.body()
+    if len(body) > MAX_BODY_BYTES:
+        error = UnexpectedResponse(
+            f"the response body is larger than {MAX_BODY_BYTES:,} bytes", **fields
+        )
+        return error, rate_limit
+    try:
+        data = unwrap(status_code, headers, body, rate_limit, request_id, now=now, redact=redact)
+    except APIError as exc:
+        return exc, rate_limit
+    try:
+        origin = _lazy.Origin(rate_limit, request_id, _kept(response, reader, request, elapsed))
+        return call.parse(data, origin), rate_limit
+    except ShapeError as exc:
+        shape_error = exc
+    error = UnexpectedResponse(
+        redact(str(shape_error)),
+        body=excerpt(json.dumps(shape_error.data, default=str), redact),
+        **fields,
+    )
+    return error, rate_limit
+
+
+def _kept(
+    response: httpx.Response, reader: BodyReader, request: httpx.Request, elapsed: float
+) -> Callable[[], httpx.Response]:
+    """What makes the ``http_response`` of a result: the body read, and no connection."""
+    if reader.in_memory:  # built in memory and read (a mock transport's): as it is
+        return lambda: response
+    status_code, headers, raw = response.status_code, response.headers, reader.raw_body()
+    extensions = {k: v for k, v in response.extensions.items() if k != "network_stream"}
+
+    def make() -> httpx.Response:
+        import datetime
+
+        kept = httpx.Response(status_code, headers=headers, content=raw, request=request)
+        kept.extensions, kept.elapsed = extensions, datetime.timedelta(seconds=elapsed)
+        return kept
+
+    return make
+
+
 def unwrap(
     status_code: int,
-    headers: Mapping[str, str],
+    headers: dict[bytes, list[str]],
     body: bytes,
     rate_limit: RateLimit | None,
     request_id: str | None,
@@ -178,10 +277,10 @@ def excerpt(text: str, redact: Callable[[str], str]) -> str:
     return redact(text[: BODY_EXCERPT_CHARS * 8])[:BODY_EXCERPT_CHARS]
 
 
-def _retry_after(headers: Mapping[str, str], now: float, cls: type[APIError]) -> float | None:
+def _retry_after(headers: dict[bytes, list[str]], now: float, cls: type[APIError]) -> float | None:
     """Seconds the response asks to wait: ``Retry-After``, else (429 only) the reset."""
-    value = headers.get("retry-after")
-    seconds = None if value is None else _seconds(value, now)
+    value = headers.get(b"retry-after")
+    seconds = None if value is None else _seconds(", ".join(value), now)
     if seconds is not None:
         return seconds
     if cls is RateLimited:
@@ -189,7 +288,7 @@ def _retry_after(headers: Mapping[str, str], now: float, cls: type[APIError]) ->
 
         # The raw header, not reset_at: rounded, a wait a hair short would be refused again.
         with contextlib.suppress(KeyError, ValueError, OverflowError):  # Overflow: no float
-            return reset_delay(int(headers["x-ratelimit-reset"]), now)
+            return reset_delay(int(", ".join(headers[b"x-ratelimit-reset"])), now)
     return None
 
 

@@ -12,7 +12,8 @@ read timeout, dropped connection       retried                     raised
 any other 4xx                          raised                      raised
 =====================================  ==========================  ===================
 
-Waits: the one the response asks for (``Retry-After``, a 429's reset), else capped backoff.
+Waits: the one the response asks for (``Retry-After``, a 429's reset), else capped backoff;
+an ask under half a second gets the backoff at least (`server_wait`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,9 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from lingodoc import _clock
 from lingodoc._constants import MAX_SERVER_WAIT
-from lingodoc._exceptions import APIConnectionError, APIError
+from lingodoc._exceptions import APIConnectionError, APIError, LingodocError
 from lingodoc._logging import logger
 
 if TYPE_CHECKING:
@@ -36,8 +35,9 @@ if TYPE_CHECKING:
 _RETRIED_STATUSES = frozenset({500, 502, 503, 504})
 # The server did not act on the request: even a call that starts something may be resent.
 _NOT_STARTED_STATUSES = frozenset({429, 503})
-# Failures before the request left this machine.
-_NOT_SENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+# A wait the server asks for below this is no reason to resend sooner than the backoff:
+# "0.001", "0", a date just past or a reset due now would make a burst of requests.
+MIN_SERVER_WAIT = 0.5
 
 
 def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
@@ -49,7 +49,7 @@ def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
             return True
         return idempotent and error.status_code in _RETRIED_STATUSES
     if isinstance(error, APIConnectionError):
-        return idempotent or isinstance(error.__cause__, _NOT_SENT_ERRORS)
+        return idempotent or not error.request_sent
     return False
 
 
@@ -60,17 +60,36 @@ def backoff(attempt: int) -> float:
     return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
+def server_wait(asked: float | None, attempt: int) -> float:
+    """The wait before attempt ``attempt + 1``: what the server ``asked``, but never a spin.
+
+    An ask of under half a second (or none) gets the backoff, if that is longer.
+    """
+    if asked is not None and asked >= MIN_SERVER_WAIT:
+        return asked
+    return max(asked or 0.0, backoff(attempt))
+
+
 def policy(
-    call: Call[Any], max_retries: int, deadline: float | None, give_up: Callable[[], bool]
+    call: Call[Any],
+    max_retries: int,
+    deadline: float | None,
+    halted: Callable[[LingodocError], LingodocError | None],
 ) -> dict[str, Any]:
     """Return tenacity's ``Retrying`` / ``AsyncRetrying`` options for ``call``.
 
-    No wait passes ``deadline`` (SDK clock, monotonic); ``give_up()`` (client closed) stops.
+    No wait passes ``deadline`` (SDK clock, monotonic). ``halted(failure)``: the error that
+    ends the call instead of a retry (the client closed, the run stopped), else ``None``;
+    it is raised from here.
     """
 
     def stop(state: tenacity.RetryCallState) -> bool:
-        if state.attempt_number > max_retries or give_up():
+        if state.attempt_number > max_retries:
             return True
+        assert state.outcome is not None
+        error = halted(state.outcome.exception())  # type: ignore[arg-type]  # a LingodocError
+        if error is not None:
+            raise error
         # tenacity works out the wait (upcoming_sleep) before it asks whether to stop.
         now = _clock.current().monotonic()
         return deadline is not None and now + state.upcoming_sleep > deadline
@@ -84,8 +103,7 @@ def policy(
         assert state.outcome is not None
         error = state.outcome.exception()
         asked = error.retry_after if isinstance(error, APIError) else None
-        # A wait of 0 (or a time already past), taken at its word, would resend at once.
-        return asked if asked is not None and asked > 0 else backoff(state.attempt_number)
+        return server_wait(asked, state.attempt_number)
 
     def log(state: tenacity.RetryCallState) -> None:
         assert state.outcome is not None

@@ -11,15 +11,15 @@ import contextlib
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 import tenacity
 
-from lingodoc import _bulk, _clock, _deadline, _endpoints, _validation, _workers
-from lingodoc._base_client import BaseClient
+from lingodoc import _bulk, _callbacks, _clock, _deadline, _endpoints, _workers
+from lingodoc._base_client import HALTED, BaseClient, Halted
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
@@ -105,7 +105,7 @@ class Client(BaseClient[httpx.Client]):
         close_http = not self._is_copy and self._shared.close()  # a copy closes only itself
         self._view_closed = True
         if close_http:
-            self._shared.http.close()
+            self._shared.owned.close()
 
     def translate(
         self,
@@ -421,7 +421,7 @@ class Client(BaseClient[httpx.Client]):
             except (APIError, APIConnectionError) as exc:
                 outcome = waiter.after_failure(exc, closed=self.is_closed)
             else:
-                _validation.report(waiter.on_progress, status)
+                _callbacks.report(waiter.on_progress, status)
                 outcome = waiter.after_status(status)
             if not isinstance(outcome, float):
                 return outcome
@@ -507,76 +507,82 @@ class Client(BaseClient[httpx.Client]):
         self._check_open()
         check_http_loggers()  # mask the key in the http loggers made since the last call
         request = self._build_request(call)
-        sleep: Callable[[float], Any] = functools.partial(_clock.wait, stop)
-        failed: LingodocError | None = None  # the last attempt's failure
-        try:
-            for attempt in tenacity.Retrying(sleep=sleep, **self._retrying(call, deadline, stop)):
-                with self._turn(call, failed, stop) as http:
-                    with attempt:
-                        number = attempt.retry_state.attempt_number
-                        outcome = self._attempt(http, call, request, deadline, number)
-                        if isinstance(outcome, LingodocError):
-                            failed = outcome
-                            raise outcome
-                        return outcome
-        except LingodocError as exc:
-            error = self._not_retried(call, exc, failed)
-        # Raised without the frames below: they hold the response as the server sent it.
-        raise_scrubbed(error)
+        outcome = self._attempt(call, request, deadline, stop, None, 1)
+        if isinstance(outcome, Halted):
+            outcome = self._halt_error(call, None)
+        elif isinstance(outcome, LingodocError) and self.max_retries:
+            outcome = self._retry(call, request, deadline, stop, outcome)
+        if isinstance(outcome, LingodocError):
+            # Raised without the frames below: they hold the response as the server sent it.
+            raise_scrubbed(outcome)
+        return outcome
 
-    @contextlib.contextmanager
-    def _turn(
-        self, call: Call[Any], failed: LingodocError | None, stop: threading.Event | None
-    ) -> Iterator[httpx.Client]:
-        """Wait for a turn among ``max_in_flight`` (before the attempt's deadline starts).
-
-        Then hold the http client for one attempt: the last out of a closed client closes
-        it. Raises, instead of a retry, ``failed`` once ``stop`` is set, or "client closed".
-        """
-        if failed is not None and stop is not None and stop.is_set():
-            raise failed
-        shared = self._shared
-        with shared.turns:
-            http = None if self._view_closed else shared.enter()
-            if http is None:
-                raise self._closed_in_flight(call, failed)
-            try:
-                yield http
-            finally:
-                if shared.leave():
-                    with contextlib.suppress(Exception):
-                        http.close()
-
-    def _attempt(
+    def _retry(
         self,
-        http: httpx.Client,
         call: Call[T],
         request: httpx.Request,
         deadline: float | None,
-        number: int,
+        stop: threading.Event | None,
+        failed: LingodocError,
     ) -> T | LingodocError:
-        # The response and its body are as the server sent them, key echoes and all: this
-        # frame returns its error for _send to raise.
-        seconds, what = self._attempt_timeout(call, request, deadline)
-        started = time.perf_counter()
-        response, error = None, None
+        """The attempts after a first failure: tenacity's, the first failure replayed first.
+
+        So a call that succeeds at once never builds the retry machinery.
+        """
+        sleep: Callable[[float], Any] = functools.partial(_clock.wait, stop)
+        outcome: T | LingodocError = failed
         try:
-            with _deadline.limit(seconds):
-                response = http.send(request, stream=True, follow_redirects=False)
-                reader = BodyReader(response)
-                if not reader.in_memory:
-                    for chunk in response.iter_raw():
-                        if reader.feed(chunk):
-                            break
-        except (httpx.HTTPError, TimeoutError, RuntimeError) as exc:
-            expired = seconds is not None and time.perf_counter() - started >= seconds
-            error = self._connection_error(call, exc, number, started, what if expired else "")
-        finally:
-            if response is not None:
-                # Its answer is read, or given up: a failure to close it is not the call's.
-                with _deadline.shield(), contextlib.suppress(httpx.HTTPError, OSError):
-                    response.close()
-        if error is not None:
-            return error
-        assert response is not None
-        return self._read_response(call, response, reader, number, started)
+            for attempt in tenacity.Retrying(sleep=sleep, **self._retrying(call, deadline, stop)):
+                number = attempt.retry_state.attempt_number
+                if number > 1:
+                    made = self._attempt(call, request, deadline, stop, failed, number)
+                    if isinstance(made, Halted):
+                        return self._halt_error(call, failed)
+                    outcome = made
+                with attempt:
+                    if isinstance(outcome, LingodocError):
+                        failed = outcome
+                        raise outcome
+                    return outcome
+        except LingodocError as exc:  # the last failure, or what halted the retries
+            return exc
+        raise AssertionError("tenacity ended without an outcome")  # pragma: no cover
+
+    def _attempt(
+        self,
+        call: Call[T],
+        request: httpx.Request,
+        deadline: float | None,
+        stop: threading.Event | None,
+        failed: LingodocError | None,
+        number: int,
+    ) -> T | LingodocError | Halted:
+        """One attempt, once it has its turn: the result, or its error (returned, not raised).
+
+        ``HALTED``: not made, as `_is_halted` says (the client closed, the run stopped). The
+        response and its body are as the server sent them, key echoes and all: so this
+        frame returns its error for _send to raise.
+        """
+        with self._shared.turn() as send:
+            if send is None or self._is_halted(failed, stop):
+                return HALTED
+            seconds, what = self._attempt_timeout(call, request, deadline)
+            started = time.perf_counter()
+            response = None
+            try:
+                with self._shared.limit(seconds):
+                    response = send(request)
+                    reader = BodyReader(response)
+                    if not reader.in_memory:
+                        for chunk in response.iter_raw():
+                            if reader.feed(chunk):
+                                break
+            except (httpx.HTTPError, TimeoutError, RuntimeError) as exc:
+                expired = seconds is not None and time.perf_counter() - started >= seconds
+                return self._connection_error(call, exc, number, started, what if expired else "")
+            finally:
+                if response is not None and not response.is_closed:  # (one built in memory is)
+                    # Its answer is read, or given up: a failure to close it is not the call's.
+                    with _deadline.shield(), contextlib.suppress(httpx.HTTPError, OSError):
+                        response.close()
+            return self._read_response(call, response, reader, request, number, started)

@@ -2,43 +2,27 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 import re
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 from urllib.parse import quote, unquote
 
 import httpx
 
 from lingodoc._constants import MAX_TEXT_LENGTH
 from lingodoc._exceptions import (
-    QUOTE_LIMIT,
     InvalidArgument,
     InvalidArgumentType,
     InvalidLanguage,
     LingodocError,
     TextTooLong,
-    cut,
+    shown,
 )
-
-T = TypeVar("T")
 
 
 def sendable_key(key: str) -> bool:
     """Whether ``key`` can go in a header whole: printable ASCII, no spaces."""
     return bool(key) and key.isprintable() and key.isascii() and not any(c.isspace() for c in key)
-
-
-def shown(value: object) -> str:
-    """Return ``repr(value)`` cut to about 100 characters, as every message quotes a value."""
-    if isinstance(value, str) and len(value) > QUOTE_LIMIT:
-        return f"{value[:QUOTE_LIMIT]!r}... ({len(value):,} characters)"
-    try:
-        text = repr(value)
-    except Exception:  # an int past sys.get_int_max_str_digits(), a broken __repr__
-        return f"<{type(value).__name__} too long to show>"
-    return cut(text)
 
 
 def wrong_type(argument: str, expected: str, value: object) -> InvalidArgumentType:
@@ -223,36 +207,3 @@ def relative_path(path: object) -> str:
             "requests never leave base_url, so the API key never goes to another host"
         )
     return path if path.startswith("/") else f"/{path}"
-
-
-_CANNOT_AWAIT = "which Client cannot await: pass a plain function, or use AsyncClient"
-
-
-def callback(on_progress: object, *, awaits: bool) -> None:
-    """Check an ``on_progress``: callable, and no ``async def`` unless the client awaits it."""
-    if on_progress is None:
-        return
-    if not callable(on_progress):
-        raise InvalidArgumentType("on_progress must be callable")
-    call = getattr(on_progress, "__call__", None)  # noqa: B004  # an object's async __call__
-    if not awaits and any(map(inspect.iscoroutinefunction, (on_progress, call))):
-        raise InvalidArgumentType(
-            f"on_progress is a coroutine function (async def), {_CANNOT_AWAIT}"
-        )
-
-
-def report(on_progress: Callable[[T], object] | None, value: T | None) -> None:
-    """Call ``on_progress`` with ``value``, if both are set; refuse a coroutine it returns."""
-    if on_progress is not None and value is not None:
-        result = on_progress(value)
-        if inspect.iscoroutine(result):  # closed, so never awaited
-            result.close()
-            raise InvalidArgumentType(f"on_progress returned a coroutine, {_CANNOT_AWAIT}")
-
-
-async def async_report(on_progress: Callable[[T], object] | None, value: T | None) -> None:
-    """Call ``on_progress`` with ``value``, if both are set, awaiting what it returns."""
-    if on_progress is not None and value is not None:
-        result = on_progress(value)
-        if inspect.isawaitable(result):
-            await result

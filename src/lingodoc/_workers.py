@@ -11,8 +11,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from lingodoc._bulk import Bulk
+from lingodoc._callbacks import async_report, report
 from lingodoc._signals import ctrl_c_held
-from lingodoc._validation import async_report, report
 
 
 def hand_over(bulk: Bulk) -> None:

@@ -71,8 +71,16 @@ def send_envelope(handler: BaseHTTPRequestHandler, data: Any) -> None:
     handler.wfile.write(payload)
 
 
-def _head(code: int, headers: Mapping[str, str], length: int, reason: str = "Fault") -> bytes:
-    lines = [f"HTTP/1.1 {code} {reason}", f"Content-Length: {length}", "Connection: close"]
+def _head(
+    code: int,
+    headers: Mapping[str, str],
+    length: int,
+    reason: str = "Fault",
+    *,
+    keep_alive: bool = False,
+) -> bytes:
+    lines = [f"HTTP/1.1 {code} {reason}", f"Content-Length: {length}"]
+    lines += [] if keep_alive else ["Connection: close"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
@@ -95,6 +103,40 @@ def status(
         conn.sendall(_head(code, headers or {}, len(body), reason) + body)
 
     return act
+
+
+def with_surplus(body: bytes, surplus: bytes, *, chunked: bool = False) -> Action:
+    """Answer 200 with ``body``, keeping the connection open, and ``surplus`` right after it.
+
+    The surplus is past the end that the framing (Content-Length, or ``chunked``: the body
+    in two chunks and a trailer) announced, in the same write: a client that reused the
+    connection would read it as the answer to its next request. The connection stays open
+    until the client closes it (or the server stops).
+    """
+
+    def act(server: FaultServer, conn: socket.socket) -> None:
+        if chunked:
+            head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            half = len(body) // 2
+            framed = b"".join(
+                b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:half], body[half:])
+            )
+            framed += b"0\r\nX-Trailer: 1\r\n\r\n"
+        else:
+            head = _head(200, {"Content-Type": "application/json"}, len(body), keep_alive=True)
+            framed = body
+        # Head, body and surplus in one write: they arrive, and are read, together.
+        conn.sendall(head + framed + surplus)
+        stall()(server, conn)
+
+    return act
+
+
+def response_bytes(code: int, body: bytes) -> bytes:
+    """A whole keep-alive HTTP/1.1 response with ``body``: what a server sends (as surplus)."""
+    return (
+        _head(code, {"Content-Type": "application/json"}, len(body), "OK", keep_alive=True) + body
+    )
 
 
 def _trickle(server: FaultServer, conn: socket.socket, data: bytes, every: float) -> bool:

@@ -33,9 +33,11 @@ from tests.reliability.fault_server import (
     huge,
     reset_before,
     reset_during,
+    response_bytes,
     stall,
     status,
     truncated,
+    with_surplus,
 )
 
 pytestmark = pytest.mark.aiohttp
@@ -198,6 +200,30 @@ async def test_a_document_translation_dropped_after_sending_is_not_retried(
     assert type(error) is lingodoc.APIConnectionError
     assert len(server.requests) == 1  # the job may have started: never sent twice
     assert clock.sleeps == []
+
+
+@pytest.mark.parametrize(
+    ("method", "chunked"),
+    [("translate", False), ("translate", True), ("translate_document", False)],
+)
+async def test_bytes_past_a_responses_end_never_answer_the_next_call(
+    servers: FaultServers, connect: Connect, method: str, chunked: bool
+) -> None:
+    # One connection answers the first call and sends a whole second response right after
+    # it: reused, it would hand that response to the next call.
+    injected = response_bytes(200, envelope_body({**TRANSLATION, "translated_text": "INJECTED"}))
+    second = envelope_body(TRANSLATION if method == "translate" else JOB)
+    first = with_surplus(envelope_body(TRANSLATION), injected, chunked=chunked)
+    server = servers(first, status(200, second, JSON))
+    client = connect(server, max_retries=0)
+    assert (await translate(client)).translated_text == "Hallo"
+    if method == "translate":
+        again = await translate(client)
+        assert again.translated_text == "Hallo"
+        assert again.http_response.content == second  # the second server action's
+    else:
+        assert (await translate_document(client)).translation_id == "tr_1"
+    assert len(server.requests) == 2  # the second on a connection of its own
 
 
 async def test_an_endless_header_section_is_a_connection_error(

@@ -1,0 +1,196 @@
+"""The SDK's own transport for `AsyncClient`: the one source of both transports.
+
+This module is written by hand; ``_sync_transport.py`` (``Client``'s) is generated from
+it by ``scripts/unasync.py``.
+
+It is httpx's transport API over httpcore's public pool (HTTP/1.1, and any proxy of the
+environment), with a network backend whose streams:
+
+- cut each connect, handshake, read and write to the time left before the attempt's
+  deadline (httpcore gives each read the read timeout afresh, so headers or a body sent a
+  byte at a time would never time out);
+- follow each response's framing, so that a connection that read past a response's end
+  is closed rather than reused (`_framing`);
+- are counted while open, so that `_http` can close them without the pool, whose locks
+  an interrupted call may have left taken.
+
+Imported when a client builds its transport.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ssl
+from collections.abc import AsyncIterator, Generator, Iterable
+from typing import Any
+
+import httpcore
+import httpx
+
+from lingodoc import _deadline
+from lingodoc._constants import KEEPALIVE_EXPIRY
+from lingodoc._framing import Framing
+
+
+def _cut(timeout: float | None, error: type[Exception]) -> float | None:
+    """``timeout`` cut to the time left, or ``error`` if the deadline has passed."""
+    remaining = _deadline.left()
+    if remaining is None:
+        return timeout
+    if remaining <= 0:
+        raise error("the attempt took longer than its timeout")
+    return remaining if timeout is None else min(timeout, remaining)
+
+
+class _Stream(httpcore.AsyncNetworkStream):
+    """A connection's stream: each step cut to the deadline, its responses' framing followed."""
+
+    def __init__(self, stream: httpcore.AsyncNetworkStream, backend: _Backend) -> None:
+        self.stream = stream
+        self.backend = backend
+        self.framing = Framing()
+        backend.streams.add(self)
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data = await self.stream.read(max_bytes, _cut(timeout, httpcore.ReadTimeout))
+        self.framing.read(data)
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.framing.wrote(buffer)
+        await self.stream.write(buffer, _cut(timeout, httpcore.WriteTimeout))
+
+    async def aclose(self) -> None:
+        self.backend.streams.discard(self)
+        await self.stream.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        timeout = _cut(timeout, httpcore.ConnectTimeout)
+        tls = await self.stream.start_tls(ssl_context, server_hostname, timeout)
+        self.backend.streams.discard(self)  # the TLS stream holds the socket now
+        return _Stream(tls, self.backend)
+
+    def get_extra_info(self, info: str) -> Any:
+        # httpcore closes an idle connection that is readable, instead of reusing it.
+        if info == "is_readable" and self.framing.surplus:
+            return True
+        return self.stream.get_extra_info(info)
+
+
+class _Backend(httpcore.AsyncNetworkBackend):
+    """httpcore's own backend, its streams wrapped in `_Stream` and counted while open."""
+
+    def __init__(self) -> None:
+        self.backend = httpcore.AnyIOBackend()
+        self.streams: set[_Stream] = set()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        timeout = _cut(timeout, httpcore.ConnectTimeout)
+        stream = await self.backend.connect_tcp(host, port, timeout, local_address, socket_options)
+        return _Stream(stream, self)
+
+    async def sleep(self, seconds: float) -> None:
+        await self.backend.sleep(seconds)
+
+
+# httpcore's errors, each raised as httpx's error of the same name.
+_HTTPCORE_ERRORS = (
+    httpcore.NetworkError, httpcore.ProtocolError, httpcore.ProxyError,
+    httpcore.TimeoutException, httpcore.UnsupportedProtocol,
+)  # fmt: skip
+
+
+@contextlib.contextmanager
+def _httpx_errors() -> Generator[None, None, None]:
+    """Raise httpcore's errors as httpx's own, as ``httpx.HTTPTransport`` does."""
+    try:
+        yield
+    except _HTTPCORE_ERRORS as exc:
+        raise getattr(httpx, type(exc).__name__, httpx.TransportError)(str(exc)) from exc
+
+
+class _ResponseStream(httpx.AsyncByteStream):
+    """httpcore's response body as httpx's, its errors as httpx's.
+
+    An iterator, not a generator: a body read only in part leaves no generator unfinished.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream  # httpcore's pool's: iterable, and closed to free its connection
+        self.chunks: Any = None
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        self.chunks = self.stream.__aiter__()
+        return self
+
+    async def __anext__(self) -> bytes:
+        with _httpx_errors():
+            return await self.chunks.__anext__()  # type: ignore[no-any-return]
+
+    async def aclose(self) -> None:
+        with _httpx_errors():
+            await self.stream.aclose()
+
+
+class Transport(httpx.AsyncBaseTransport):
+    """``httpx.AsyncHTTPTransport`` (HTTP/1.1) whose connections keep to each attempt's deadline.
+
+    Args:
+        verify: The SSL context of its TLS connections.
+        connections: The most connections it holds.
+        proxy: The proxy to send through, if any.
+    """
+
+    def __init__(
+        self, *, verify: ssl.SSLContext, connections: int, proxy: httpcore.Proxy | None
+    ) -> None:
+        self.backend = _Backend()
+        self.verify, self.proxy = verify, proxy
+        self.is_closed = False
+        # What sends the requests: httpcore's pool, or what stands for one (`_http`).
+        self.pool: Any = httpcore.AsyncConnectionPool(
+            ssl_context=verify,
+            proxy=proxy,
+            max_connections=connections,
+            max_keepalive_connections=connections,
+            keepalive_expiry=KEEPALIVE_EXPIRY,
+            network_backend=self.backend,
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` through the pool, as ``httpx.AsyncHTTPTransport`` does."""
+        url = request.url
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _httpx_errors():
+            response = await self.pool.handle_async_request(core_request)
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_ResponseStream(response.stream),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        """Close every connection of the pool."""
+        self.is_closed = True
+        await self.pool.aclose()

@@ -1,0 +1,457 @@
+"""A Ctrl-C at any point of a sync call leaves the ``Client`` usable, over real loopback HTTP.
+
+A REPL or Jupyter user calls on the main thread and presses Ctrl-C: a ``KeyboardInterrupt``
+can then be raised between any two bytecodes of the call, in the SDK, in httpx, in httpcore
+or in ``http.cookiejar``, while a lock or a turn of ``max_in_flight`` is held or a request is
+queued in the pool. The client must come out of it usable: a later call, from another thread
+or from the main thread, is answered (the right translation) within its timeout, never
+refused with a pool timeout for good, never blocked for good on a lock, never failed with a
+bare ``AssertionError`` from inside httpcore. The interrupted call itself raises the
+``KeyboardInterrupt`` or a ``lingodoc.LingodocError``, or returns its translation.
+
+Ctrl-C is played by SIGALRM (``signal.setitimer``), whose handler raises
+``KeyboardInterrupt`` on the main thread, a random time into the call: from 0.05 ms to a
+little past a typical call's duration (measured first), and for some calls over a slow
+answer (the emulator's ``slow`` fault), so that interrupts land while waiting on the
+response too. A wedge must not hang the suite: each clean call from another thread runs in
+a daemon thread joined with a bound, and every call on the main thread, interrupted or not,
+runs under a SIGALRM watchdog (an interrupted call can block for good after its
+``KeyboardInterrupt``, on a lock it holds itself). A failure tells the seed of the random
+delays, the call it happened after and where the stuck call was blocked. The seed differs
+from run to run; set ``LINGODOC_INTERRUPT_SEED`` to replay a series of delays (the timing,
+on real sockets, is never replayed exactly). At the end, ``close()`` must leave no
+connection open, none of an interrupted call's either (counted in /proc on Linux, once the
+garbage collector has run).
+
+A socket that the interrupt catches while it is being made (in ``socket.create_connection``,
+or in httpcore's ``connect_tcp`` before it hands the connection over) belongs to their frames
+only: nothing in the SDK can reach it, and it is closed when Python frees the interrupted
+call, with a ResourceWarning. Those warnings are allowed here; the count of connections
+left open after the collection is what is checked.
+
+The quick versions run in the suite; the long ones (1,000 interrupted calls each) run apart,
+with -m stress. Real time throughout: these are socket-level tests, and they stay short.
+Signals are delivered to the main thread only: pytest-xdist runs each test on its worker's
+main thread, and each test asserts that it is there. POSIX only (``signal.setitimer``).
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import gc
+import os
+import random
+import signal
+import statistics
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+import pytest
+
+import lingodoc
+from lingodoc.emulator import Emulator, EmulatorServer
+from tests.reliability.sockets import client_connections, expected_for, text_for
+
+pytestmark = [
+    pytest.mark.skipif(
+        not hasattr(signal, "setitimer"), reason="interrupts the calls with SIGALRM (POSIX)"
+    ),
+    # Sockets caught being made by the interrupt are closed when collected (docstring).
+    pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning"),
+]
+
+# Each clean call's own timeout, and how much longer it may take before it counts as wedged:
+# a call that is not wedged ends within its timeout, answered or not.
+TIMEOUT = 2.0
+SLACK = 3.0
+# The share of interrupted calls answered late by the emulator, and how late (real time).
+SLOW_SHARE = 0.25
+SLOW_ANSWER = 0.005
+# The earliest interrupt, and the latest as a multiple of a typical call's duration.
+EARLIEST = 0.00005
+LATEST = 1.5
+THREADS = 16
+PAUSE = 0.01  # each thread's, between its calls
+# Interrupted calls of the quick and the stress versions.
+QUICK_ONE_THREAD = 300
+QUICK_SHARED = 50
+STRESS = 1_000
+# Whether connections can be counted (tests/reliability/sockets.py reads /proc: Linux).
+COUNTS_CONNECTIONS = Path("/proc/self/net/tcp").exists()
+
+
+class Wedged(BaseException):
+    """A call on the main thread still blocked WEDGED seconds on: raised by the watchdog."""
+
+
+# How long a call may take, past its own timeout or a KeyboardInterrupt, before it is wedged.
+WEDGED = TIMEOUT + SLACK
+
+
+@contextmanager
+def alarm(seconds: float, raised: type[BaseException]) -> Iterator[None]:
+    """Raise ``raised`` on the main thread ``seconds`` (real time) into the block, unless over.
+
+    Then a watchdog: ``Wedged`` every WEDGED seconds until the block ends, so a call that
+    blocks for good after the first exception (say, on a lock its own thread holds) cannot
+    hang the suite. The timer is disarmed and the old handler put back whatever happens,
+    even if an exception arrives as the block ends.
+    """
+    assert threading.current_thread() is threading.main_thread(), "signals need the main thread"
+    fired = [0]
+    armed = [True]
+
+    def handler(signum: int, frame: object) -> None:
+        if armed[0]:
+            fired[0] += 1
+            raise raised if fired[0] == 1 else Wedged
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, seconds, WEDGED)
+            yield
+        finally:
+            armed[0] = False  # from here on, a late signal raises nothing
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+def ctrl_c_after(seconds: float) -> AbstractContextManager[None]:
+    """Ctrl-C, ``seconds`` into the block: a ``KeyboardInterrupt`` raised on the main thread."""
+    return alarm(seconds, KeyboardInterrupt)
+
+
+def translate(client: lingodoc.Client, *ids: int) -> str:
+    return client.translate(
+        text_for(*ids), source_language="en", target_language="de", timeout=TIMEOUT
+    ).translated_text
+
+
+def current_frames() -> dict[int, FrameType]:
+    """``sys._current_frames()``, with the garbage collector off meanwhile.
+
+    Before Python 3.11.9 and 3.12.3 a collection it sets off can deallocate a
+    ``threading.local`` and deadlock the interpreter (python/cpython#106883): seen here.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return sys._current_frames()
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def where(thread: threading.Thread) -> str:
+    """The stack of ``thread`` now: where a wedged call is blocked."""
+    frame = current_frames().get(thread.ident or -1)
+    return "".join(traceback.format_stack(frame)) if frame is not None else "(thread ended)"
+
+
+def where_they_are(threads: list[threading.Thread]) -> str:
+    """Where ``threads`` are now: how many at each innermost line."""
+    frames = current_frames()
+    places = collections.Counter(
+        f"{Path(top.filename).name}:{top.lineno} in {top.name}"
+        for thread in threads
+        if (frame := frames.get(thread.ident or -1)) is not None
+        for top in traceback.extract_stack(frame)[-1:]
+    )
+    return "; ".join(f"{count} at {place}" for place, count in places.most_common())
+
+
+def in_another_thread(call: Callable[[], str], expected: str) -> str | None:
+    """Run ``call`` in a daemon thread; what went wrong (``None``: it returned ``expected``).
+
+    A call that outlives its timeout by SLACK is wedged: the thread is left blocked (it is a
+    daemon) and the report says where.
+    """
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True, name="clean call")
+    started = time.monotonic()
+    thread.start()
+    thread.join(WEDGED)
+    if thread.is_alive():
+        return f"a call with timeout={TIMEOUT} still blocked after {WEDGED} s in:\n" + (
+            where(thread)
+        )
+    if outcome != [expected]:
+        took = time.monotonic() - started
+        return f"expected {expected!r}, got {outcome[0]!r} after {took:.2f} s"
+    return None
+
+
+def on_the_main_thread(call: Callable[[], str], expected: str) -> str | None:
+    """Run ``call`` on the main thread under a watchdog; what went wrong (``None``: all right)."""
+    started = time.monotonic()
+    try:
+        with alarm(WEDGED, Wedged):
+            got: object = call()
+    except Wedged:
+        return f"a call with timeout={TIMEOUT} still blocked after {WEDGED} s in:\n" + (
+            traceback.format_exc()
+        )
+    except Exception as exc:
+        got = exc
+    if got != expected:
+        return f"expected {expected!r}, got {got!r} after {time.monotonic() - started:.2f} s"
+    return None
+
+
+@dataclass
+class Series:
+    """Calls on the main thread, each interrupted a random time in; what came of them."""
+
+    client: lingodoc.Client
+    emulator: Emulator
+    seed: int
+    typical: float  # a typical call's duration, seconds
+    rng: random.Random = field(init=False)
+    interrupted: int = 0  # calls that raised the KeyboardInterrupt
+    answered: int = 0  # calls that returned their translation before it
+    failed: int = 0  # calls that raised a LingodocError (a connection error, say)
+    last: str = ""  # the last call's delay and outcome, for a failure's report
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    def call(self, number: int) -> None:
+        """Make call ``number``, interrupted; fail the test if it raised something else."""
+        slow = self.rng.random() < SLOW_SHARE
+        latest = LATEST * self.typical + (SLOW_ANSWER if slow else 0.0)
+        delay = self.rng.uniform(EARLIEST, latest)
+        if slow:
+            self.emulator.clear_faults()  # one left by a call interrupted before it was sent
+            self.emulator.inject("slow", method="POST", path="/translate", delay=SLOW_ANSWER)
+        self.last = f"call {number}, interrupted after {delay * 1000:.3f} ms" + (
+            f" over a {SLOW_ANSWER * 1000:.0f} ms answer" if slow else ""
+        )
+        try:
+            with ctrl_c_after(delay):
+                got = translate(self.client, 0, number)
+        except Wedged:
+            pytest.fail(
+                f"{self.context()}: the interrupted call still blocked {WEDGED} s after its "
+                f"KeyboardInterrupt, in:\n{traceback.format_exc()}"
+            )
+        except KeyboardInterrupt:
+            self.interrupted += 1
+            return
+        except lingodoc.LingodocError:
+            self.failed += 1
+            return
+        except BaseException:
+            pytest.fail(f"{self.context()}: the interrupted call raised:\n{traceback.format_exc()}")
+        assert got == expected_for(0, number), self.context()
+        self.answered += 1
+
+    def context(self) -> str:
+        return (
+            f"seed {self.seed} ({self.last}; {self.interrupted} interrupted, "
+            f"{self.answered} answered, {self.failed} failed before)"
+        )
+
+    def summary(self) -> str:
+        return (
+            f"seed {self.seed}: {self.interrupted} interrupted, {self.answered} answered, "
+            f"{self.failed} failed; delays up to {LATEST * self.typical * 1000:.2f} ms"
+        )
+
+
+def new_seed() -> int:
+    given = os.environ.get("LINGODOC_INTERRUPT_SEED")
+    return int(given) if given else random.SystemRandom().randrange(2**32)
+
+
+def typical_call(client: lingodoc.Client, ids: int) -> float:
+    """The median duration of a clean call on the main thread (seconds), after a warm-up."""
+    durations = []
+    for i in range(15):
+        started = time.perf_counter()
+        assert translate(client, ids, i) == expected_for(ids, i)
+        durations.append(time.perf_counter() - started)
+    return statistics.median(durations[5:])
+
+
+@pytest.fixture
+def emulator() -> Emulator:
+    return Emulator(rate_limit=10**9)  # no 429: the limit never interferes
+
+
+@pytest.fixture
+def server(emulator: Emulator) -> Iterator[EmulatorServer]:
+    with emulator.serve() as running:
+        yield running
+
+
+@pytest.fixture
+def client(server: EmulatorServer) -> Iterator[lingodoc.Client]:
+    # No retries: a retry would hide a failure of the clean calls.
+    instance = lingodoc.Client(server.api_key, base_url=server.base_url, max_retries=0)
+    yield instance
+    # A wedged client may block in close() too: closed in a thread that is not waited out.
+    closing = threading.Thread(target=instance.close, daemon=True, name="close")
+    closing.start()
+    closing.join(WEDGED)
+
+
+def closing_closes_every_connection(client: lingodoc.Client, server: EmulatorServer) -> None:
+    """``close()`` returns, and leaves no connection open, none of an interrupted call's either.
+
+    Collected first: a socket caught being made by an interrupt is closed then (docstring).
+    """
+    closing = threading.Thread(target=client.close, daemon=True, name="close")
+    closing.start()
+    closing.join(WEDGED)
+    if closing.is_alive():
+        pytest.fail(f"close() still blocked after {WEDGED} s in:\n{where(closing)}")
+    gc.collect()
+    if COUNTS_CONNECTIONS:
+        left = client_connections(server.port)
+        assert left == 0, f"{left} connections to the emulator still open after close()"
+
+
+# One thread: each interrupted call followed by a clean one from another thread.
+
+
+def interrupted_calls_then_clean_calls(
+    client: lingodoc.Client, server: EmulatorServer, calls: int
+) -> None:
+    emulator = server.emulator
+    assert threading.current_thread() is threading.main_thread(), "signals need the main thread"
+    series = Series(client, emulator, new_seed(), typical_call(client, 5))
+    print(series.summary())  # shown with pytest -s, and on a failure
+    for number in range(calls):
+        series.call(number)
+        emulator.clear_faults()  # the clean call is answered at once
+        clean = functools.partial(translate, client, 1, number)
+        problem = in_another_thread(clean, expected_for(1, number))
+        if problem:
+            pytest.fail(f"{series.context()}: then a clean call from another thread: {problem}")
+    print(series.summary())
+    # The REPL user's next call, on the main thread.
+    problem = on_the_main_thread(lambda: translate(client, 2), expected_for(2))
+    if problem:
+        pytest.fail(f"{series.context()}: then a clean call on the main thread: {problem}")
+    closing_closes_every_connection(client, server)
+    assert series.interrupted > 0, series.summary()
+
+
+def test_a_call_interrupted_at_any_point_leaves_the_client_usable_from_another_thread(
+    client: lingodoc.Client, server: EmulatorServer
+) -> None:
+    interrupted_calls_then_clean_calls(client, server, QUICK_ONE_THREAD)
+
+
+@pytest.mark.stress
+def test_a_thousand_interrupted_calls_each_leave_the_client_usable_from_another_thread(
+    client: lingodoc.Client, server: EmulatorServer
+) -> None:
+    interrupted_calls_then_clean_calls(client, server, STRESS)
+
+
+# 16 threads share the client, calling in a loop, while the main thread's calls are interrupted.
+
+
+def interrupted_calls_among_busy_threads(
+    client: lingodoc.Client, server: EmulatorServer, calls: int
+) -> None:
+    emulator = server.emulator
+    assert threading.current_thread() is threading.main_thread(), "signals need the main thread"
+    stop = threading.Event()
+    errors: list[str] = []
+    done = [0] * THREADS
+    # Bounded, but never reached before the main thread is done.
+    most = 40 * calls
+
+    def worker(thread: int) -> None:
+        try:
+            for i in range(most):
+                got = translate(client, 10 + thread, i)
+                assert got == expected_for(10 + thread, i), got
+                done[thread] += 1
+                # A pause between calls: a thread that asked for a turn of max_in_flight gets
+                # the one just given back, before its giver takes it again (16 threads going
+                # at once would starve a 17th).
+                if stop.wait(PAUSE):
+                    return
+        except BaseException:
+            errors.append(f"thread {thread}, call {done[thread]}:\n{traceback.format_exc()}")
+
+    workers = [
+        threading.Thread(target=worker, args=(t,), daemon=True, name=f"worker {t}")
+        for t in range(THREADS)
+    ]
+    for thread in workers:
+        thread.start()
+    try:
+        # The duration of a call with the 16 threads at it.
+        series = Series(client, emulator, new_seed(), typical_call(client, 5))
+        print(series.summary())
+        for number in range(calls):
+            series.call(number)
+            emulator.clear_faults()
+            clean = functools.partial(translate, client, 3, number)
+            problem = in_another_thread(clean, expected_for(3, number))
+            if problem:
+                pytest.fail(
+                    f"{series.context()}: then a clean call from another thread: {problem}\n"
+                    f"The {THREADS} threads: {where_they_are(workers)}"
+                )
+            if errors:
+                pytest.fail(f"{series.context()}: a thread's call failed: {errors[0]}")
+    finally:
+        stop.set()
+        emulator.clear_faults()
+        # Each thread's last call ends within its timeout, if the client is not wedged.
+        deadline = time.monotonic() + WEDGED
+        for thread in workers:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+    print(series.summary(), f"; the threads' calls: {sum(done)}")
+    stuck = [thread for thread in workers if thread.is_alive()]
+    if stuck:
+        pytest.fail(
+            f"{series.context()}: {len(stuck)} of the threads still blocked "
+            f"({where_they_are(stuck)}), the first in:\n{where(stuck[0])}"
+        )
+    if errors:
+        pytest.fail(f"{series.context()}: a thread's call failed: {errors[0]}")
+    assert all(done), done  # each thread called, and every result was checked
+    problem = in_another_thread(lambda: translate(client, 4), expected_for(4))
+    if problem:
+        pytest.fail(f"{series.context()}: then a clean call from another thread: {problem}")
+    problem = on_the_main_thread(lambda: translate(client, 2), expected_for(2))
+    if problem:
+        pytest.fail(f"{series.context()}: then a clean call on the main thread: {problem}")
+    closing_closes_every_connection(client, server)
+    assert series.interrupted > 0, series.summary()
+
+
+def test_calls_interrupted_while_16_threads_share_the_client_leave_it_usable(
+    client: lingodoc.Client, server: EmulatorServer
+) -> None:
+    interrupted_calls_among_busy_threads(client, server, QUICK_SHARED)
+
+
+@pytest.mark.stress
+def test_a_thousand_calls_interrupted_while_16_threads_share_the_client_leave_it_usable(
+    client: lingodoc.Client, server: EmulatorServer
+) -> None:
+    interrupted_calls_among_busy_threads(client, server, STRESS)
