@@ -11,10 +11,9 @@ lets some of aiohttp's own errors through.
 
 from __future__ import annotations
 
-import contextlib
 import urllib.request
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -24,39 +23,49 @@ from lingodoc._exceptions import ConfigurationError
 from lingodoc._http import ssl_context
 
 
-@contextlib.contextmanager
-def _httpx_errors() -> Iterator[None]:
-    """Raise an error of aiohttp (or one httpx-aiohttp mapped from it) as the httpx error it is."""
+def _as_httpx_error(exc: Exception) -> Exception:
+    """The httpx error an error of aiohttp (or one httpx-aiohttp mapped from it) stands for.
+
+    ``exc`` itself if it is httpx's own.
+    """
     import aiohttp
 
-    try:
-        yield
-    except (httpx.TransportError, aiohttp.ClientError) as exc:
-        cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ else exc
-        kind: type[httpx.TransportError] = httpx.TransportError  # may have been sent
-        if isinstance(cause, aiohttp.ConnectionTimeoutError):
-            kind = httpx.ConnectTimeout
-        elif isinstance(cause, aiohttp.ClientConnectorError):  # nothing was sent
-            kind = httpx.ConnectError
-        elif isinstance(cause, aiohttp.ServerTimeoutError):
-            kind = httpx.ReadTimeout
-        elif isinstance(cause, (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError)):
-            kind = httpx.ReadError
-        elif isinstance(cause, (aiohttp.ClientPayloadError, aiohttp.ClientResponseError)):
-            kind = httpx.RemoteProtocolError
-        elif isinstance(exc, httpx.TransportError) and exc.__cause__ is None:
-            raise  # httpx's own
-        raise kind(str(cause) or type(cause).__name__) from exc
+    cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ else exc
+    kind: type[httpx.TransportError] = httpx.TransportError  # may have been sent
+    if isinstance(cause, aiohttp.ConnectionTimeoutError):
+        kind = httpx.ConnectTimeout
+    elif isinstance(cause, aiohttp.ClientConnectorError):  # nothing was sent
+        kind = httpx.ConnectError
+    elif isinstance(cause, aiohttp.ServerTimeoutError):
+        kind = httpx.ReadTimeout
+    elif isinstance(cause, (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError)):
+        kind = httpx.ReadError
+    elif isinstance(cause, (aiohttp.ClientPayloadError, aiohttp.ClientResponseError)):
+        kind = httpx.RemoteProtocolError
+    elif isinstance(exc, httpx.TransportError) and exc.__cause__ is None:
+        return exc
+    return kind(str(cause) or type(cause).__name__)
 
 
 class _Body(httpx.AsyncByteStream):
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
+    """httpx-aiohttp's response body, its errors as httpx's (an iterator: cheap per chunk)."""
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        with _httpx_errors():
-            async for chunk in self.stream:
-                yield chunk
+    def __init__(self, stream: Any, errors: tuple[type[Exception], ...]) -> None:
+        self.stream, self.errors = stream, errors
+        self.chunks: Any = None
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        self.chunks = self.stream.__aiter__()
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await self.chunks.__anext__()  # type: ignore[no-any-return]
+        except self.errors as exc:
+            error = _as_httpx_error(exc)
+            if error is exc:
+                raise
+            raise error from exc
 
     async def aclose(self) -> None:
         await self.stream.aclose()
@@ -66,12 +75,20 @@ class _Transport(httpx.AsyncBaseTransport):
     """``httpx_aiohttp.AiohttpTransport``, its errors raised as the httpx errors they are."""
 
     def __init__(self, transport: httpx.AsyncBaseTransport) -> None:
+        import aiohttp
+
         self.transport = transport
+        self.errors = (httpx.TransportError, aiohttp.ClientError)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        with _httpx_errors():
+        try:
             response = await self.transport.handle_async_request(request)
-        response.stream = _Body(response.stream)
+        except self.errors as exc:
+            error = _as_httpx_error(exc)
+            if error is exc:
+                raise
+            raise error from exc
+        response.stream = _Body(response.stream, self.errors)
         return response
 
     async def aclose(self) -> None:

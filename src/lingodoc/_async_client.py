@@ -583,7 +583,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                     response = await send(request)
                     reader = BodyReader(response)
                     if not reader.in_memory:
-                        async for chunk in response.aiter_raw():
+                        stream = response.stream  # as received: the SDK decodes it itself
+                        assert isinstance(stream, httpx.AsyncByteStream)
+                        async for chunk in stream:
                             if reader.feed(chunk):
                                 break
             except (httpx.HTTPError, TimeoutError, RuntimeError) as exc:
@@ -592,6 +594,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             finally:
                 if response is not None and not response.is_closed:  # (one built in memory is)
                     # Its answer is read, or given up: a failure to close it is not the call's.
-                    with _deadline.async_shield(), contextlib.suppress(httpx.HTTPError, OSError):
+                    closing = _deadline.async_shield(self._shared.pooled)
+                    with closing, contextlib.suppress(httpx.HTTPError, OSError):
                         await response.aclose()
             return self._read_response(call, response, reader, request, number, started)

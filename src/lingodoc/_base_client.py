@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json as _json
 import logging
 import sys
 import threading
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 Self = TypeVar("Self", bound="BaseClient[Any]")
+
+# For aiohttp: no timeout of its own for any step (None for each, as httpx-aiohttp reads them).
+_NO_STEP_TIMEOUTS: dict[str, float | None] = {}
 
 # An attempt cut short by a poll's deadline still gets this long: the poll made at the
 # deadline is a last look, not a certain timeout.
@@ -101,6 +105,14 @@ class BaseClient(Generic[HttpClientT]):
         self._headers = _config.headers(default_headers, USER_AGENT)
         # Set last, and case-insensitively, so no default header can replace the key.
         self._headers["Authorization"] = f"Bearer {self._api_key}"
+        # With the Host, and for a JSON body its type, that httpx would add to each request:
+        # _new_request copies them as they are.
+        self._request_headers = httpx.Headers(self._headers)
+        self._request_headers.setdefault("Host", httpx.URL(checked).netloc.decode("ascii"))
+        self._json_headers = _with_json_type(self._request_headers)
+        # The timeouts of an attempt (an httpx.Timeout, and what _attempt_timeout made of it).
+        self._steps: tuple[httpx.Timeout, dict[str, float | None], float | None, str] | None
+        self._steps = None
         self._key_mask = KeyMask(self._api_key)
         # No proxy of the environment for http:// (a loopback host, or the host the opt-in
         # names): it would get the key in clear text.
@@ -117,8 +129,11 @@ class BaseClient(Generic[HttpClientT]):
         watch_http_logs(self._key_mask)  # after the http client made its loggers
         self._view_closed = self._is_copy = False
         self._urls: dict[str, httpx.URL] = {}
-        # A caller's http client's headers as last seen, and the SDK's merged over them.
-        self._merged_headers: tuple[list[tuple[bytes, bytes]], httpx.Headers] | None = None
+        # A caller's http client's headers as last seen, the SDK's merged over them, and those
+        # with the type of a JSON body.
+        self._merged_headers: (
+            tuple[list[tuple[bytes, bytes]], httpx.Headers, httpx.Headers] | None
+        ) = None
 
     def _check_clear_text(self, host: str, http_client: HttpClientT | None) -> None:
         """For ``http://`` to the host the opt-in names: warn, and refuse a proxy (clear text)."""
@@ -243,22 +258,22 @@ class BaseClient(Generic[HttpClientT]):
         its cookies and query parameters (its ``build_request`` merges them).
         """
         http = self._shared.http
-        headers, body, params, path = self._headers, call.json, call.params, call.path
-        build: Callable[..., httpx.Request] = httpx.Request
-        if http is not None and self._shared.transport is None:
-            if http.cookies or http.params:
-                build = http.build_request
-            else:
-                headers = self._with_headers_of(http)
-        options = call.options
+        body, params, path, options = call.json, call.params, call.path, call.options
         if options is not None:
-            if options.headers is not None:
-                headers = httpx.Headers(headers)
-                headers.update(options.headers)
             if options.body is not None and isinstance(body, dict):
                 body = {**body, **options.body}
             if options.query is not None:
                 params = httpx.QueryParams(params).merge(options.query) if params else options.query
+        build: Callable[..., httpx.Request] = _new_request
+        headers = self._request_headers if body is None else self._json_headers
+        if http is not None and self._shared.transport is None:
+            if http.cookies or http.params:
+                headers, build = self._headers, http.build_request
+            else:
+                headers = self._with_headers_of(http, json=body is not None)
+        if options is not None and options.headers is not None:
+            headers = httpx.Headers(headers)
+            headers.update(options.headers)
         if http is not None and http.params and "?" in path:
             # httpx replaces a URL's query with the merged parameters: keep it among them.
             path, params = merge_query(path, params or {})
@@ -273,15 +288,18 @@ class BaseClient(Generic[HttpClientT]):
             error, problem = InvalidArgument, f"cannot be sent: {exc}"
         raise error(f"{call.description} {problem}")
 
-    def _with_headers_of(self, http: HttpClientT) -> httpx.Headers:
-        """The SDK's headers over those of ``http``: merged again only if its headers changed."""
+    def _with_headers_of(self, http: HttpClientT, *, json: bool) -> httpx.Headers:
+        """The SDK's headers over those of ``http``: merged again only if its headers changed.
+
+        ``json``: with the type of a JSON body.
+        """
         theirs = http.headers.raw
         merged = self._merged_headers
         if merged is None or merged[0] != theirs:
             headers = httpx.Headers(http.headers)
-            headers.update(self._headers)
-            self._merged_headers = merged = (theirs, headers)
-        return merged[1]
+            headers.update(self._request_headers)
+            self._merged_headers = merged = (theirs, headers, _with_json_type(headers))
+        return merged[2] if json else merged[1]
 
     def _attempt_timeout(
         self, call: Call[Any], request: httpx.Request, deadline: float | None
@@ -294,17 +312,26 @@ class BaseClient(Generic[HttpClientT]):
         """
         options = call.options
         timeout = options.timeout if options is not None and options.timeout else self.timeout
-        steps = timeout.as_dict()
-        values = [value for value in steps.values() if value is not None]
-        seconds = max(values) if len(values) == len(steps) else None
-        what = f"the timeout of the attempt ({seconds:g} s)" if seconds is not None else ""
-        if deadline is not None:
-            left = max(deadline - _clock.current().monotonic(), MIN_ATTEMPT_TIME)
-            if seconds is None or left < seconds:
-                seconds, what = left, f"the {round(left, 2):g} s left before the wait's deadline"
-        if seconds is not None:
-            steps = {step: seconds if v is None or v > seconds else v for step, v in steps.items()}
-        request.extensions["timeout"] = steps
+        cached = self._steps
+        if deadline is None and cached is not None and cached[0] is timeout:
+            _, steps, seconds, what = cached
+        else:
+            steps = timeout.as_dict()
+            values = [value for value in steps.values() if value is not None]
+            seconds = max(values) if len(values) == len(steps) else None
+            what = f"the timeout of the attempt ({seconds:g} s)" if seconds is not None else ""
+            if deadline is not None:
+                left = max(deadline - _clock.current().monotonic(), MIN_ATTEMPT_TIME)
+                if seconds is None or left < seconds:
+                    seconds = left
+                    what = f"the {round(left, 2):g} s left before the wait's deadline"
+            if seconds is not None:
+                steps = {s: seconds if v is None or v > seconds else v for s, v in steps.items()}
+            if deadline is None and timeout is self.timeout:
+                self._steps = (timeout, steps, seconds, what)
+        # One dict for many requests: the transports read it, and never change it. aiohttp
+        # would time each read with it too: the attempt's deadline, cancelling it, is enough.
+        request.extensions["timeout"] = steps if self._shared.pooled else _NO_STEP_TIMEOUTS
         return seconds, what
 
     def _connection_error(
@@ -403,3 +430,42 @@ class BaseClient(Generic[HttpClientT]):
                 (time.perf_counter() - started) * 1000,
                 number,
             )
+
+
+def _new_request(
+    method: str,
+    url: httpx.URL,
+    *,
+    json: Any,
+    params: httpx.QueryParams | Mapping[str, Any] | None,
+    headers: httpx.Headers,
+) -> httpx.Request:
+    """The request ``httpx.Request(..., json=...)`` makes, from ``headers`` holding its Host.
+
+    And, with ``json``, a Content-Type (`_with_json_type`).
+
+    They are copied as they are: httpx would take them apart and build them twice more.
+
+    Raises:
+        TypeError, ValueError: If ``json`` cannot be encoded, as httpx raises them.
+    """
+    sent = httpx.Headers(headers)
+    content = b""
+    if json is not None:
+        # As httpx encodes a JSON body (its type is in the headers: _with_json_type).
+        text = _json.dumps(json, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        content = text.encode("utf-8")
+    if json is not None or method in ("POST", "PUT", "PATCH"):
+        sent["Content-Length"] = str(len(content))
+    request = httpx.Request(
+        method, url, params=params, headers=sent, stream=httpx.ByteStream(content)
+    )
+    request.read()  # as httpx does for a body in memory: request.content is there
+    return request
+
+
+def _with_json_type(headers: httpx.Headers) -> httpx.Headers:
+    """``headers`` with the type of a JSON body, unless they have one (as httpx adds it)."""
+    typed = httpx.Headers(headers)
+    typed.setdefault("Content-Type", "application/json")
+    return typed

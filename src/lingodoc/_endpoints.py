@@ -174,7 +174,20 @@ def merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, httpx.QueryP
 
 
 def _model(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
-    """Return a parser that validates ``data`` as ``cls`` and attaches its ``Origin``."""
+    """Return a parser that validates ``data`` as ``cls`` and attaches its ``Origin``.
+
+    One per model, made once: calls waiting by the thousand hold no parser of their own.
+    """
+    parse = _parsers.get(cls)
+    if parse is None:
+        parse = _parsers[cls] = _new_parser(cls)
+    return parse
+
+
+_parsers: dict[type[Any], Callable[[Any, Origin], Any]] = {}
+
+
+def _new_parser(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
     from pydantic import ValidationError
 
     def parse(data: Any, origin: Origin) -> ModelT:

@@ -237,6 +237,8 @@ class SharedHttp(Generic[HttpClientT]):
         if aiohttp:
             self.owned = http_client
         self.send: Send = self._sender()
+        # Whether responses come from httpcore's pool (the SDK's own, or an httpx client's).
+        self.pooled = not aiohttp
         self.main: Any = None  # the main thread's own transport (Client)
         # Set while the main thread sends: in_use always cleared after, dirty only if no
         # interrupt (a BaseException not an Exception) came through.

@@ -114,18 +114,21 @@ class Origin:
         self,
         rate_limit: RateLimit | None,
         request_id: str | None,
-        response: httpx.Response | Callable[[], httpx.Response] | None = None,
+        response: httpx.Response | tuple[Any, ...] | None = None,
     ) -> None:
         self.rate_limit = rate_limit
         self.request_id = request_id
-        self._response = response  # or a function making it: few ask for it
+        # Or (a function making it, its arguments): few ask for it.
+        self._response = response
 
     @property
     def response(self) -> httpx.Response | None:
         """The response, its body read."""
-        if callable(self._response):
-            self._response = self._response()
-        return self._response
+        response = self._response
+        if isinstance(response, tuple):
+            make, *arguments = response
+            response = self._response = make(*arguments)
+        return response
 
     def __reduce__(self) -> tuple[type[Origin], tuple[RateLimit | None, str | None]]:
         # Used by pickle, copy.copy and copy.deepcopy (so pydantic's deep copy).

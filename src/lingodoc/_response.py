@@ -192,21 +192,33 @@ def read(
 
 def _kept(
     response: httpx.Response, reader: BodyReader, request: httpx.Request, elapsed: float
-) -> Callable[[], httpx.Response]:
-    """What makes the ``http_response`` of a result: the body read, and no connection."""
-    if reader.in_memory:  # built in memory and read (a mock transport's): as it is
-        return lambda: response
-    status_code, headers, raw = response.status_code, response.headers, reader.raw_body()
+) -> httpx.Response | tuple[Any, ...]:
+    """What makes the ``http_response`` of a result: the body read, and no connection.
+
+    The response itself if it was built in memory and read (a mock transport's); else what
+    rebuilds it on first use, as one tuple (results may be kept by the thousand: a closure
+    would give the garbage collector seven objects each to walk).
+    """
+    if reader.in_memory:
+        return response
     extensions = {k: v for k, v in response.extensions.items() if k != "network_stream"}
+    return (_rebuilt, response.status_code, response.headers, reader.raw_body(), request,
+            extensions, elapsed)  # fmt: skip
 
-    def make() -> httpx.Response:
-        import datetime
 
-        kept = httpx.Response(status_code, headers=headers, content=raw, request=request)
-        kept.extensions, kept.elapsed = extensions, datetime.timedelta(seconds=elapsed)
-        return kept
+def _rebuilt(
+    status_code: int,
+    headers: httpx.Headers,
+    raw: bytes,
+    request: httpx.Request,
+    extensions: dict[str, Any],
+    elapsed: float,
+) -> httpx.Response:
+    import datetime
 
-    return make
+    kept = httpx.Response(status_code, headers=headers, content=raw, request=request)
+    kept.extensions, kept.elapsed = extensions, datetime.timedelta(seconds=elapsed)
+    return kept
 
 
 def unwrap(

@@ -574,7 +574,9 @@ class Client(BaseClient[httpx.Client]):
                     response = send(request)
                     reader = BodyReader(response)
                     if not reader.in_memory:
-                        for chunk in response.iter_raw():
+                        stream = response.stream  # as received: the SDK decodes it itself
+                        assert isinstance(stream, httpx.SyncByteStream)
+                        for chunk in stream:
                             if reader.feed(chunk):
                                 break
             except (httpx.HTTPError, TimeoutError, RuntimeError) as exc:
@@ -583,6 +585,7 @@ class Client(BaseClient[httpx.Client]):
             finally:
                 if response is not None and not response.is_closed:  # (one built in memory is)
                     # Its answer is read, or given up: a failure to close it is not the call's.
-                    with _deadline.shield(), contextlib.suppress(httpx.HTTPError, OSError):
+                    closing = _deadline.shield(self._shared.pooled)
+                    with closing, contextlib.suppress(httpx.HTTPError, OSError):
                         response.close()
             return self._read_response(call, response, reader, request, number, started)
