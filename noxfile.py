@@ -160,13 +160,15 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks against raw httpx and raw aiohttp; writes docs/performance.md.
+    """Benchmarks against raw httpx, raw aiohttp and other SDKs; writes docs/performance.md.
 
     Arguments after -- go to benchmarks/run.py, such as `--quick` for a smoke run or a
-    single benchmark's name (`inprocess`, `first_result`, `gather`, `many`, `memory`) to
-    print its JSON. aiohttp comes with the package's `aiohttp` extra.
+    single benchmark's name (`inprocess`, `peers`, `first_result`, `gather`, `many`,
+    `memory`) to print its JSON. aiohttp comes with the package's `aiohttp` extra; respx
+    (the in-process rows) as the `test` group pins it; the peers are their newest releases.
     """
-    session.install(".[aiohttp]")
+    respx = [line for line in group("test") if canonicalize_name(Requirement(line).name) == "respx"]
+    session.install(".[aiohttp]", *respx, "openai", "anthropic", "deepl")
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 

@@ -1,13 +1,21 @@
-"""Per-call overhead: ``translate()`` against a tuned raw httpx call, in-process.
+"""Per-call cost of ``translate()`` against raw httpx, in-process: two setups, sync and async.
 
-Both send through the same ``httpx.MockTransport``, which answers with the spec's envelope
-and headers, so only the client code is timed. The baseline is the best hand-written raw
-httpx call: the URL and the headers built once; each call encodes its JSON body, makes the
-``httpx.Request``, ``send()``s it and reads ``json.loads(response.content)``. The SDK is
-given an ``httpx.Client`` (``httpx.AsyncClient``) on that transport. Sync and async.
+``own transport``: ``lingodoc.Client(KEY, base_url=...)`` with no ``http_client``, on the
+SDK's own transport, against a tuned raw ``httpx.Client()``: the ``httpx.Request`` built
+once and reused, ``client.send(request)``, ``json.loads(response.content)``. Both run under
+respx's default mocker (``with respx.mock(...)``), which patches httpcore's connection pool:
+both clients and their transports run whole; the pool and the connection and socket
+beneath it are left out, for both alike.
 
-Reported per round: each side's time per call, the overhead (SDK - raw, in µs) and the
-ratio raw / SDK (1 would be no overhead at all). Prints JSON.
+``http_client``: the SDK given the caller's ``httpx.Client(transport=T)``, ``T`` an
+``httpx.MockTransport``, against a plain raw call on an ``httpx.Client`` with the same
+transport and the Authorization header as a default header: ``client.post(url,
+json=payload).json()``.
+
+The same for ``AsyncClient`` against ``httpx.AsyncClient``. Every answer is the spec's
+envelope with its rate-limit and ``X-Request-Id`` headers. Reported per round: each side's
+time per call, the overhead (SDK - raw, in µs) and the ratio raw / SDK (above 1: the SDK is
+faster). Prints JSON.
 """
 
 from __future__ import annotations
@@ -17,8 +25,10 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx
+import respx
 from _common import (
     BASE_URL,
     ENVELOPE,
@@ -36,11 +46,15 @@ from _common import (
 import lingodoc
 
 BODY = json.dumps(ENVELOPE).encode()
-TRANSPORT = httpx.MockTransport(
-    lambda request: httpx.Response(200, headers=RESPONSE_HEADERS, content=BODY)
-)
-URL = httpx.URL(BASE_URL + "/translate")
-HEADERS = httpx.Headers({"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"})
+URL = BASE_URL + "/translate"
+AUTHORIZATION = {"Authorization": f"Bearer {KEY}"}
+
+
+def answer(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, headers=RESPONSE_HEADERS, content=BODY)
+
+
+TRANSPORT = httpx.MockTransport(answer)
 
 
 def timed(call: Callable[[], object], count: int) -> Callable[[], float]:
@@ -65,8 +79,8 @@ def timed_async(
     return lambda: loop.run_until_complete(many())
 
 
-def report(samples: dict[str, list[float]]) -> dict[str, object]:
-    raw, sdk = samples["raw httpx"], samples["lingodoc"]
+def report(samples: dict[str, list[float]]) -> dict[str, Any]:
+    raw, sdk = samples["raw"], samples["lingodoc"]
     return {
         "raw_us": summary([s * 1e6 for s in raw]),
         "sdk_us": summary([s * 1e6 for s in sdk]),
@@ -75,54 +89,125 @@ def report(samples: dict[str, list[float]]) -> dict[str, object]:
     }
 
 
+def measure(cases: dict[str, Callable[[], float]], rounds: int) -> dict[str, Any]:
+    for case in cases.values():
+        case()  # warm up: lazy imports, pydantic's validators, caches, the pools
+    return report(interleaved(cases, rounds))
+
+
+def both(
+    loop: asyncio.AbstractEventLoop,
+    calls: int,
+    rounds: int,
+    sync: tuple[Callable[[], str], Callable[[], str]],
+    asynchronous: tuple[Callable[[], Awaitable[str]], Callable[[], Awaitable[str]]],
+    before: Callable[[], object] = lambda: None,
+) -> dict[str, Any]:
+    """Each (raw, SDK) pair checked, then measured; ``before`` runs ahead of each case."""
+
+    def case(timer: Callable[[], float]) -> Callable[[], float]:
+        return lambda: (before(), timer())[1]
+
+    raw, sdk = sync
+    araw, asdk = asynchronous
+    assert raw() == sdk() == TRANSLATION
+    assert loop.run_until_complete(araw()) == loop.run_until_complete(asdk()) == TRANSLATION
+    return {
+        "sync": measure(
+            {"raw": case(timed(raw, calls)), "lingodoc": case(timed(sdk, calls))}, rounds
+        ),
+        "async": measure(
+            {
+                "raw": case(timed_async(loop, araw, calls)),
+                "lingodoc": case(timed_async(loop, asdk, calls)),
+            },
+            rounds,
+        ),
+    }
+
+
+def sdk_translate(client: lingodoc.Client) -> Callable[[], str]:
+    def call() -> str:
+        return client.translate(TEXT, source_language="en", target_language="de").translated_text
+
+    return call
+
+
+def sdk_atranslate(client: lingodoc.AsyncClient) -> Callable[[], Awaitable[str]]:
+    async def call() -> str:
+        result = await client.translate(TEXT, source_language="en", target_language="de")
+        return result.translated_text
+
+    return call
+
+
+def own_transport(loop: asyncio.AbstractEventLoop, calls: int, rounds: int) -> dict[str, Any]:
+    """The SDK's own transport against a tuned raw call, both under respx's default mocker."""
+    headers = {**AUTHORIZATION, "Content-Type": "application/json"}
+    request = httpx.Request("POST", URL, headers=headers, content=json.dumps(PAYLOAD).encode())
+    with respx.mock(assert_all_called=False) as router:
+        router.post(URL).respond(200, headers=RESPONSE_HEADERS, content=BODY)
+
+        raw = httpx.Client()
+        sdk = sdk_translate(lingodoc.Client(KEY, base_url=BASE_URL))
+
+        def raw_call() -> str:
+            return json.loads(raw.send(request).content)["data"]["translated_text"]  # type: ignore[no-any-return]
+
+        araw = httpx.AsyncClient()
+        asdk_client = lingodoc.AsyncClient(KEY, base_url=BASE_URL)
+        asdk = sdk_atranslate(asdk_client)
+
+        async def araw_call() -> str:
+            response = await araw.send(request)
+            return json.loads(response.content)["data"]["translated_text"]  # type: ignore[no-any-return]
+
+        # respx records every call: forget them before each case, lest they pile up.
+        result = both(loop, calls, rounds, (raw_call, sdk), (araw_call, asdk), router.reset)
+        loop.run_until_complete(asdk_client.aclose())
+        loop.run_until_complete(araw.aclose())
+    return result
+
+
+def http_client(loop: asyncio.AbstractEventLoop, calls: int, rounds: int) -> dict[str, Any]:
+    """The SDK on the caller's ``httpx.Client``, against a plain ``post(json=).json()``."""
+    raw = httpx.Client(transport=TRANSPORT, headers=AUTHORIZATION)
+    sdk = sdk_translate(
+        lingodoc.Client(KEY, base_url=BASE_URL, http_client=httpx.Client(transport=TRANSPORT))
+    )
+
+    def raw_call() -> str:
+        return raw.post(URL, json=PAYLOAD).json()["data"]["translated_text"]  # type: ignore[no-any-return]
+
+    araw = httpx.AsyncClient(transport=TRANSPORT, headers=AUTHORIZATION)
+    asdk_client = lingodoc.AsyncClient(
+        KEY, base_url=BASE_URL, http_client=httpx.AsyncClient(transport=TRANSPORT)
+    )
+    asdk = sdk_atranslate(asdk_client)
+
+    async def araw_call() -> str:
+        response = await araw.post(URL, json=PAYLOAD)
+        return response.json()["data"]["translated_text"]  # type: ignore[no-any-return]
+
+    result = both(loop, calls, rounds, (raw_call, sdk), (araw_call, asdk))
+    loop.run_until_complete(asdk_client.aclose())
+    loop.run_until_complete(araw.aclose())
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--calls", type=int, default=2000)
     args = parser.parse_args()
-
-    raw = httpx.Client(transport=TRANSPORT)
-    sdk = lingodoc.Client(KEY, base_url=BASE_URL, http_client=httpx.Client(transport=TRANSPORT))
-
-    def raw_call() -> str:
-        request = httpx.Request("POST", URL, headers=HEADERS, content=json.dumps(PAYLOAD).encode())
-        return json.loads(raw.send(request).content)["data"]["translated_text"]  # type: ignore[no-any-return]
-
-    def sdk_call() -> str:
-        return sdk.translate(TEXT, source_language="en", target_language="de").translated_text
-
     loop = asyncio.new_event_loop()
-    araw = httpx.AsyncClient(transport=TRANSPORT)
-    asdk = lingodoc.AsyncClient(
-        KEY, base_url=BASE_URL, http_client=httpx.AsyncClient(transport=TRANSPORT)
-    )
-
-    async def araw_call() -> str:
-        request = httpx.Request("POST", URL, headers=HEADERS, content=json.dumps(PAYLOAD).encode())
-        response = await araw.send(request)
-        return json.loads(response.content)["data"]["translated_text"]  # type: ignore[no-any-return]
-
-    async def asdk_call() -> str:
-        result = await asdk.translate(TEXT, source_language="en", target_language="de")
-        return result.translated_text
-
-    sync_cases = {"raw httpx": timed(raw_call, args.calls), "lingodoc": timed(sdk_call, args.calls)}
-    async_cases = {
-        "raw httpx": timed_async(loop, araw_call, args.calls),
-        "lingodoc": timed_async(loop, asdk_call, args.calls),
-    }
-    assert raw_call() == sdk_call() == TRANSLATION
-    assert loop.run_until_complete(araw_call()) == loop.run_until_complete(asdk_call())
-    for case in [*sync_cases.values(), *async_cases.values()]:
-        case()  # warm up: lazy imports, pydantic's validators, caches
     emit(
         {
             "calls_per_round": args.calls,
-            "sync": report(interleaved(sync_cases, args.rounds)),
-            "async": report(interleaved(async_cases, args.rounds)),
+            "own_transport": own_transport(loop, args.calls, args.rounds),
+            "http_client": http_client(loop, args.calls, args.rounds),
         }
     )
-    loop.run_until_complete(asdk.aclose())
     loop.close()
 
 
