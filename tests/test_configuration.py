@@ -637,6 +637,26 @@ async def test_cookies_and_query_parameters_of_the_http_client_are_sent(
     await close(client)
 
 
+# Cookies: the SDK's own transport keeps none; an httpx client of yours keeps its own ------
+
+
+@pytest.mark.parametrize("own", [True, False], ids=["own transport", "http_client"])
+async def test_cookies_are_kept_only_by_an_http_client_of_yours(
+    client_class: type[lingodoc.Client], api: respx.MockRouter, own: bool
+) -> None:
+    answer = {"translation_id": "tr_1", "status": "processing", "progress": 5}
+    route = api.get("/translations/tr_1").respond(
+        json={"success": True, "data": answer}, headers={"Set-Cookie": "session=abc; Path=/"}
+    )
+    http_client = None if own else http_client_for(client_class)
+    client = client_class(API_KEY, base_url=BASE_URL, http_client=http_client)
+    for _ in range(2):
+        await call(client, "get_translation", "tr_1")
+    sent = [request.headers.get("cookie") for request, _ in route.calls]
+    assert sent == ([None, None] if own else [None, "session=abc"])
+    await close(client)
+
+
 # The timeout: "not set", a number, "no limit" -------------------------------------------
 
 

@@ -47,18 +47,12 @@ class Framing:
             if self._state == "done":
                 self.surplus = True
                 return
-            if self._state == "body":
+            if self._state in ("body", "data"):  # bytes counted: a body, or a chunk's data
                 taken = min(self._left, len(data))
                 self._left -= taken
                 data = data[taken:]
                 if not self._left:
-                    self._state = "done"
-            elif self._state == "data":
-                taken = min(self._left, len(data))
-                self._left -= taken
-                data = data[taken:]
-                if not self._left:
-                    self._state = "size"
+                    self._state = "done" if self._state == "body" else "size"
             else:  # head, size, trailer: lines
                 pending, self._buffer = self._buffer + data, b""
                 data = self._lines(pending)
