@@ -51,7 +51,11 @@ CLIENT_PHRASES = [
         " exception:\n            it is handed over, and closed with this client.",
         "",
     ),
-    ("\n            With a ``DefaultAioHttpClient``, 100.", ""),
+    (
+        "\n            With a ``DefaultAioHttpClient``, 100.",
+        "\n            Calls on the main thread take no turn: they have a connection of their"
+        "\n            own, which Ctrl-C cannot leave half-taken for the other threads.",
+    ),
     ("``max_concurrency`` tasks,", "``max_concurrency`` threads,"),
     (
         "the batches in flight are cancelled, and that first error is raised.\n"

@@ -21,6 +21,7 @@ import pytest
 import respx
 
 import lingodoc
+from lingodoc import _aiohttp
 from lingodoc._config import environment_proxy
 from tests.conftest import (
     API_KEY,
@@ -30,6 +31,7 @@ from tests.conftest import (
     envelope,
     http_client_for,
 )
+from tests.reliability.fault_server import FaultServer, envelope_body, status
 
 STATUS = {"translation_id": "tr_1", "status": "processing", "progress": 5}
 PASSWORD = "s3cretPassw0rd"
@@ -342,16 +344,46 @@ async def test_a_default_aiohttp_client_for_the_named_host_takes_no_proxy_and_wa
     # the SDK's, so the SDK keeps the proxy out rather than refuse it.
     caplog.set_level(logging.WARNING, logger="lingodoc")
     no_proxies.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    http_client = lingodoc.DefaultAioHttpClient()
     client = lingodoc.AsyncClient(
-        API_KEY,
-        base_url=URL,
-        allow_http_host="emulator",
-        http_client=lingodoc.DefaultAioHttpClient(),
+        API_KEY, base_url=URL, allow_http_host="emulator", http_client=http_client
     )
     messages = warnings_of(caplog)
     assert len(messages) == 1
     assert "clear text" in messages[0]
+    assert _aiohttp._handed[http_client].proxied is False  # its session will trust no proxy
     await client.aclose()
+
+
+@pytest.mark.asyncio_only  # aiohttp runs on asyncio only
+@pytest.mark.parametrize("when", ["made with them", "set before handing it over"])
+async def test_a_default_aiohttp_clients_own_settings_reach_the_service(when: str) -> None:
+    # Its headers, cookies, auth and hooks go through its send(); without any, the SDK sends
+    # through its transport directly (and so, past the hand-over, none is applied).
+    hooked: list[str] = []
+
+    async def hook(request: httpx.Request) -> None:
+        hooked.append(request.url.path)
+
+    server = FaultServer([status(200, envelope_body(STATUS), {"Content-Type": "application/json"})])
+    try:
+        if when == "made with them":
+            http_client = lingodoc.DefaultAioHttpClient(
+                headers={"X-Team": "t1"}, event_hooks={"request": [hook]}
+            )
+        else:
+            http_client = lingodoc.DefaultAioHttpClient()
+            http_client.headers["X-Team"] = "t1"
+            http_client.event_hooks = {"request": [hook], "response": []}
+        async with lingodoc.AsyncClient(
+            API_KEY, base_url=server.base_url(), http_client=http_client, max_retries=0
+        ) as client:
+            assert (await client.get_translation("tr_1")).progress == 5
+    finally:
+        server.stop()
+    assert server.requests[0].headers["x-team"] == "t1"
+    assert server.requests[0].headers["authorization"] == f"Bearer {API_KEY}"
+    assert hooked == ["/v1/translations/tr_1"]
 
 
 @pytest.mark.parametrize("variable", ["HTTP_PROXY", "ALL_PROXY", "http_proxy"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import random
 import threading
 import time
 import warnings
@@ -593,6 +594,57 @@ def test_close_while_16_threads_send_ends_every_call_cleanly_and_leaves_no_socke
     }
     # The last call out closed the pool: not one socket is left, at once.
     assert_all_closed(server.port)
+
+
+def test_a_main_thread_call_closed_from_another_thread_keeps_its_connection_until_it_ends(
+    api: respx.MockRouter,
+) -> None:
+    # The main thread's connection is its own, taken without a lock: close() from another
+    # thread leaves it to the call using it, which closes it as it ends.
+    client = lingodoc.Client(API_KEY, base_url=BASE_URL)
+    seen: list[Any] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        closer = threading.Thread(target=client.close)
+        closer.start()
+        closer.join(10)
+        pool = pool_of(client)
+        seen.extend([pool, pool.is_closed, client.is_closed])
+        return httpx.Response(200, json=envelope(STATUS))
+
+    api.get("/translations/tr_1").mock(side_effect=answer)
+    assert client.get_translation("tr_1").progress == 5
+    pool, closed_in_flight, client_closed = seen
+    assert (closed_in_flight, client_closed) == (False, True)
+    assert pool.is_closed  # by the call, as it ended
+    assert pool_of(client) is None
+
+
+@LINUX_ONLY
+def test_close_from_another_thread_at_any_moment_of_a_main_thread_call_leaves_no_socket(
+    server: EmulatorServer, emulator: Emulator
+) -> None:
+    rng = random.Random(7)
+    for _ in range(40):  # bounded: 40 clients, each closed once, before or during its call
+        # Answered 3 ms late: about half the closes land while the call waits for it.
+        emulator.inject("slow", times=1, method="POST", path="/translate", delay=0.003)
+        client = lingodoc.Client(server.api_key, base_url=server.base_url, max_retries=0)
+        closer = threading.Timer(rng.uniform(0, 0.006), client.close)
+        closer.start()
+        try:
+            result = client.translate(text_for(1), source_language="en", target_language="de")
+            got = result.translated_text
+        except lingodoc.LingodocError as exc:
+            got = outcome(exc)
+        closer.join(10)
+        emulator.clear_faults()
+        assert got in (
+            expected_for(1),  # sent before the close
+            ("LingodocError", f"this Client {CLOSED}"),  # refused, closed before the call
+            ("APIConnectionError", "POST /translate was not sent: client closed"),
+        ), got
+        assert client.is_closed
+        assert client_connections(server.port) == 0, got
 
 
 @LINUX_ONLY

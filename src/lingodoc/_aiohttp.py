@@ -104,12 +104,13 @@ _TRANSPORT_SETTINGS = frozenset({"limits", "timeout", "trust_env", "verify"})
 
 
 class _Settings:
-    __slots__ = ("direct", "proxied", "session_made")
+    __slots__ = ("direct", "headers", "proxied", "session_made")
 
     def __init__(self, direct: httpx.AsyncBaseTransport | None, proxied: bool) -> None:
         self.direct = direct
         self.proxied = proxied
         self.session_made = False
+        self.headers: list[tuple[bytes, bytes]] = []  # httpx's defaults, as made
 
 
 class DefaultAioHttpClient(httpx.AsyncClient):
@@ -119,7 +120,10 @@ class DefaultAioHttpClient(httpx.AsyncClient):
     lets up to 100 calls in flight by default (as many as its pool holds). It belongs to
     the event loop it is first used in (asyncio only: aiohttp does not run on trio). As
     with the SDK's own clients, a proxy of the environment is used only for ``https://``:
-    an ``http://`` ``base_url`` would hand it the key in clear text.
+    an ``http://`` ``base_url`` would hand it the key in clear text. If it has client
+    settings (headers, cookies, query parameters, auth, event hooks) when it is handed
+    over, requests go through its ``send()``, which applies them; if not, through its
+    transport, as the SDK's own do, and settings made on it afterwards are not applied.
 
     Args:
         **kwargs: What ``httpx.AsyncClient`` takes; ``limits`` sizes aiohttp's pool (100
@@ -164,6 +168,7 @@ class DefaultAioHttpClient(httpx.AsyncClient):
         settings = _Settings(transport if plain else None, proxied)
         kwargs.setdefault("transport", transport)
         super().__init__(**kwargs)
+        settings.headers = self.headers.raw
         _handed[self] = settings
 
 
@@ -178,6 +183,15 @@ def hand_over(
         ConfigurationError: If a proxy is not allowed but it already made its session with one.
     """
     settings = _handed[http_client]
+    changed = (
+        http_client.headers.raw != settings.headers
+        or http_client.cookies
+        or http_client.params
+        or http_client.auth is not None
+        or any(http_client.event_hooks.values())
+    )
+    if changed:  # set after it was made: its send() applies them
+        settings.direct = None
     if settings.proxied and not proxy_allowed:
         if settings.session_made:
             raise ConfigurationError(

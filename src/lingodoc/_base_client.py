@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
@@ -38,7 +39,7 @@ T = TypeVar("T")
 Self = TypeVar("Self", bound="BaseClient[Any]")
 
 # For aiohttp: no timeout of its own for any step (None for each, as httpx-aiohttp reads them).
-_NO_STEP_TIMEOUTS: dict[str, float | None] = {}
+_NO_STEP_TIMEOUTS: Mapping[str, float | None] = MappingProxyType({})
 
 # An attempt cut short by a poll's deadline still gets this long: the poll made at the
 # deadline is a last look, not a certain timeout.
@@ -111,7 +112,7 @@ class BaseClient(Generic[HttpClientT]):
         self._request_headers.setdefault("Host", httpx.URL(checked).netloc.decode("ascii"))
         self._json_headers = _with_json_type(self._request_headers)
         # The timeouts of an attempt (an httpx.Timeout, and what _attempt_timeout made of it).
-        self._steps: tuple[httpx.Timeout, dict[str, float | None], float | None, str] | None
+        self._steps: tuple[httpx.Timeout, Mapping[str, float | None], float | None, str] | None
         self._steps = None
         self._key_mask = KeyMask(self._api_key)
         # No proxy of the environment for http:// (a loopback host, or the host the opt-in
@@ -236,7 +237,8 @@ class BaseClient(Generic[HttpClientT]):
             return failed
         error = APIConnectionError(
             f"{call.description} was not retried: client closed "
-            f"(the last attempt failed with {type(failed).__name__})"
+            f"(the last attempt failed with {type(failed).__name__})",
+            request_sent=not isinstance(failed, APIConnectionError) or failed.request_sent,
         )
         error.__cause__, error.__suppress_context__ = failed.with_traceback(None), True
         return error
@@ -286,6 +288,8 @@ class BaseClient(Generic[HttpClientT]):
             error, problem = InvalidArgumentType, f"cannot be sent: {exc}"
         except ValueError as exc:  # such as a lone surrogate in a text, NaN in a JSON body
             error, problem = InvalidArgument, f"cannot be sent: {exc}"
+        except RecursionError:
+            error, problem = InvalidArgumentType, "cannot be sent: its JSON is nested too deeply"
         raise error(f"{call.description} {problem}")
 
     def _with_headers_of(self, http: HttpClientT, *, json: bool) -> httpx.Headers:
@@ -327,10 +331,11 @@ class BaseClient(Generic[HttpClientT]):
                     what = f"the {round(left, 2):g} s left before the wait's deadline"
             if seconds is not None:
                 steps = {s: seconds if v is None or v > seconds else v for s, v in steps.items()}
+            steps = MappingProxyType(steps)  # read by the transports, changed by none
             if deadline is None and timeout is self.timeout:
                 self._steps = (timeout, steps, seconds, what)
-        # One dict for many requests: the transports read it, and never change it. aiohttp
-        # would time each read with it too: the attempt's deadline, cancelling it, is enough.
+        # One mapping for many requests, read only. aiohttp would time each read with it too:
+        # the attempt's deadline, cancelling it, is enough.
         request.extensions["timeout"] = steps if self._shared.pooled else _NO_STEP_TIMEOUTS
         return seconds, what
 

@@ -334,9 +334,10 @@ class SharedHttp(Generic[HttpClientT]):
             if lane is not None:
                 _drop(lane)
             assert self.new_transport is not None
-            lane = self.main = self.new_transport(1)  # one call at a time on this thread
+            lane = self.new_transport(1)  # one call at a time on this thread
             if lane.proxy is None:  # httpcore's proxy connections are not public: pooled
                 lane.pool = OneConnection(lane)
+            self.main = lane  # made whole first: an interrupt leaves the dirty one in place
         return lane
 
     def drop_main(self) -> None:
@@ -401,7 +402,7 @@ class _Turn:
     is closed: so either the call sends, or close closes it, never both.
     """
 
-    __slots__ = ("_main", "_send", "_shared")
+    __slots__ = ("_main", "_send", "_shared", "_turns")
 
     def __init__(self, shared: SharedHttp[Any]) -> None:
         self._shared = shared
@@ -410,7 +411,8 @@ class _Turn:
         shared = self._shared
         self._main = threading.current_thread() is threading.main_thread()
         if not self._main:
-            shared.turns.acquire()
+            self._turns = shared.turns  # given back to the one taken (a fork replaces it)
+            self._turns.acquire()
             self._send = shared.enter()
         elif shared.new_transport is None:  # a caller's http client: nothing of the SDK's
             shared.used = True
@@ -425,31 +427,34 @@ class _Turn:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         shared = self._shared
-        if not self._main:
-            try:
-                if self._send is not None and shared.leave():
-                    with contextlib.suppress(Exception):
-                        shared.owned.close()
-            finally:
-                shared.turns.release()
-        elif shared.new_transport is not None:
-            if exc is None or isinstance(exc, Exception):  # httpcore cleans up after an error
-                shared.main_dirty = False
-            shared.main_in_use = False
-            if shared.closed:
-                shared.drop_main()
+        if self._main:
+            if shared.new_transport is not None:
+                # First, before any call (an interrupt can land at one): close() may now drop it.
+                shared.main_in_use = False
+                if exc is None or isinstance(exc, Exception):  # httpcore cleans up after those
+                    shared.main_dirty = False
+                if shared.closed:
+                    shared.drop_main()
+            return
+        try:
+            if self._send is not None and shared.leave():
+                with contextlib.suppress(Exception):
+                    shared.owned.close()
+        finally:
+            self._turns.release()
 
 
 class _AsyncTurn:
     """An ``AsyncClient``'s turn among ``max_in_flight``: ``async with`` gives what sends."""
 
-    __slots__ = ("_send", "_shared")
+    __slots__ = ("_send", "_shared", "_turns")
 
     def __init__(self, shared: SharedHttp[Any]) -> None:
         self._shared = shared
 
     async def __aenter__(self) -> Send | None:
-        await self._shared.turns.acquire()
+        self._turns = self._shared.turns  # given back to the one taken (another loop's: new)
+        await self._turns.acquire()
         self._send = self._shared.enter()
         return self._send
 
@@ -462,7 +467,7 @@ class _AsyncTurn:
                 with contextlib.suppress(Exception):
                     await shared.owned.aclose()
         finally:
-            shared.turns.release()
+            self._turns.release()
 
 
 def current_loop() -> object:

@@ -72,6 +72,8 @@ class Client(BaseClient[httpx.Client]):
         max_in_flight: The most calls sent at once (with the ``with_options`` copies);
             past it, a call waits for its turn, outside its ``timeout``. ``None``: 16
             (the SDK's own pool holds that many).
+            Calls on the main thread take no turn: they have a connection of their
+            own, which Ctrl-C cannot leave half-taken for the other threads.
 
     Raises:
         ConfigurationError: If the key or the base URL is missing or unusable, another
