@@ -328,6 +328,15 @@ def closing_closes_every_connection(client: lingodoc.Client, server: EmulatorSer
         assert left == 0, f"{left} connections to the emulator still open after close()"
 
 
+def ends_usable(client: lingodoc.Client, server: EmulatorServer, series: Series) -> None:
+    """After a series: the REPL user's next call, on the main thread, then close()."""
+    problem = on_the_main_thread(lambda: translate(client, 2), expected_for(2))
+    if problem:
+        pytest.fail(f"{series.context()}: then a clean call on the main thread: {problem}")
+    closing_closes_every_connection(client, server)
+    assert series.interrupted > 0, series.summary()
+
+
 # One thread: each interrupted call followed by a clean one from another thread.
 
 
@@ -346,12 +355,7 @@ def interrupted_calls_then_clean_calls(
         if problem:
             pytest.fail(f"{series.context()}: then a clean call from another thread: {problem}")
     print(series.summary())
-    # The REPL user's next call, on the main thread.
-    problem = on_the_main_thread(lambda: translate(client, 2), expected_for(2))
-    if problem:
-        pytest.fail(f"{series.context()}: then a clean call on the main thread: {problem}")
-    closing_closes_every_connection(client, server)
-    assert series.interrupted > 0, series.summary()
+    ends_usable(client, server, series)
 
 
 def test_a_call_interrupted_at_any_point_leaves_the_client_usable_from_another_thread(
@@ -437,11 +441,7 @@ def interrupted_calls_among_busy_threads(
     problem = in_another_thread(lambda: translate(client, 4), expected_for(4))
     if problem:
         pytest.fail(f"{series.context()}: then a clean call from another thread: {problem}")
-    problem = on_the_main_thread(lambda: translate(client, 2), expected_for(2))
-    if problem:
-        pytest.fail(f"{series.context()}: then a clean call on the main thread: {problem}")
-    closing_closes_every_connection(client, server)
-    assert series.interrupted > 0, series.summary()
+    ends_usable(client, server, series)
 
 
 def test_calls_interrupted_while_16_threads_share_the_client_leave_it_usable(
