@@ -201,10 +201,10 @@ class SharedHttp(Generic[HttpClientT]):
     (``direct``); a caller's http client through its ``send()``.
 
     A ``Client``'s calls on the main thread, where Ctrl-C lands, take no turn and use a
-    transport of their own with one connection: an interrupt can leave a lock or a pool
-    half-taken at any point, so nothing they touch is shared with other threads, and the
-    next call on the main thread finds it busy and builds a new one. Other threads and
-    tasks wait for a turn among ``max_in_flight``.
+    transport of their own with one connection (`OneConnection`): an interrupt can leave a
+    lock or a pool half-taken at any point, so nothing they touch is shared with other
+    threads, and the next call on the main thread finds it dirty and builds a new one
+    (`_Turn`). Other threads and tasks wait for a turn among ``max_in_flight``.
 
     Closing is safe while calls are in flight: each attempt `enter`s (refused once closed)
     and `leave`s, and the last of the two closes what the client owns. So no connection is
