@@ -365,17 +365,13 @@ def interrupted_calls_then_clean_calls(
     ends_usable(client, server, series)
 
 
+@pytest.mark.parametrize(
+    "calls", [QUICK_ONE_THREAD, pytest.param(STRESS, marks=pytest.mark.stress)]
+)
 def test_a_call_interrupted_at_any_point_leaves_the_client_usable_from_another_thread(
-    client: lingodoc.Client, server: EmulatorServer
+    client: lingodoc.Client, server: EmulatorServer, calls: int
 ) -> None:
-    interrupted_calls_then_clean_calls(client, server, QUICK_ONE_THREAD)
-
-
-@pytest.mark.stress
-def test_a_thousand_interrupted_calls_each_leave_the_client_usable_from_another_thread(
-    client: lingodoc.Client, server: EmulatorServer
-) -> None:
-    interrupted_calls_then_clean_calls(client, server, STRESS)
+    interrupted_calls_then_clean_calls(client, server, calls)
 
 
 # 16 threads share the client, calling in a loop, while the main thread's calls are interrupted.
@@ -451,14 +447,8 @@ def interrupted_calls_among_busy_threads(
     ends_usable(client, server, series)
 
 
+@pytest.mark.parametrize("calls", [QUICK_SHARED, pytest.param(STRESS, marks=pytest.mark.stress)])
 def test_calls_interrupted_while_16_threads_share_the_client_leave_it_usable(
-    client: lingodoc.Client, server: EmulatorServer
+    client: lingodoc.Client, server: EmulatorServer, calls: int
 ) -> None:
-    interrupted_calls_among_busy_threads(client, server, QUICK_SHARED)
-
-
-@pytest.mark.stress
-def test_a_thousand_calls_interrupted_while_16_threads_share_the_client_leave_it_usable(
-    client: lingodoc.Client, server: EmulatorServer
-) -> None:
-    interrupted_calls_among_busy_threads(client, server, STRESS)
+    interrupted_calls_among_busy_threads(client, server, calls)
