@@ -32,16 +32,6 @@ from lingodoc._constants import KEEPALIVE_EXPIRY
 from lingodoc._framing import Framing
 
 
-def _cut(timeout: float | None, error: type[Exception]) -> float | None:
-    """``timeout`` cut to the time left, or ``error`` if the deadline has passed."""
-    remaining = _deadline.left()
-    if remaining is None:
-        return timeout
-    if remaining <= 0:
-        raise error("the attempt took longer than its timeout")
-    return remaining if timeout is None else min(timeout, remaining)
-
-
 class _Stream(httpcore.AsyncNetworkStream):
     """A connection's stream: each step cut to the deadline, its responses' framing followed."""
 
@@ -52,13 +42,13 @@ class _Stream(httpcore.AsyncNetworkStream):
         backend.streams.add(self)
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        data = await self.stream.read(max_bytes, _cut(timeout, httpcore.ReadTimeout))
+        data = await self.stream.read(max_bytes, _deadline.cut(timeout, httpcore.ReadTimeout))
         self.framing.read(data)
         return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self.framing.wrote(buffer)
-        await self.stream.write(buffer, _cut(timeout, httpcore.WriteTimeout))
+        await self.stream.write(buffer, _deadline.cut(timeout, httpcore.WriteTimeout))
 
     async def aclose(self) -> None:
         self.backend.streams.discard(self)
@@ -70,7 +60,7 @@ class _Stream(httpcore.AsyncNetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        timeout = _cut(timeout, httpcore.ConnectTimeout)
+        timeout = _deadline.cut(timeout, httpcore.ConnectTimeout)
         tls = await self.stream.start_tls(ssl_context, server_hostname, timeout)
         self.backend.streams.discard(self)  # the TLS stream holds the socket now
         return _Stream(tls, self.backend)
@@ -97,7 +87,7 @@ class _Backend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        timeout = _cut(timeout, httpcore.ConnectTimeout)
+        timeout = _deadline.cut(timeout, httpcore.ConnectTimeout)
         stream = await self.backend.connect_tcp(host, port, timeout, local_address, socket_options)
         return _Stream(stream, self)
 

@@ -47,7 +47,7 @@ MIN_ATTEMPT_TIME = 1.0
 
 
 class Halted:
-    """What an attempt not made returns: `BaseClient._halted` says why."""
+    """What an attempt not made returns: `BaseClient._is_halted` says why."""
 
 
 HALTED = Halted()

@@ -96,3 +96,13 @@ def left() -> float | None:
     """Seconds left before the current attempt's deadline (0 once past); ``None``: no limit."""
     deadline = _deadline.get()
     return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
+
+def cut(timeout: float | None, error: type[Exception]) -> float | None:
+    """``timeout`` cut to the time left before the deadline, or ``error`` once it has passed."""
+    remaining = left()
+    if remaining is None:
+        return timeout
+    if remaining <= 0:
+        raise error("the attempt took longer than its timeout")
+    return remaining if timeout is None else min(timeout, remaining)

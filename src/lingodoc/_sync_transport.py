@@ -31,16 +31,6 @@ from lingodoc._constants import KEEPALIVE_EXPIRY
 from lingodoc._framing import Framing
 
 
-def _cut(timeout: float | None, error: type[Exception]) -> float | None:
-    """``timeout`` cut to the time left, or ``error`` if the deadline has passed."""
-    remaining = _deadline.left()
-    if remaining is None:
-        return timeout
-    if remaining <= 0:
-        raise error("the attempt took longer than its timeout")
-    return remaining if timeout is None else min(timeout, remaining)
-
-
 class _Stream(httpcore.NetworkStream):
     """A connection's stream: each step cut to the deadline, its responses' framing followed."""
 
@@ -51,13 +41,13 @@ class _Stream(httpcore.NetworkStream):
         backend.streams.add(self)
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        data = self.stream.read(max_bytes, _cut(timeout, httpcore.ReadTimeout))
+        data = self.stream.read(max_bytes, _deadline.cut(timeout, httpcore.ReadTimeout))
         self.framing.read(data)
         return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self.framing.wrote(buffer)
-        self.stream.write(buffer, _cut(timeout, httpcore.WriteTimeout))
+        self.stream.write(buffer, _deadline.cut(timeout, httpcore.WriteTimeout))
 
     def close(self) -> None:
         self.backend.streams.discard(self)
@@ -69,7 +59,7 @@ class _Stream(httpcore.NetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.NetworkStream:
-        timeout = _cut(timeout, httpcore.ConnectTimeout)
+        timeout = _deadline.cut(timeout, httpcore.ConnectTimeout)
         tls = self.stream.start_tls(ssl_context, server_hostname, timeout)
         self.backend.streams.discard(self)  # the TLS stream holds the socket now
         return _Stream(tls, self.backend)
@@ -96,7 +86,7 @@ class _Backend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
-        timeout = _cut(timeout, httpcore.ConnectTimeout)
+        timeout = _deadline.cut(timeout, httpcore.ConnectTimeout)
         stream = self.backend.connect_tcp(host, port, timeout, local_address, socket_options)
         return _Stream(stream, self)
 
