@@ -14,6 +14,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,6 +37,18 @@ RESPONSE_HEADERS = [
     ("X-RateLimit-Remaining", "999999"),
     ("X-RateLimit-Reset", "3600"),
 ]
+
+
+def timed(call: Callable[[], object], count: int) -> Callable[[], float]:
+    """A case: ``count`` calls of ``call`` in a row, returning the seconds per call."""
+
+    def case() -> float:
+        started = time.perf_counter()
+        for _ in range(count):
+            call()
+        return (time.perf_counter() - started) / count
+
+    return case
 
 
 def interleaved(cases: Mapping[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:

@@ -41,6 +41,7 @@ from _common import (
     interleaved,
     paired,
     summary,
+    timed,
 )
 
 import lingodoc
@@ -55,16 +56,6 @@ def answer(request: httpx.Request) -> httpx.Response:
 
 
 TRANSPORT = httpx.MockTransport(answer)
-
-
-def timed(call: Callable[[], object], count: int) -> Callable[[], float]:
-    def case() -> float:
-        started = time.perf_counter()
-        for _ in range(count):
-            call()
-        return (time.perf_counter() - started) / count
-
-    return case
 
 
 def timed_async(

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from importlib import metadata
@@ -45,6 +44,7 @@ from _common import (
     interleaved,
     paired,
     summary,
+    timed,
 )
 
 import lingodoc
@@ -229,16 +229,6 @@ PEERS: dict[str, tuple[str, Callable[[ExitStack], tuple[Call, Call]]]] = {
     "anthropic": ("anthropic", anthropic_pair),
     "deepl": ("deepl", deepl_pair),
 }
-
-
-def timed(call: Call, count: int) -> Callable[[], float]:
-    def case() -> float:
-        started = time.perf_counter()
-        for _ in range(count):
-            call()
-        return (time.perf_counter() - started) / count
-
-    return case
 
 
 def main() -> None:
