@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import queue
 import signal
 import sys
 import threading
@@ -729,16 +730,20 @@ async def test_a_429_without_rate_limit_headers_is_waited_out_before_any_batch_i
     assert refusals <= 4  # the batches already in flight when the first 429 came
 
 
+def bulk_of(texts: list[str]) -> _bulk.Bulk:
+    """The plan of a run over ``texts``, a batch each, all at once, its events kept here."""
+    bulk = _bulk.Bulk(
+        texts, "en", "de", batch_size=1, max_concurrency=len(texts), wait_for_rate_limit=True,
+        on_progress=None, done=None, options=None, rate_limit=None, awaits=False,
+    )  # fmt: skip
+    bulk.events = queue.SimpleQueue()
+    return bulk
+
+
 def test_a_refused_batch_is_resent_after_the_backoff_when_the_wait_asked_is_shorter() -> None:
     # Retry-After: 0.001 (or 0, or a date just past) must not resend at once: the
     # resend waits for the usual backoff, as a retry does. Shared by Client and AsyncClient.
-    from lingodoc import _bulk
-
-    bulk = _bulk.Bulk(
-        ["a"], "en", "de", batch_size=1, max_concurrency=1, wait_for_rate_limit=True,
-        on_progress=None, done=None, options=None, rate_limit=None, awaits=False,
-    )  # fmt: skip
-    bulk.events = __import__("queue").SimpleQueue()
+    bulk = bulk_of(["a"])
     batch = bulk.next()
     assert isinstance(batch, _bulk.Batch)
     bulk.failed(batch, lingodoc.RateLimited("slow down", status_code=429, retry_after=0.001))
@@ -750,13 +755,7 @@ def test_a_refused_batch_is_resent_after_the_backoff_when_the_wait_asked_is_shor
 def test_after_a_429_without_headers_no_worker_sends_before_its_retry_after() -> None:
     # The rule behind the test above, without threads: on the fake clock the worker that
     # met the 429 sleeps at once, which hides the race. Shared by Client and AsyncClient.
-    from lingodoc import _bulk
-
-    bulk = _bulk.Bulk(
-        ["a", "b"], "en", "de", batch_size=1, max_concurrency=2, wait_for_rate_limit=True,
-        on_progress=None, done=None, options=None, rate_limit=None, awaits=False,
-    )  # fmt: skip
-    bulk.events = __import__("queue").SimpleQueue()
+    bulk = bulk_of(["a", "b"])
     first = bulk.next()
     assert isinstance(first, _bulk.Batch)
     refusal = lingodoc.RateLimited("slow down", status_code=429, retry_after=30.0)
