@@ -137,6 +137,8 @@ NAMES = {
     "async_run_workers": "run_workers",
     "async_report": "report",
     "async_hand_over": "hand_over",
+    "async_look_up": "look_up",
+    "async_keep": "keep",
 }
 # Keywords: `async def`/`async with`/`async for` lose `async`, and `await x` becomes `x`.
 KEYWORDS = [(re.compile(r"\basync (def|with|for)\b"), r"\1"), (re.compile(r"\bawait "), "")]

@@ -12,9 +12,9 @@ from pathlib import Path
 import lingodoc
 
 API_NAMES = {
-    "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "BadRequest",
-    "BatchTranslation", "BulkProgress", "Client", "ConfigurationError", "DefaultAioHttpClient",
-    "Document",
+    "APIConnectionError", "APIError", "APITimeoutError", "AsyncCache", "AsyncClient",
+    "BadRequest", "BatchTranslation", "BulkProgress", "Cache", "Client", "ConfigurationError",
+    "DefaultAioHttpClient", "Document", "RedisCache", "SQLiteCache",
     "InvalidArgument", "InvalidArgumentType", "InvalidLanguage", "LingodocError", "NotFound",
     "PartialTranslations", "RateLimit", "RateLimited", "ServerError", "TextTooLong",
     "TextTranslation", "TranslationFailed", "TranslationJob", "TranslationState",
@@ -54,7 +54,8 @@ LIGHT_AND_LAZY = """
 import json, sys
 import lingodoc
 heavy = [m for m in ('lingodoc.emulator', 'lingodoc.cli', 'lingodoc.testing', 'http.server',
-                     'argparse', 'pydantic.main', 'aiohttp') if m in sys.modules]
+                     'argparse', 'pydantic.main', 'aiohttp', 'sqlite3', 'redis')
+         if m in sys.modules]
 import httpx
 clients = [lingodoc.Client("k" * 20, base_url=url)
            for url in ("https://api.lingodoc.test/v1", "http://127.0.0.1:8787/v1")]

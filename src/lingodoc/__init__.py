@@ -16,6 +16,7 @@ from lingodoc import _lazy
 from lingodoc._aiohttp import DefaultAioHttpClient
 from lingodoc._async_client import AsyncClient
 from lingodoc._bulk import BulkProgress
+from lingodoc._cache import AsyncCache, Cache
 from lingodoc._exceptions import (
     APIConnectionError,
     APIError,
@@ -49,15 +50,17 @@ if _typing.TYPE_CHECKING:
         TranslationState,
         TranslationStatus,
     )
+    from lingodoc._redis_cache import RedisCache
+    from lingodoc._sqlite_cache import SQLiteCache
 
 __all__ = [
-    "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "BadRequest",
-    "BatchTranslation", "BulkProgress", "Client", "ConfigurationError", "DefaultAioHttpClient",
-    "Document", "InvalidArgument", "InvalidArgumentType", "InvalidLanguage", "LingodocError",
-    "NotFound", "PartialTranslations", "RateLimit", "RateLimited", "ServerError",
-    "TextTooLong", "TextTranslation", "TranslationFailed", "TranslationJob",
-    "TranslationState", "TranslationStatus", "Unauthorized", "UnexpectedResponse",
-    "WaitTimeout", "__version__",
+    "APIConnectionError", "APIError", "APITimeoutError", "AsyncCache", "AsyncClient",
+    "BadRequest", "BatchTranslation", "BulkProgress", "Cache", "Client", "ConfigurationError",
+    "DefaultAioHttpClient", "Document", "InvalidArgument", "InvalidArgumentType",
+    "InvalidLanguage", "LingodocError", "NotFound", "PartialTranslations", "RateLimit",
+    "RateLimited", "RedisCache", "SQLiteCache", "ServerError", "TextTooLong",
+    "TextTranslation", "TranslationFailed", "TranslationJob", "TranslationState",
+    "TranslationStatus", "Unauthorized", "UnexpectedResponse", "WaitTimeout", "__version__",
 ]  # fmt: skip
 
 # Exceptions and clients show as lingodoc.X in reprs and tracebacks, not as the private
@@ -70,14 +73,24 @@ for _name in __all__:
 del _name, _obj
 
 
+# The caches, imported on first use: sqlite3 (or redis) is not loaded by a program without one.
+_CACHES = {"RedisCache": "lingodoc._redis_cache", "SQLiteCache": "lingodoc._sqlite_cache"}
+
+
 def __getattr__(name: str) -> object:
     """Import the models on first use: ``import lingodoc`` does not load pydantic's machinery."""
     if name in _lazy.PUBLIC:
         value = getattr(_lazy, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    elif name in _CACHES:
+        import importlib
+
+        value = getattr(importlib.import_module(_CACHES[name]), name)
+        value.__module__ = __name__
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _lazy.PUBLIC)
+    return sorted(set(globals()) | _lazy.PUBLIC | set(_CACHES))

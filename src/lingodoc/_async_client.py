@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 import tenacity
 
-from lingodoc import _bulk, _callbacks, _clock, _deadline, _endpoints, _workers
+from lingodoc import _bulk, _cache, _callbacks, _clock, _deadline, _endpoints, _workers
 from lingodoc._base_client import HALTED, BaseClient, Halted
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
@@ -76,6 +76,10 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             past it, a call waits for its turn, outside its ``timeout``. ``None``: 16
             (the SDK's own pool holds that many).
             With a ``DefaultAioHttpClient``, 100.
+        cache: A translation cache that ``translate``, ``translate_batch`` and
+            ``translate_many`` consult before sending: a text found is not sent
+            ([`SQLiteCache`][lingodoc.SQLiteCache], or your own
+            [`Cache`][lingodoc.Cache]). ``None``: no cache.
 
     Raises:
         ConfigurationError: If the key or the base URL is missing or unusable, another
@@ -122,6 +126,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         source_language: str,
         target_language: str,
         style: str | None = None,
+        cache: bool = True,
         timeout: float | httpx.Timeout | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, Any] | None = None,
@@ -134,13 +139,14 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             source_language: ISO 639-1 code of the text, such as ``"en"``.
             target_language: ISO 639-1 code to translate into.
             style: A style such as ``"formal"`` or ``"marketing"``.
+            cache: Whether the client's cache is consulted (``False``: sent, not stored).
             timeout: This call's own (see the class).
             extra_headers: This call's own (see the class).
             extra_query: This call's own (see the class).
             extra_body: This call's own (see the class).
 
         Returns:
-            The translation.
+            The translation; ``.cached`` if it came from the client's cache.
 
         Raises:
             InvalidArgumentType: If an argument has the wrong type.
@@ -152,7 +158,14 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate(text, source_language, target_language, style, options)
-        return await self._send(call)
+        consulted = await self._consult(call, [call.json["text"]], cache)
+        if consulted is None:
+            return await self._send(call)
+        result = None
+        if consulted.call is not None:
+            result = await self._send(consulted.call)
+            await consulted.cache.async_keep(consulted.entries([result.translated_text]))
+        return consulted.text_result(result)
 
     async def translate_batch(
         self,
@@ -160,6 +173,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         *,
         source_language: str,
         target_language: str,
+        cache: bool = True,
         timeout: float | httpx.Timeout | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, Any] | None = None,
@@ -171,13 +185,16 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             texts: The texts, a non-empty list of strings.
             source_language: ISO 639-1 code of the texts.
             target_language: ISO 639-1 code to translate into.
+            cache: Whether the client's cache is consulted (``False``: sent, not stored).
             timeout: This call's own (see the class).
             extra_headers: This call's own (see the class).
             extra_query: This call's own (see the class).
             extra_body: This call's own (see the class).
 
         Returns:
-            The translations, one per text, in input order.
+            The translations, one per text, in input order. With a cache, only the texts
+            it misses are sent, in one request: ``.cache_hits`` counts those found, and
+            ``.cached`` says whether all were.
 
         Raises:
             InvalidArgument: If ``texts`` is empty, or an option is out of range.
@@ -189,7 +206,26 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate_batch(texts, source_language, target_language, options)
-        return await self._send(call)
+        consulted = await self._consult(call, call.json["texts"], cache)
+        if consulted is None:
+            return await self._send(call)
+        result = None
+        if consulted.call is not None:
+            result = await self._send(consulted.call)
+            await consulted.cache.async_keep(consulted.entries(result.translations))
+        return consulted.batch_result(result)
+
+    async def _consult(
+        self, call: Call[Any], texts: list[str], use: object
+    ) -> _cache.Consulted | None:
+        """Look ``call``'s texts up in the client's cache, if it consults one (``use``)."""
+        cache_keys = self._cache_keys(call, use)
+        if cache_keys is None:
+            return None
+        self._check_open()
+        store, keys = cache_keys
+        keyed = [keys(text) for text in texts]
+        return _cache.Consulted(call, texts, keyed, await store.async_look_up(keyed), store)
 
     async def translate_many(
         self,
@@ -202,6 +238,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         wait_for_rate_limit: bool | float = False,
         on_progress: Callable[[BulkProgress], object] | None = None,
         done: MutableMapping[int, str] | None = None,
+        cache: bool = True,
         timeout: float | httpx.Timeout | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, Any] | None = None,
@@ -238,6 +275,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                 a time; a coroutine function is awaited.
             done: Translations you already have, by index in ``texts`` (not sent); each
                 translation made is added to it as its batch is answered.
+            cache: Whether the client's cache is consulted: every text is looked up
+                (a request's worth at a time) before the first request, and only those
+                missed are sent; each batch's translations are stored as it is answered.
             timeout: Each batch request's own (see the class).
             extra_headers: Each batch request's own (see the class).
             extra_query: Each batch request's own (see the class).
@@ -264,10 +304,17 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             on_progress=on_progress, done=done, options=options, rate_limit=self.rate_limit,
             awaits=self._shared.is_async,
         )  # fmt: skip
-        await _workers.async_run_workers(self._bulk_worker, bulk)
+        cache_keys = self._cache_keys(bulk.template(), cache)
+        if cache_keys is not None:
+            store, keys = cache_keys
+            for uids, keyed in bulk.look_ups(keys):
+                bulk.found(uids, keyed, await store.async_look_up(keyed))
+        await _workers.async_run_workers(functools.partial(self._bulk_worker, cache_keys), bulk)
         return bulk.result()
 
-    async def _bulk_worker(self, bulk: _bulk.Bulk) -> None:
+    async def _bulk_worker(
+        self, cache_keys: tuple[_cache.CacheUse, _cache.Keys] | None, bulk: _bulk.Bulk
+    ) -> None:
         try:
             while (step := bulk.next()) is not None:
                 if isinstance(step, float):  # the rate-limit reset (a stop ends the wait)
@@ -279,6 +326,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                     bulk.failed(step, exc)  # the run's error, or sent again after the reset
                     continue
                 bulk.done(step, result)
+                if cache_keys is not None:
+                    await cache_keys[0].async_keep(bulk.entries(step, result))
                 await _workers.async_hand_over(bulk)
         finally:
             bulk.exited()

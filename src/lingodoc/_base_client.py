@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
-from lingodoc import _aiohttp, _clock, _config, _endpoints, _lazy, _response, _retry
+from lingodoc import _aiohttp, _cache, _clock, _config, _endpoints, _lazy, _response, _retry
 from lingodoc._aiohttp import DefaultAioHttpClient
 from lingodoc._constants import is_loopback
 from lingodoc._endpoints import Call, merge_query
@@ -32,6 +32,7 @@ from lingodoc._redaction import KeyMask, mask, raise_scrubbed, watch_http_logs
 from lingodoc._version import __version__
 
 if TYPE_CHECKING:
+    from lingodoc._cache import AsyncCache, Cache, CacheUse, Keys
     from lingodoc._models import RateLimit, TranslationJob
     from lingodoc._options import Options
 
@@ -81,6 +82,7 @@ class BaseClient(Generic[HttpClientT]):
         http_client: HttpClientT | None = None,
         allow_http_host: str | None = None,
         max_in_flight: int | None = None,
+        cache: Cache | AsyncCache | None = None,
     ) -> None:
         configure_from_env()
         key = _config.api_key(api_key)
@@ -129,6 +131,8 @@ class BaseClient(Generic[HttpClientT]):
         )  # fmt: skip
         watch_http_logs(self._key_mask)  # after the http client made its loggers
         self._view_closed = self._is_copy = False
+        self._cache = self._use_cache(cache)
+        self._service = _cache.service_of(checked)  # in each cache key
         self._urls: dict[str, httpx.URL] = {}
         # A caller's http client's headers as last seen, the SDK's merged over them, and those
         # with the type of a JSON body.
@@ -185,6 +189,7 @@ class BaseClient(Generic[HttpClientT]):
         *,
         timeout: float | httpx.Timeout | None = None,
         max_retries: int | None = None,
+        cache: Cache | AsyncCache | bool | None = None,
     ) -> Self:
         """Return a copy with other settings that shares this client's connection pool.
 
@@ -194,6 +199,7 @@ class BaseClient(Generic[HttpClientT]):
             timeout: Seconds or an ``httpx.Timeout`` for each attempt
                 (``httpx.Timeout(None)``: no limit); ``None`` keeps this client's.
             max_retries: Extra attempts; ``None`` keeps this client's.
+            cache: Another cache; ``False``: none; ``None`` keeps this client's.
 
         Returns:
             A client of the same class sharing this one's pool, turns and rate limit.
@@ -207,8 +213,30 @@ class BaseClient(Generic[HttpClientT]):
             copy.timeout = _config.timeout(timeout, None)
         if max_retries is not None:
             copy.max_retries = _config.max_retries(max_retries)
+        if cache is False:
+            copy._cache = None
+        elif cache is not None:
+            copy._cache = self._use_cache(cache)
         copy._is_copy = True
         return copy
+
+    def _use_cache(self, cache: object) -> CacheUse | None:
+        """The client's use of ``cache`` (``ConfigurationError`` if it is not one)."""
+        return None if cache is None else _cache.CacheUse(cache, awaits=self._shared.is_async)
+
+    def _cache_keys(self, call: Call[Any], use: object) -> tuple[CacheUse, Keys] | None:
+        """The cache and the keys of ``call``'s texts, if it consults one (``use``: its ``cache=``).
+
+        Raises:
+            InvalidArgumentType: If ``use`` is not a bool.
+        """
+        if not _cache.check_use(use) or self._cache is None:
+            return None
+        http = self._shared.http
+        # A caller's http client adds its query parameters to each request (_build_request).
+        params = http.params if http is not None and self._shared.transport is None else None
+        keys = _cache.keys_of(self._service, call, params)
+        return None if keys is None else (self._cache, keys)
 
     def _check_open(self) -> None:
         """Refuse (``LingodocError``) a closed client, another event loop, a forked pool."""

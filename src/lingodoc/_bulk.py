@@ -12,7 +12,7 @@ import sys
 import threading
 from array import array
 from collections import deque
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -21,6 +21,7 @@ from lingodoc._constants import MAX_SERVER_WAIT
 from lingodoc._exceptions import InvalidArgument, LingodocError, PartialTranslations, RateLimited
 
 if TYPE_CHECKING:
+    from lingodoc._cache import Keys
     from lingodoc._endpoints import Call
     from lingodoc._models import BatchTranslation, RateLimit
     from lingodoc._options import Options
@@ -47,6 +48,8 @@ class BulkProgress(NamedTuple):
         rate_limit: The rate-limit window as last reported by the service, or ``None``.
         waiting_until: While the call pauses for the window to reset: until when
             (timezone-aware); else ``None``.
+        cache_hits: Distinct texts the client's cache held (not sent); 0 without a cache.
+        cache_misses: Distinct texts looked up in the cache and not found (sent).
     """
 
     done: int
@@ -55,6 +58,8 @@ class BulkProgress(NamedTuple):
     requests_left: int
     rate_limit: RateLimit | None
     waiting_until: datetime | None
+    cache_hits: int = 0
+    cache_misses: int = 0
 
 
 class Batch:
@@ -124,7 +129,7 @@ class Bulk:
         source = _validation.language(source_language, "source_language")
         target = _validation.language(target_language, "target_language")
         self._batch_size = _validation.positive_int(batch_size, "batch_size")
-        concurrency = _validation.positive_int(max_concurrency, "max_concurrency")
+        self._concurrency = _validation.positive_int(max_concurrency, "max_concurrency")
         self._max_wait = max_wait(wait_for_rate_limit)
         _callbacks.check(on_progress, awaits=awaits)
         if done is not None and not isinstance(done, MutableMapping):
@@ -154,11 +159,9 @@ class Bulk:
         ]
         if done:
             self._take(done)
-        self._todo = [uid for uid, result in enumerate(self._results) if result is None]
-        self._next = 0  # in _todo
-        self._retry: list[Batch] = []  # refused with a 429, to send again after the reset
-        self._batches = -(-len(self._todo) // self._batch_size)
-        self.workers = self.running = min(concurrency, self._batches)
+        self.cache_hits = self.cache_misses = 0
+        self._keys: Keys | None = None  # the cache's, once it is looked up
+        self._plan()
         # Counted by the coordinator as it stores answered batches, so that a report
         # agrees with itself and with what ``done`` holds.
         self._answered = self._translated = self._in_flight = 0
@@ -176,6 +179,44 @@ class Bulk:
         self._unrecorded: deque[Batch] = deque()  # answered, not yet stored into done
         if rate_limit is not None:
             self._learn(rate_limit)
+
+    def _plan(self) -> None:
+        """The batches: the distinct texts without a translation, ``batch_size`` at a time."""
+        self._todo = [uid for uid, result in enumerate(self._results) if result is None]
+        self._next = 0  # in _todo
+        self._retry: list[Batch] = []  # refused with a 429, to send again after the reset
+        self._batches = -(-len(self._todo) // self._batch_size)
+        self.workers = self.running = min(self._concurrency, self._batches)
+
+    def look_ups(self, keys: Keys) -> Iterator[tuple[list[int], list[str]]]:
+        """The texts to look up in the cache, a request's worth at a time: their ids, keys.
+
+        Pass each answer to `found`; the batches are planned again once all are looked up.
+        """
+        self._keys = keys
+        for start in range(0, len(self._todo), self._batch_size):
+            uids = self._todo[start : start + self._batch_size]
+            yield uids, [keys(self._texts[uid]) for uid in uids]
+        self._plan()
+
+    def found(self, uids: list[int], keys: list[str], found: Mapping[str, str]) -> None:
+        """Take the translations the cache held for these texts."""
+        for uid, key in zip(uids, keys, strict=True):
+            translation = found.get(key)
+            if translation is None:
+                self.cache_misses += 1
+            else:
+                self._results[uid] = translation
+                self.cache_hits += 1
+
+    def entries(self, batch: Batch, result: BatchTranslation) -> dict[str, str]:
+        """A batch's new translations, by cache key, to store."""
+        assert self._keys is not None  # looked up before any batch is sent
+        keys, texts = self._keys, self._texts
+        return {
+            keys(texts[uid]): text
+            for uid, text in zip(batch.uids, result.translations, strict=True)
+        }
 
     def _inputs_of(self, uid: int) -> list[int]:
         """The input indices holding distinct text ``uid`` (asked only when ``done`` is kept)."""
@@ -229,6 +270,10 @@ class Bulk:
             uids = self._todo[self._next : self._next + self._batch_size]
             self._next += self._batch_size
         return Batch(uids, _endpoints.batch([self._texts[uid] for uid in uids], *self._call_args))
+
+    def template(self) -> Call[BatchTranslation]:
+        """A batch request of no text: what every batch sends besides its texts."""
+        return _endpoints.batch([], *self._call_args)
 
     def done(self, batch: Batch, result: BatchTranslation) -> None:
         """Record a batch's translations and the rate limit its response reported."""
@@ -331,8 +376,9 @@ class Bulk:
                 rate_limit = pause.rate_limit or rate_limit
             left = self._batches - self._answered
             return BulkProgress(
-                self._translated, self.total, self._answered, left, rate_limit, waiting
-            )
+                self._translated, self.total, self._answered, left, rate_limit, waiting,
+                self.cache_hits, self.cache_misses,
+            )  # fmt: skip
 
     def record_next(self) -> BulkProgress | None:
         """Store the oldest answered batch into ``done``; return the progress, or None if none.

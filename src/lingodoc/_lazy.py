@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from lingodoc._models import TranslationJob as TranslationJob
     from lingodoc._models import TranslationState as TranslationState
     from lingodoc._models import TranslationStatus as TranslationStatus
+    from lingodoc._models import origin_of as origin_of
     from lingodoc._models import parse_rate_limit as parse_rate_limit
     from lingodoc._models import set_origin as set_origin
 
@@ -24,7 +25,7 @@ PUBLIC = frozenset({
     "BatchTranslation", "Document", "RateLimit", "TextTranslation", "TranslationJob",
     "TranslationState", "TranslationStatus",
 })  # fmt: skip
-NAMES = PUBLIC | {"Origin", "parse_rate_limit", "set_origin"}
+NAMES = PUBLIC | {"Origin", "origin_of", "parse_rate_limit", "set_origin"}
 
 
 def __getattr__(name: str) -> Any:

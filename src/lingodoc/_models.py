@@ -106,20 +106,25 @@ def parse_rate_limit(limit: str, remaining: str, reset: str, *, now: float) -> R
 
 
 class Origin:
-    """The response a result came in; a copy or pickle drops it (its request holds the key)."""
+    """The response a result came in; a copy or pickle drops it (its request holds the key).
 
-    __slots__ = ("_response", "rate_limit", "request_id")
+    ``cache_hits``: the translations of the result the cache held (none were sent).
+    """
+
+    __slots__ = ("_response", "cache_hits", "rate_limit", "request_id")
 
     def __init__(
         self,
         rate_limit: RateLimit | None,
         request_id: str | None,
         response: httpx.Response | tuple[Any, ...] | None = None,
+        cache_hits: int = 0,
     ) -> None:
         self.rate_limit = rate_limit
         self.request_id = request_id
         # Or (a function making it, its arguments): few ask for it.
         self._response = response
+        self.cache_hits = cache_hits
 
     @property
     def response(self) -> httpx.Response | None:
@@ -130,9 +135,13 @@ class Origin:
             response = self._response = make(*arguments)
         return response
 
-    def __reduce__(self) -> tuple[type[Origin], tuple[RateLimit | None, str | None]]:
+    def counted(self, cache_hits: int) -> Origin:
+        """This origin, its response included, with ``cache_hits`` translations from the cache."""
+        return Origin(self.rate_limit, self.request_id, self._response, cache_hits)
+
+    def __reduce__(self) -> tuple[type[Origin], tuple[RateLimit | None, str | None, None, int]]:
         # Used by pickle, copy.copy and copy.deepcopy (so pydantic's deep copy).
-        return (Origin, (self.rate_limit, self.request_id))
+        return (Origin, (self.rate_limit, self.request_id, None, self.cache_hits))
 
     def __repr__(self) -> str:
         return f"Origin(request_id={self.request_id!r}, response={self.response!r})"
@@ -169,7 +178,9 @@ class _Result(BaseModel, extra="allow"):
     def _with_origin(self, copied: Self) -> Self:
         origin = self._found_origin
         if origin is not self._NO_ORIGIN:
-            set_origin(copied, Origin(origin.rate_limit, origin.request_id))
+            set_origin(
+                copied, Origin(origin.rate_limit, origin.request_id, None, origin.cache_hits)
+            )
         return copied
 
     def __copy__(self) -> Self:
@@ -193,12 +204,12 @@ class _Result(BaseModel, extra="allow"):
 
     @property
     def rate_limit(self) -> RateLimit | None:
-        """The rate-limit state the response reported; ``None`` if unreadable, or built by hand."""
+        """The rate-limit state the response reported; ``None`` if unreadable, or not read."""
         return self._found_origin.rate_limit
 
     @property
     def request_id(self) -> str | None:
-        """The response's ``X-Request-Id``, to quote to support; ``None`` if it sent none."""
+        """The response's ``X-Request-Id``, to quote to support; ``None`` if none, or not read."""
         return self._found_origin.request_id
 
     @property
@@ -206,9 +217,14 @@ class _Result(BaseModel, extra="allow"):
         """The ``httpx.Response`` this result was read from, its body read (decompressed).
 
         Its ``.request`` holds the API key: never log that request's headers. ``None`` for a
-        result built by hand, copied, unpickled, or carried by an exception.
+        result built by hand, copied, unpickled, carried by an exception, or from the cache.
         """
         return self._found_origin.response
+
+
+def origin_of(result: _Result) -> Origin:
+    """The origin of ``result``: where it came from (none for one built by hand)."""
+    return result._found_origin
 
 
 # The slot's own accessors: pydantic's __setattr__ takes only fields.
@@ -229,6 +245,15 @@ class TextTranslation(_Result):
     source_language: StrictStr
     target_language: StrictStr
 
+    @property
+    def cached(self) -> bool:
+        """Whether the client's cache held it.
+
+        No request was sent then: ``request_id``, ``rate_limit`` and ``http_response``
+        are ``None``.
+        """
+        return self._found_origin.cache_hits > 0
+
 
 class BatchTranslation(_Result):
     """The translations of a batch.
@@ -238,6 +263,24 @@ class BatchTranslation(_Result):
     """
 
     translations: list[StrictStr]
+
+    @property
+    def cached(self) -> bool:
+        """Whether the client's cache held every translation.
+
+        No request was sent then: ``request_id``, ``rate_limit`` and ``http_response``
+        are ``None``.
+        """
+        return self._found_origin.cache_hits == len(self.translations) > 0
+
+    @property
+    def cache_hits(self) -> int:
+        """How many translations came from the client's cache (0 without one).
+
+        When some but not all did, the rest came in one request for the texts missed:
+        ``request_id``, ``rate_limit`` and ``http_response`` are that request's.
+        """
+        return self._found_origin.cache_hits
 
 
 class TranslationJob(_Result):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 import tenacity
 
-from lingodoc import _bulk, _callbacks, _clock, _deadline, _endpoints, _workers
+from lingodoc import _bulk, _cache, _callbacks, _clock, _deadline, _endpoints, _workers
 from lingodoc._base_client import HALTED, BaseClient, Halted
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
@@ -74,6 +74,10 @@ class Client(BaseClient[httpx.Client]):
             (the SDK's own pool holds that many).
             Calls on the main thread take no turn: they have a connection of their
             own, which Ctrl-C cannot leave half-taken for the other threads.
+        cache: A translation cache that ``translate``, ``translate_batch`` and
+            ``translate_many`` consult before sending: a text found is not sent
+            ([`SQLiteCache`][lingodoc.SQLiteCache], or your own
+            [`Cache`][lingodoc.Cache]). ``None``: no cache.
 
     Raises:
         ConfigurationError: If the key or the base URL is missing or unusable, another
@@ -116,6 +120,7 @@ class Client(BaseClient[httpx.Client]):
         source_language: str,
         target_language: str,
         style: str | None = None,
+        cache: bool = True,
         timeout: float | httpx.Timeout | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, Any] | None = None,
@@ -128,13 +133,14 @@ class Client(BaseClient[httpx.Client]):
             source_language: ISO 639-1 code of the text, such as ``"en"``.
             target_language: ISO 639-1 code to translate into.
             style: A style such as ``"formal"`` or ``"marketing"``.
+            cache: Whether the client's cache is consulted (``False``: sent, not stored).
             timeout: This call's own (see the class).
             extra_headers: This call's own (see the class).
             extra_query: This call's own (see the class).
             extra_body: This call's own (see the class).
 
         Returns:
-            The translation.
+            The translation; ``.cached`` if it came from the client's cache.
 
         Raises:
             InvalidArgumentType: If an argument has the wrong type.
@@ -146,7 +152,14 @@ class Client(BaseClient[httpx.Client]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate(text, source_language, target_language, style, options)
-        return self._send(call)
+        consulted = self._consult(call, [call.json["text"]], cache)
+        if consulted is None:
+            return self._send(call)
+        result = None
+        if consulted.call is not None:
+            result = self._send(consulted.call)
+            consulted.cache.keep(consulted.entries([result.translated_text]))
+        return consulted.text_result(result)
 
     def translate_batch(
         self,
@@ -154,6 +167,7 @@ class Client(BaseClient[httpx.Client]):
         *,
         source_language: str,
         target_language: str,
+        cache: bool = True,
         timeout: float | httpx.Timeout | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, Any] | None = None,
@@ -165,13 +179,16 @@ class Client(BaseClient[httpx.Client]):
             texts: The texts, a non-empty list of strings.
             source_language: ISO 639-1 code of the texts.
             target_language: ISO 639-1 code to translate into.
+            cache: Whether the client's cache is consulted (``False``: sent, not stored).
             timeout: This call's own (see the class).
             extra_headers: This call's own (see the class).
             extra_query: This call's own (see the class).
             extra_body: This call's own (see the class).
 
         Returns:
-            The translations, one per text, in input order.
+            The translations, one per text, in input order. With a cache, only the texts
+            it misses are sent, in one request: ``.cache_hits`` counts those found, and
+            ``.cached`` says whether all were.
 
         Raises:
             InvalidArgument: If ``texts`` is empty, or an option is out of range.
@@ -183,7 +200,24 @@ class Client(BaseClient[httpx.Client]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate_batch(texts, source_language, target_language, options)
-        return self._send(call)
+        consulted = self._consult(call, call.json["texts"], cache)
+        if consulted is None:
+            return self._send(call)
+        result = None
+        if consulted.call is not None:
+            result = self._send(consulted.call)
+            consulted.cache.keep(consulted.entries(result.translations))
+        return consulted.batch_result(result)
+
+    def _consult(self, call: Call[Any], texts: list[str], use: object) -> _cache.Consulted | None:
+        """Look ``call``'s texts up in the client's cache, if it consults one (``use``)."""
+        cache_keys = self._cache_keys(call, use)
+        if cache_keys is None:
+            return None
+        self._check_open()
+        store, keys = cache_keys
+        keyed = [keys(text) for text in texts]
+        return _cache.Consulted(call, texts, keyed, store.look_up(keyed), store)
 
     def translate_many(
         self,
@@ -196,6 +230,7 @@ class Client(BaseClient[httpx.Client]):
         wait_for_rate_limit: bool | float = False,
         on_progress: Callable[[BulkProgress], object] | None = None,
         done: MutableMapping[int, str] | None = None,
+        cache: bool = True,
         timeout: float | httpx.Timeout | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, Any] | None = None,
@@ -233,6 +268,9 @@ class Client(BaseClient[httpx.Client]):
                 a time; a coroutine function is refused (``TypeError``).
             done: Translations you already have, by index in ``texts`` (not sent); each
                 translation made is added to it as its batch is answered.
+            cache: Whether the client's cache is consulted: every text is looked up
+                (a request's worth at a time) before the first request, and only those
+                missed are sent; each batch's translations are stored as it is answered.
             timeout: Each batch request's own (see the class).
             extra_headers: Each batch request's own (see the class).
             extra_query: Each batch request's own (see the class).
@@ -259,10 +297,17 @@ class Client(BaseClient[httpx.Client]):
             on_progress=on_progress, done=done, options=options, rate_limit=self.rate_limit,
             awaits=self._shared.is_async,
         )  # fmt: skip
-        _workers.run_workers(self._bulk_worker, bulk)
+        cache_keys = self._cache_keys(bulk.template(), cache)
+        if cache_keys is not None:
+            store, keys = cache_keys
+            for uids, keyed in bulk.look_ups(keys):
+                bulk.found(uids, keyed, store.look_up(keyed))
+        _workers.run_workers(functools.partial(self._bulk_worker, cache_keys), bulk)
         return bulk.result()
 
-    def _bulk_worker(self, bulk: _bulk.Bulk) -> None:
+    def _bulk_worker(
+        self, cache_keys: tuple[_cache.CacheUse, _cache.Keys] | None, bulk: _bulk.Bulk
+    ) -> None:
         try:
             while (step := bulk.next()) is not None:
                 if isinstance(step, float):  # the rate-limit reset (a stop ends the wait)
@@ -274,6 +319,8 @@ class Client(BaseClient[httpx.Client]):
                     bulk.failed(step, exc)  # the run's error, or sent again after the reset
                     continue
                 bulk.done(step, result)
+                if cache_keys is not None:
+                    cache_keys[0].keep(bulk.entries(step, result))
                 _workers.hand_over(bulk)
         finally:
             bulk.exited()

@@ -1,0 +1,271 @@
+"""The translation cache: its protocol, the key of a text, and how a client consults it.
+
+A key is a SHA-256 digest of all that changes a translation: the service (its base URL as
+httpx normalises it, port included), the JSON body sent without the text (languages, style
+and every ``extra_body`` field), the ``extra_query`` parameters and the text, exactly.
+Headers are left out: they carry tracing ids. The namespace is the store's own
+(`SQLiteCache`, `RedisCache`), folded into what it stores.
+
+A lookup or store that fails is logged and the call goes on: a paid translation is never
+lost for the cache's sake. Neither counts in a call's ``timeout``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import httpx
+
+from lingodoc import _endpoints, _lazy, _validation
+from lingodoc._exceptions import ConfigurationError
+from lingodoc._logging import logger
+
+if TYPE_CHECKING:
+    from lingodoc._endpoints import Call
+    from lingodoc._models import BatchTranslation, TextTranslation
+
+T = TypeVar("T")
+
+# Changed when what goes into a key changes: old entries are then misses, never wrong.
+_KEY_VERSION = "lingodoc-cache-1"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# Fields of the body that are the text itself, not its context.
+_TEXT_FIELDS = ("text", "texts")
+
+
+class Cache(Protocol):
+    """What `Client` and `AsyncClient` take as ``cache=``: two methods, each for many keys.
+
+    A key is a 64-character hex digest; a value the translation. `SQLiteCache` and
+    `RedisCache` are two; a dict is enough for a third (see the text guide).
+    """
+
+    def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
+        """Return the translations found, by key; a key not found is left out."""
+        ...
+
+    def set_many(self, items: Mapping[str, str]) -> None:
+        """Store these translations, by key."""
+        ...
+
+
+class AsyncCache(Protocol):
+    """The async twins of `Cache`'s methods, which an `AsyncClient` awaits when a cache has them.
+
+    Without them, an `AsyncClient` calls ``get_many`` and ``set_many`` in a worker thread.
+    """
+
+    async def aget_many(self, keys: Sequence[str]) -> Mapping[str, str]:
+        """Return the translations found, by key; a key not found is left out."""
+        ...
+
+    async def aset_many(self, items: Mapping[str, str]) -> None:
+        """Store these translations, by key."""
+        ...
+
+
+def service_of(base_url: str) -> str:
+    """The service in a key: the base URL as httpx normalises it, its port always written."""
+    url = httpx.URL(base_url)
+    port = url.port or _DEFAULT_PORTS.get(url.scheme, 0)
+    return f"{url.scheme}://{url.host}:{port}{url.path}"
+
+
+class Keys:
+    """The keys of one call's texts: the digest of its context, continued with each text."""
+
+    __slots__ = ("_context",)
+
+    def __init__(self, context: bytes) -> None:
+        self._context = hashlib.sha256(context)
+
+    def __call__(self, text: str) -> str:
+        digest = self._context.copy()
+        digest.update(text.encode("utf-8", "surrogatepass"))  # as exact as the text
+        return digest.hexdigest()
+
+
+def keys_of(service: str, call: Call[Any], params: httpx.QueryParams | None) -> Keys | None:
+    """The keys of ``call``'s texts, or ``None`` if an ``extra_body`` field replaces the text.
+
+    ``params``: those a caller's http client adds to each request.
+    """
+    body = {name: value for name, value in call.json.items() if name not in _TEXT_FIELDS}
+    query = list(params.multi_items()) if params else []
+    options = call.options
+    if options is not None:
+        if options.body is not None:
+            if any(name in options.body for name in _TEXT_FIELDS):
+                return None  # what is translated is not the text asked for
+            body.update(options.body)
+        if options.query is not None:
+            query += options.query.multi_items()
+    # JSON escapes every control character: the NUL after it cannot be in it.
+    context = json.dumps(
+        [_KEY_VERSION, service, body, sorted(query)],
+        ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+    )  # fmt: skip
+    return Keys(context.encode("utf-8", "surrogatepass") + b"\0")
+
+
+def check_use(value: object) -> bool:
+    """A call's ``cache=``: whether it consults the client's cache.
+
+    Raises:
+        InvalidArgumentType: If it is not a bool.
+    """
+    if not isinstance(value, bool):
+        raise _validation.wrong_type("cache", "a bool", value)
+    return value
+
+
+class CacheUse:
+    """A client's cache, consulted as the module says: a failure is logged, never raised.
+
+    Raises:
+        ConfigurationError: If ``cache`` has neither protocol's methods (an `AsyncCache`
+            alone only for an `AsyncClient`).
+    """
+
+    def __init__(self, cache: object, *, awaits: bool) -> None:
+        synchronous = callable(getattr(cache, "get_many", None)) and callable(
+            getattr(cache, "set_many", None)
+        )
+        asynchronous = awaits and (
+            callable(getattr(cache, "aget_many", None))
+            and callable(getattr(cache, "aset_many", None))
+        )
+        if not (synchronous or asynchronous):
+            needs = "get_many and set_many" + (" (or aget_many and aset_many)" if awaits else "")
+            raise ConfigurationError(
+                f"cache must be an object with the methods {needs}, such as "
+                f"lingodoc.SQLiteCache, not {type(cache).__name__}"
+            )
+        self.cache: Any = cache
+        self._awaited = asynchronous
+        self._failing = False  # warned once; quiet until a lookup or store works again
+
+    def look_up(self, keys: Sequence[str]) -> dict[str, str]:
+        """Return the translations the cache holds for ``keys``; none if it fails."""
+        try:
+            return self._checked(keys, self.cache.get_many(keys))
+        except Exception as exc:
+            self._failed("lookup", exc)
+            return {}
+
+    async def async_look_up(self, keys: Sequence[str]) -> dict[str, str]:
+        """`look_up`, awaited (a cache without async methods runs in a worker thread)."""
+        try:
+            if self._awaited:
+                found = await self.cache.aget_many(keys)
+            else:
+                import anyio.to_thread
+
+                found = await anyio.to_thread.run_sync(self.cache.get_many, keys)
+            return self._checked(keys, found)
+        except Exception as exc:
+            self._failed("lookup", exc)
+            return {}
+
+    def keep(self, items: Mapping[str, str]) -> None:
+        """Store ``items``; a failure is logged."""
+        try:
+            self.cache.set_many(items)
+        except Exception as exc:
+            self._failed("store", exc)
+        else:
+            self._failing = False
+
+    async def async_keep(self, items: Mapping[str, str]) -> None:
+        """`keep`, awaited (a cache without async methods runs in a worker thread)."""
+        try:
+            if self._awaited:
+                await self.cache.aset_many(items)
+            else:
+                import anyio.to_thread
+
+                await anyio.to_thread.run_sync(self.cache.set_many, items)
+        except Exception as exc:
+            self._failed("store", exc)
+        else:
+            self._failing = False
+
+    def _checked(self, keys: Sequence[str], found: Mapping[str, Any]) -> dict[str, str]:
+        # Only the keys asked for, with a str: anything else a store returns is a miss.
+        self._failing = False
+        return {key: value for key in keys if isinstance(value := found.get(key), str)}
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        log = logger.debug if self._failing else logger.warning
+        self._failing = True
+        log(
+            "the cache's %s failed (%s: %s); the translations are sent and returned without it",
+            what, type(exc).__name__, exc,
+        )  # fmt: skip
+
+
+class Consulted:
+    """A ``translate`` or ``translate_batch`` call once the cache has been asked.
+
+    ``call`` is what is left to send: ``None`` if the cache held every text.
+    """
+
+    __slots__ = ("_found", "_keys", "_texts", "cache", "call", "template")
+
+    def __init__(
+        self,
+        template: Call[Any],
+        texts: list[str],
+        keys: list[str],
+        found: dict[str, str],
+        cache: CacheUse,
+    ) -> None:
+        self.template, self._texts, self._keys, self._found = template, texts, keys, found
+        self.cache = cache  # where the translations sent are stored
+        missing = [text for text, key in zip(texts, keys, strict=True) if key not in found]
+        self.call: Call[Any] | None = None
+        if len(missing) == len(texts):
+            self.call = template
+        elif missing:
+            body = template.json
+            self.call = _endpoints.batch(
+                missing, body["source_language"], body["target_language"], template.options
+            )
+
+    def entries(self, translations: Sequence[str]) -> dict[str, str]:
+        """The new translations of the texts sent, by key, to store."""
+        sent = [key for key in self._keys if key not in self._found]
+        return dict(zip(sent, translations, strict=True))
+
+    def text_result(self, result: TextTranslation | None) -> TextTranslation:
+        """``translate``'s result: the service's, or one from the cache."""
+        if result is not None:
+            return result
+        body = self.template.json
+        found = _lazy.TextTranslation.model_construct(
+            translated_text=self._found[self._keys[0]],
+            source_language=body["source_language"],
+            target_language=body["target_language"],
+        )
+        _lazy.set_origin(found, _lazy.Origin(None, None, cache_hits=1))
+        return found
+
+    def batch_result(self, result: BatchTranslation | None) -> BatchTranslation:
+        """``translate_batch``'s result: the translations in input order, found or sent.
+
+        Its rate limit, request id and response are those of the request for the texts
+        missed (``None`` if none was sent); ``cache_hits`` counts the texts found.
+        """
+        hits = len(self._texts) - (0 if self.call is None else len(self.call.json["texts"]))
+        if result is not None and not hits:
+            return result
+        sent = iter(() if result is None else result.translations)
+        found = self._found
+        translations = [found[key] if key in found else next(sent) for key in self._keys]
+        merged = _lazy.BatchTranslation.model_construct(translations=translations)
+        origin = _lazy.Origin(None, None) if result is None else _lazy.origin_of(result)
+        _lazy.set_origin(merged, origin.counted(hits))
+        return merged

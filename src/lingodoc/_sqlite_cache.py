@@ -1,0 +1,351 @@
+"""`SQLiteCache`: the built-in translation cache, one SQLite file (the standard library's).
+
+Each thread of each process has its own connection; the file is in WAL mode with a busy
+timeout, so readers never wait and writers wait their turn. A connection made before a
+``fork`` is left alone in the child (closing it there could undo the parent's locks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, NamedTuple, TypeVar
+
+from lingodoc import _clock, _validation
+from lingodoc._exceptions import ConfigurationError, InvalidArgument
+from lingodoc._logging import logger
+
+T = TypeVar("T")
+
+_MAGIC = b"SQLite format 3\x00"
+# PRAGMA application_id: what marks a file as lingodoc's ("LgDc").
+_APPLICATION_ID = 0x4C674463
+_TABLE = "lingodoc_translations"
+_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {_TABLE} (namespace TEXT NOT NULL, key TEXT NOT NULL, "
+    "translation TEXT NOT NULL, stored REAL NOT NULL, PRIMARY KEY (namespace, key)) "
+    "WITHOUT ROWID"
+)
+# Keys per query: below the 999 variables of SQLite before 3.32.
+_CHUNK = 500
+
+
+class CacheStats(NamedTuple):
+    """What an `SQLiteCache` file holds, every namespace included.
+
+    Attributes:
+        entries: Translations stored.
+        namespaces: Distinct namespaces among them (``""``, no namespace, counts as one).
+        oldest: When the oldest was stored (timezone-aware); ``None`` if empty.
+        newest: When the newest was stored; ``None`` if empty.
+        size: Bytes on disk, its ``-wal`` file included.
+    """
+
+    entries: int
+    namespaces: int
+    oldest: datetime | None
+    newest: datetime | None
+    size: int
+
+
+class _Connection(threading.local):
+    connection: sqlite3.Connection | None = None
+    made: tuple[int, int] = (0, 0)  # the process and the generation it was made in
+
+
+class SQLiteCache:
+    """A translation cache in one SQLite file, for one machine: pass it as ``cache=``.
+
+    Many threads and processes may use one file at once. A crash, even in the middle
+    of a write, leaves it usable. The file is created readable by its owner alone
+    (``0600``), its ``-wal`` and ``-shm`` files too: translations can be private text.
+
+    A damaged lingodoc cache never stops a run: it is moved aside (one warning names
+    both paths) and a new one is started. Another program's file is refused.
+
+    Args:
+        path: The file; created if missing.
+        namespace: Kept apart from the other namespaces of the file: an account, a
+            workspace (its glossaries may differ), or a version to start afresh.
+        max_age: Seconds after which an entry is a miss (sent, then stored again);
+            ``None``: entries never expire.
+        timeout: Seconds a write waits for another's to end before it gives up (the
+            call then goes on without storing).
+
+    Raises:
+        ConfigurationError: If ``path`` is not a lingodoc cache (another program's file),
+            or cannot be opened or created.
+        InvalidArgumentType: If an argument has the wrong type.
+        InvalidArgument: If ``max_age`` or ``timeout`` is not positive.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        namespace: str | None = None,
+        max_age: float | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise _validation.wrong_type("path", "a str or os.PathLike", path)
+        self.path = os.fspath(path)
+        """The file."""
+        self.namespace = _validation.optional(namespace, "namespace", str) or ""
+        """The namespace of this cache's entries (``""``: none)."""
+        self.max_age = None if max_age is None else _seconds(max_age, "max_age")
+        """Seconds after which an entry is a miss; ``None``: never."""
+        self._timeout = _seconds(timeout, "timeout")
+        self._local = _Connection()
+        self._lock = threading.Lock()
+        self._generation = 1  # a damaged file replaced: each thread connects again
+        self._file: tuple[int, int] | None = None  # (device, inode) of the file in use
+        # Connections inherited through fork: never used nor closed in the child.
+        self._inherited: list[sqlite3.Connection] = []
+        self._run(lambda connection: None)  # refuse another program's file now
+
+    def __repr__(self) -> str:
+        return (
+            f"SQLiteCache({self.path!r}, namespace={self.namespace or None!r}, "
+            f"max_age={self.max_age!r})"
+        )
+
+    def __enter__(self) -> SQLiteCache:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close this thread's connection (another thread's closes when that thread ends)."""
+        connection, self._local.connection = self._local.connection, None
+        if connection is not None and self._local.made[0] == os.getpid():
+            connection.close()
+
+    def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
+        """Return the translations stored for ``keys`` (one query per 500 keys).
+
+        Args:
+            keys: Cache keys.
+
+        Returns:
+            The translations found, by key; a key not found, or older than
+            ``max_age``, is left out.
+
+        Raises:
+            sqlite3.Error: If the file cannot be read (the client logs it and sends).
+        """
+        found: dict[str, str] = {}
+        if not keys:
+            return found
+        since = None if self.max_age is None else _clock.current().time() - self.max_age
+        for start in range(0, len(keys), _CHUNK):
+            chunk = list(keys[start : start + _CHUNK])
+            query = (
+                f"SELECT key, translation FROM {_TABLE} WHERE namespace = ? "
+                f"AND key IN ({','.join('?' * len(chunk))})"
+            )
+            values: list[Any] = [self.namespace, *chunk]
+            if since is not None:
+                query += " AND stored >= ?"
+                values.append(since)
+            found.update(self._run(_rows(query, values)))
+        return found
+
+    def set_many(self, items: Mapping[str, str]) -> None:
+        """Store ``items`` in one transaction, replacing what the keys held.
+
+        Args:
+            items: Translations by cache key.
+
+        Raises:
+            sqlite3.Error: If the file cannot be written (the client logs it).
+        """
+        if not items:
+            return
+        now = _clock.current().time()
+        rows = [(self.namespace, key, text, now) for key, text in items.items()]
+
+        def store(connection: sqlite3.Connection) -> None:
+            with _transaction(connection):
+                connection.executemany(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?, ?, ?)", rows)
+
+        self._run(store)
+
+    def stats(self) -> CacheStats:
+        """Return what the file holds, every namespace included.
+
+        Raises:
+            sqlite3.Error: If the file cannot be read.
+        """
+        row = self._run(
+            lambda connection: connection.execute(
+                f"SELECT count(*), count(DISTINCT namespace), min(stored), max(stored) "
+                f"FROM {_TABLE}"
+            ).fetchone()
+        )
+        size = sum(_size(self.path + suffix) for suffix in ("", "-wal"))
+        return CacheStats(row[0], row[1], _moment(row[2]), _moment(row[3]), size)
+
+    def clear(self, *, older_than: float | None = None) -> int:
+        """Delete entries of every namespace, and give their space back to the disk.
+
+        Args:
+            older_than: Only those stored more than this many seconds ago; ``None``: all.
+
+        Returns:
+            How many were deleted.
+
+        Raises:
+            InvalidArgumentType: If ``older_than`` is not a number.
+            InvalidArgument: If ``older_than`` is negative.
+            sqlite3.Error: If the file cannot be written.
+        """
+        where, values = "", []
+        if older_than is not None:
+            since = _clock.current().time() - _seconds(older_than, "older_than", zero=True)
+            where, values = " WHERE stored < ?", [since]
+
+        def delete(connection: sqlite3.Connection) -> int:
+            with _transaction(connection):
+                deleted: int = connection.execute(f"DELETE FROM {_TABLE}{where}", values).rowcount
+            connection.execute("VACUUM")
+            return deleted
+
+        return self._run(delete)
+
+    def _run(self, step: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``step`` on this thread's connection; a damaged file is replaced, once."""
+        connection = self._connection()
+        try:
+            return step(connection)
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is not sqlite3.DatabaseError:  # locked, busy, full disk...
+                raise
+            self._replace_damaged(exc)
+        return step(self._connection())
+
+    def _connection(self) -> sqlite3.Connection:
+        local, made = self._local, (os.getpid(), self._generation)
+        if local.connection is not None and local.made == made:
+            return local.connection
+        if local.connection is not None and local.made[0] != made[0]:
+            self._inherited.append(local.connection)
+        elif local.connection is not None:
+            local.connection.close()  # of a file replaced since
+        local.connection = None
+        try:
+            connection = self._open()
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is not sqlite3.DatabaseError:
+                raise
+            self._replace_damaged(exc)
+            connection = self._open()
+        local.connection, local.made = connection, (os.getpid(), self._generation)
+        return connection
+
+    def _open(self) -> sqlite3.Connection:
+        """Connect to the file, created ``0600`` if missing; refuse another program's."""
+        try:
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+            with open(self.path, "rb") as file:
+                header = file.read(100)
+                status = os.fstat(file.fileno())
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot open the cache {self.path!r}: {exc.strerror or exc}"
+            ) from None
+        if header and (not header.startswith(_MAGIC) or _foreign_id(header)):
+            raise self._not_ours()
+        connection = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
+        try:
+            # Read before anything is written: another program's file is left as it was.
+            ours = connection.execute("PRAGMA application_id").fetchone()[0] == _APPLICATION_ID
+            if not ours:
+                tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                if any(name != _TABLE for (name,) in tables.fetchall()):
+                    raise self._not_ours()
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")  # WAL: a crash loses no commit
+            if not ours:
+                with _transaction(connection):
+                    connection.execute(_SCHEMA)
+                    connection.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
+        except BaseException:
+            connection.close()
+            raise
+        self._file = status.st_dev, status.st_ino
+        return connection
+
+    def _not_ours(self) -> ConfigurationError:
+        return ConfigurationError(
+            f"{self.path!r} is not a lingodoc cache (another program's file, left as it "
+            "is); give the cache a path of its own"
+        )
+
+    def _replace_damaged(self, error: sqlite3.DatabaseError) -> None:
+        """Move a damaged cache aside and start anew, unless another thread or process did."""
+        with self._lock:
+            try:
+                status = os.stat(self.path)
+                same = (status.st_dev, status.st_ino) == self._file
+            except FileNotFoundError:
+                same = False
+            if same:
+                aside = f"{self.path}.damaged-{int(_clock.current().time())}-{os.getpid()}"
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.replace(self.path + suffix, aside + suffix)
+                logger.warning(
+                    "the translation cache %s is damaged (%s): moved aside to %s; "
+                    "a new cache is started",
+                    self.path, error, aside,
+                )  # fmt: skip
+            self._generation += 1
+
+
+def _rows(query: str, values: list[Any]) -> Callable[[sqlite3.Connection], list[Any]]:
+    """A step of `SQLiteCache._run` that returns the rows of ``query``."""
+    return lambda connection: connection.execute(query, values).fetchall()
+
+
+def _foreign_id(header: bytes) -> bool:
+    """Whether an SQLite header names another application (0: none set, or not yet)."""
+    application_id = int.from_bytes(header[68:72], "big")
+    return application_id not in (0, _APPLICATION_ID)
+
+
+@contextlib.contextmanager
+def _transaction(connection: sqlite3.Connection) -> Iterator[None]:
+    # BEGIN IMMEDIATE: the write lock at once, waited for under the busy timeout.
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
+def _seconds(value: object, name: str, *, zero: bool = False) -> float:
+    """``value`` as seconds, above 0 (or ``zero``: at least 0); NaN refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _validation.wrong_type(name, "a number of seconds", value)
+    if not (value >= 0 if zero else value > 0):
+        raise InvalidArgument(f"{name} must be {'>=' if zero else '>'} 0 seconds, not {value!r}")
+    return float(value)
+
+
+def _moment(stored: float | None) -> datetime | None:
+    return None if stored is None else datetime.fromtimestamp(stored, timezone.utc)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

@@ -1,0 +1,277 @@
+"""SQLiteCache: one file shared by threads and processes, private, and never in the way.
+
+The file is real (a temporary directory); times are the fake clock's.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import lingodoc
+from lingodoc.emulator import Emulator
+from lingodoc.testing import FakeClock
+from tests.conftest import call
+
+LANGS = {"source_language": "en", "target_language": "de"}
+
+
+def entries(count: int, tag: str = "") -> dict[str, str]:
+    return {f"{number:064x}": f"translation {tag}{number}" for number in range(count)}
+
+
+def test_what_is_stored_is_found_and_nothing_else(tmp_path: Path) -> None:
+    cache = lingodoc.SQLiteCache(tmp_path / "cache.db")
+    cache.set_many(entries(3))
+    assert cache.get_many([f"{2:064x}", f"{9:064x}", f"{0:064x}"]) == {
+        f"{2:064x}": "translation 2", f"{0:064x}": "translation 0",
+    }  # fmt: skip
+    assert cache.get_many([]) == {}
+
+
+def test_more_keys_than_one_query_takes_are_looked_up_in_chunks(tmp_path: Path) -> None:
+    cache = lingodoc.SQLiteCache(tmp_path / "cache.db")
+    stored = entries(1_234)
+    cache.set_many(stored)
+    assert cache.get_many(list(stored)) == stored
+
+
+def test_namespaces_of_one_file_are_apart(tmp_path: Path) -> None:
+    path = tmp_path / "cache.db"
+    lingodoc.SQLiteCache(path, namespace="acme").set_many(entries(2, "acme "))
+    assert lingodoc.SQLiteCache(path, namespace="globex").get_many(list(entries(2))) == {}
+    assert lingodoc.SQLiteCache(path).get_many(list(entries(2))) == {}
+    assert lingodoc.SQLiteCache(path, namespace="acme").get_many(list(entries(2))) == entries(
+        2, "acme "
+    )
+
+
+def test_an_entry_older_than_max_age_is_a_miss(tmp_path: Path, clock: FakeClock) -> None:
+    cache = lingodoc.SQLiteCache(tmp_path / "cache.db", max_age=60)
+    cache.set_many(entries(1))
+    clock.advance(59)
+    assert cache.get_many(list(entries(1))) == entries(1)
+    clock.advance(2)
+    assert cache.get_many(list(entries(1))) == {}
+    cache.set_many(entries(1))  # stored again: fresh
+    assert cache.get_many(list(entries(1))) == entries(1)
+
+
+def test_the_file_and_its_wal_and_shm_files_are_private(tmp_path: Path) -> None:
+    previous = os.umask(0o022)  # a usual umask, which would make them readable by all
+    try:
+        cache = lingodoc.SQLiteCache(tmp_path / "cache.db")
+        cache.set_many(entries(5))
+        modes = {
+            name: stat.S_IMODE(os.stat(tmp_path / name).st_mode)
+            for name in ("cache.db", "cache.db-wal", "cache.db-shm")
+        }
+    finally:
+        os.umask(previous)
+    assert modes == {"cache.db": 0o600, "cache.db-wal": 0o600, "cache.db-shm": 0o600}
+
+
+def test_many_threads_share_one_cache(tmp_path: Path) -> None:
+    cache = lingodoc.SQLiteCache(tmp_path / "cache.db")
+    errors: list[BaseException] = []
+
+    def work(thread: int) -> None:
+        try:
+            for round_ in range(20):
+                mine = {f"{thread:032x}{round_:032x}": f"{thread}.{round_}"}
+                cache.set_many(mine)
+                assert cache.get_many(list(mine)) == mine
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(number,)) for number in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert cache.stats().entries == 8 * 20
+
+
+WRITER = """
+import sys
+import lingodoc
+cache = lingodoc.SQLiteCache(sys.argv[1])
+tag = sys.argv[2]
+for round_ in range(int(sys.argv[3])):
+    cache.set_many({f"{tag}{round_:060x}": f"{tag}.{round_}"})
+    print(round_, flush=True)
+"""
+
+
+def test_several_processes_write_one_file_at_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "cache.db")
+    command = [sys.executable, "-c", WRITER, path]
+    writers = [
+        subprocess.Popen([*command, f"{tag:04x}", "50"], stdout=subprocess.DEVNULL)
+        for tag in range(4)
+    ]
+    assert [writer.wait(timeout=60) for writer in writers] == [0, 0, 0, 0]
+    cache = lingodoc.SQLiteCache(path)
+    keys = [f"{tag:04x}{round_:060x}" for tag in range(4) for round_ in range(50)]
+    assert len(cache.get_many(keys)) == 200
+
+
+def test_a_kill_9_in_the_middle_of_writes_leaves_a_usable_cache(tmp_path: Path) -> None:
+    path = str(tmp_path / "cache.db")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, path, "beef", "100000"], stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdout is not None
+    for _ in range(200):  # it has written 200 entries, and writes on
+        writer.stdout.readline()
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+    writer.stdout.close()
+    cache = lingodoc.SQLiteCache(path)
+    keys = [f"beef{round_:060x}" for round_ in range(200)]
+    assert len(cache.get_many(keys)) == 200
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    cache.set_many({"after": "the crash"})
+    assert cache.get_many(["after"]) == {"after": "the crash"}
+
+
+def test_a_damaged_cache_is_moved_aside_with_one_warning_and_a_new_one_started(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "cache.db"
+    cache = lingodoc.SQLiteCache(path)
+    cache.set_many(entries(2_000))
+    cache.close()
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    damaged = bytearray(path.read_bytes())
+    damaged[4096:] = b"\xff" * (len(damaged) - 4096)  # every page but the first
+    path.write_bytes(bytes(damaged))
+    with caplog.at_level(logging.WARNING, logger="lingodoc"):
+        cache = lingodoc.SQLiteCache(path)
+        assert cache.get_many(list(entries(3))) == {}
+        cache.set_many(entries(3))
+        assert cache.get_many(list(entries(3))) == entries(3)
+    warnings = [record.getMessage() for record in caplog.records]
+    assert len(warnings) == 1
+    aside = [
+        name
+        for name in os.listdir(tmp_path)
+        if name.startswith("cache.db.damaged-") and not name.endswith(("-wal", "-shm"))
+    ]
+    assert len(aside) == 1
+    assert str(path) in warnings[0]
+    assert str(tmp_path / aside[0]) in warnings[0]
+    assert (tmp_path / aside[0]).read_bytes() == bytes(damaged)  # kept as it was
+
+
+@pytest.mark.parametrize("kind", ["another program's database", "a text file"])
+def test_a_file_that_is_not_a_lingodoc_cache_is_refused_and_left_alone(
+    tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "app.db"
+    if kind == "a text file":
+        path.write_text("my notes\n")
+    else:
+        with sqlite3.connect(path) as connection:
+            connection.execute("CREATE TABLE users (name TEXT)")
+    before = path.read_bytes()
+    with pytest.raises(lingodoc.ConfigurationError, match="is not a lingodoc cache") as caught:
+        lingodoc.SQLiteCache(path)
+    assert str(path) in str(caught.value)
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["app.db"]
+
+
+def test_a_forked_child_uses_the_cache_and_the_parent_goes_on(tmp_path: Path) -> None:
+    cache = lingodoc.SQLiteCache(tmp_path / "cache.db")
+    cache.set_many({"parent": "before"})
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: as a Celery prefork worker would
+        try:
+            cache.set_many({"child": "wrote"})
+            found = cache.get_many(["parent", "child"])
+            os.write(write, repr(sorted(found.items())).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        assert pipe.read() == repr([("child", "wrote"), ("parent", "before")])
+    assert os.waitpid(pid, 0)[1] == 0
+    assert cache.get_many(["parent", "child"]) == {"parent": "before", "child": "wrote"}
+    with sqlite3.connect(tmp_path / "cache.db") as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_stats_and_clear_cover_every_namespace(tmp_path: Path, clock: FakeClock) -> None:
+    path = tmp_path / "cache.db"
+    lingodoc.SQLiteCache(path, namespace="a").set_many(entries(3))
+    clock.advance(86_400 * 10)
+    cache = lingodoc.SQLiteCache(path, namespace="b")
+    cache.set_many(entries(2))
+    stats = cache.stats()
+    assert (stats.entries, stats.namespaces) == (5, 2)
+    assert stats.oldest is not None
+    assert stats.newest is not None
+    assert (stats.newest - stats.oldest).days == 10
+    assert stats.size > 0
+    assert cache.clear(older_than=86_400 * 5) == 3
+    assert cache.stats().entries == 2
+    assert cache.clear() == 2
+    assert cache.stats()[:4] == (0, 0, None, None)
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"max_age": 0}, lingodoc.InvalidArgument),
+        ({"max_age": float("nan")}, lingodoc.InvalidArgument),
+        ({"max_age": "1d"}, lingodoc.InvalidArgumentType),
+        ({"namespace": 3}, lingodoc.InvalidArgumentType),
+        ({"timeout": -1}, lingodoc.InvalidArgument),
+    ],
+)
+def test_bad_settings_are_refused(tmp_path: Path, options: dict[str, object], error: type) -> None:
+    with pytest.raises(error):
+        lingodoc.SQLiteCache(tmp_path / "cache.db", **options)  # type: ignore[arg-type]
+
+
+def test_a_path_that_cannot_be_created_is_a_configuration_error(tmp_path: Path) -> None:
+    with pytest.raises(lingodoc.ConfigurationError, match="cannot open the cache"):
+        lingodoc.SQLiteCache(tmp_path / "missing" / "cache.db")
+
+
+@pytest.fixture
+def emulator() -> Emulator:
+    return Emulator()
+
+
+async def test_a_second_run_of_a_script_sends_nothing(
+    emulated: lingodoc.Client, emulator: Emulator, tmp_path: Path
+) -> None:
+    # Two runs, each with a client of its own on one file, as two runs of a script.
+    texts = ["Hello", "World", "Hello", "Good morning"]
+    path = tmp_path / "cache.db"
+    runs = []
+    for _ in range(2):
+        client = emulated.with_options(cache=lingodoc.SQLiteCache(path))
+        progress: list[lingodoc.BulkProgress] = []
+        result = await call(client, "translate_many", texts, on_progress=progress.append, **LANGS)
+        runs.append((result, progress[-1].cache_hits, progress[-1].cache_misses))
+    assert runs[0][0] == runs[1][0]
+    assert [run[1:] for run in runs] == [(0, 3), (3, 0)]
+    single = await call(client, "translate", "World", **LANGS)
+    assert single.cached
+    assert single.translated_text == runs[0][0][1]
