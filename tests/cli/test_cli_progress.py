@@ -40,6 +40,8 @@ class State:
     requests_left: int = 10
     rate_limit: Window | None = None
     waiting_until: datetime | None = None
+    cache_hits: int = 0
+    cache_misses: int = 0
 
 
 def at(seconds: float) -> datetime:
@@ -202,6 +204,14 @@ def test_the_status_line_while_waiting_and_without_a_window_or_an_eta() -> None:
         f"  waiting for the reset at {local(NOW + 30)}  ETA 31s"
     )
     assert bulk_status(State(10, 10, 1, 0), 0.0) == "100%  10/10 texts  1/1 request"
+
+
+def test_the_status_line_counts_cache_hits_and_misses_when_a_cache_is_used() -> None:
+    cached = State(7, 10, 0, 1, cache_hits=1, cache_misses=3)
+    assert bulk_status(cached, None) == " 70%  7/10 texts  0/1 request  cache: 1 hit, 3 misses"
+    assert bulk_status(State(10, 10, 0, 0, cache_hits=10), None) == (
+        "100%  10/10 texts  0/0 requests  cache: 10 hits, 0 misses"
+    )
 
 
 # -- batch: bar and lines ----------------------------------------------------------------------

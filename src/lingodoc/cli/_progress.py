@@ -116,6 +116,12 @@ class BulkState(Protocol):
     @property
     def waiting_until(self) -> datetime | None: ...
 
+    @property
+    def cache_hits(self) -> int: ...
+
+    @property
+    def cache_misses(self) -> int: ...
+
 
 def eta(
     *,
@@ -175,6 +181,8 @@ def bulk_status(
 
     ``  40%  400/1,000 texts  4/10 requests  window: 0 left, resets 15:04:05  ETA 59m58s``
 
+    With a cache: ``cache: 600 hits, 400 misses`` after the requests (distinct texts).
+
     Args:
         state: The progress ``translate_many`` reported.
         eta_seconds: The estimate (see `eta`), or ``None`` if unknown.
@@ -191,6 +199,10 @@ def bulk_status(
         f"{state.done:,}/{state.total:,} texts",
         f"{state.requests:,}/{needed:,} request{'s' * (needed != 1)}",
     ]
+    if state.cache_hits or state.cache_misses:
+        parts.append(
+            f"cache: {plural(state.cache_hits, 'hit')}, {plural(state.cache_misses, 'miss')}"
+        )
     window = state.rate_limit
     if window is not None:
         parts.append(f"window: {window.remaining:,} left, resets {_clock_time(window.reset_at)}")
@@ -200,6 +212,11 @@ def bulk_status(
     if eta_seconds is not None and state.done < state.total:
         parts.append(f"ETA {_duration(eta_seconds)}")
     return "  ".join(parts)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 hit``, ``2 hits``, ``1 miss``, ``2 misses``."""
+    return f"{count:,} {noun}{'' if count == 1 else 'es' if noun.endswith('s') else 's'}"
 
 
 def _wall() -> float:
