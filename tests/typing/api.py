@@ -11,6 +11,7 @@ pytest does not collect it (its name does not start with ``test_``), and nothing
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -43,6 +44,52 @@ def on_bulk(progress: lingodoc.BulkProgress) -> None:
     assert_type(progress.requests_left, int)
     assert_type(progress.rate_limit, lingodoc.RateLimit | None)
     assert_type(progress.waiting_until, datetime | None)
+    assert_type(progress.cache_hits, int)
+    assert_type(progress.cache_misses, int)
+
+
+class DictCache:
+    """A user's own cache: the two methods of lingodoc.Cache, on a dict."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+
+    def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
+        return {key: self.data[key] for key in keys if key in self.data}
+
+    def set_many(self, items: Mapping[str, str]) -> None:
+        self.data.update(items)
+
+
+class OnlyAsyncCache:
+    async def aget_many(self, keys: Sequence[str]) -> Mapping[str, str]:
+        return {}
+
+    async def aset_many(self, items: Mapping[str, str]) -> None:
+        return None
+
+
+async def caches() -> None:
+    sqlite = lingodoc.SQLiteCache("translations.db", namespace="acme", max_age=86_400)
+    assert_type(sqlite.stats().entries, int)
+    assert_type(sqlite.clear(older_than=3600), int)
+    redis = lingodoc.RedisCache("redis://localhost:6379/0", namespace="acme")
+    own: lingodoc.Cache = DictCache()
+    with lingodoc.Client("ld_key", cache=sqlite) as client:
+        text = client.translate("Hello", source_language="en", target_language="de", cache=False)
+        assert_type(text.cached, bool)
+        batch = client.translate_batch(["a"], source_language="en", target_language="de")
+        assert_type(batch.cached, bool)
+        assert_type(batch.cache_hits, int)
+        client.translate_many(["a"], source_language="en", target_language="de", cache=True)
+        assert_type(client.with_options(cache=own), lingodoc.Client)
+        assert_type(client.with_options(cache=False), lingodoc.Client)
+        client.translate("Hello", source_language="en", target_language="de", cache="no")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    async with lingodoc.AsyncClient("ld_key", cache=redis) as async_client:
+        text = await async_client.translate("Hello", source_language="en", target_language="de")
+        assert_type(text.cached, bool)
+    lingodoc.AsyncClient("ld_key", cache=OnlyAsyncCache())
+    lingodoc.Client("ld_key", cache={})  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 
 
 def sync_client() -> None:
