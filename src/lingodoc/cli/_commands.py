@@ -12,7 +12,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from math import isinf
 from typing import IO, Any
 
@@ -26,7 +26,14 @@ from lingodoc.cli._checkpoint import (
     locked,
     refuse_special,
 )
-from lingodoc.cli._corpus import DEFAULT_FIELD, Corpus, format_of, read_corpus
+from lingodoc.cli._corpus import (
+    DEFAULT_FIELD,
+    Corpus,
+    ParquetCorpus,
+    format_of,
+    read_corpus,
+    read_parquet,
+)
 from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, CheckpointError, Kept, UsageError
 from lingodoc.cli._progress import BulkProgressDisplay, BulkState, Progress
 from lingodoc.cli._visible import visible
@@ -114,6 +121,22 @@ class Output:
             write(sys.stdout)
             sys.stdout.flush()
             return
+        with (
+            self._replacing() as fd,
+            open(fd, "w", encoding="utf-8", newline="", closefd=False) as stream,
+        ):
+            write(stream)
+
+    def write_binary(self, write: Callable[[IO[bytes]], None]) -> None:
+        """Write a binary output (Parquet, to a file only) with ``write``, then put it in place."""
+        with self._replacing() as fd, open(fd, "wb", closefd=False) as stream:
+            write(stream)
+
+    @contextlib.contextmanager
+    def _replacing(self) -> Iterator[int]:
+        """Give the temporary file to write (its descriptor); once written, put it in place."""
+        if self.path is None or self._temporary is None or self._fd is None:
+            raise RuntimeError("no output file to write")  # stdout: the caller's to write
         try:
             mode = os.stat(self.path).st_mode & 0o7777  # a file replaced keeps its mode
         except OSError:
@@ -121,11 +144,12 @@ class Output:
             os.umask(umask)
             mode = 0o666 & ~umask  # a new file gets what open() would have given it
         fd, self._fd = self._fd, None
-        with open(fd, "w", encoding="utf-8", newline="") as stream:
-            write(stream)
-            stream.flush()
+        try:
+            yield fd  # written and closed (so flushed) by the caller's stream
             os.chmod(fd if os.chmod in os.supports_fd else self._temporary, mode)
             os.fsync(fd)  # on disk before it replaces the old file
+        finally:
+            os.close(fd)
         os.replace(self._temporary, self.path)
         self._temporary = None
 
@@ -203,6 +227,10 @@ def _check_options(args: argparse.Namespace, format: str) -> None:
             f"--json is for plain lines; {format} output is the input's format, "
             "with the translations added"
         )
+    if format == "parquet" and args.file == "-":
+        raise UsageError("Parquet is read from a file, not from stdin: give its path")
+    if format == "parquet" and args.output in (None, "-"):
+        raise UsageError("Parquet is written to a file, not to stdout: give -o OUT")
 
 
 def _open_checkpoint(
@@ -242,21 +270,31 @@ def batch(client: lingodoc.Client, args: argparse.Namespace) -> int:
     source, target = language(args.source, "--from"), language(args.target, "--to")
     path = checkpoint_path(args, output, target)
     _check_files(args, output, path)
-    data, encoding = read_input(args.file)
-    digest = hashlib.sha256(data).hexdigest()
-    corpus = read_corpus(data.decode(encoding), format, args.field)
-    del data  # only the texts (and what writing back needs) are kept from here on
+    corpus: Corpus | ParquetCorpus
+    if format == "parquet":
+        corpus = read_parquet(args.file, args.field)  # its text column; the file kept open
+        digest = corpus.sha256
+    else:
+        data, encoding = read_input(args.file)
+        digest = hashlib.sha256(data).hexdigest()
+        corpus = read_corpus(data.decode(encoding), format, args.field)
+        del data  # only the texts (and what writing back needs) are kept from here on
     # The field read, not the option: `--field text` and no --field are the same run.
     field = None if format == "lines" else args.field or DEFAULT_FIELD
     header = Header(digest, source, target, format, field, len(corpus.texts))
-    with locked(path) if path is not None else contextlib.nullcontext():
+    held = (
+        contextlib.closing(corpus)
+        if isinstance(corpus, ParquetCorpus)
+        else contextlib.nullcontext()
+    )
+    with held, locked(path) if path is not None else contextlib.nullcontext():
         return _batch(client, args, corpus, header, output, path)
 
 
 def _batch(
     client: lingodoc.Client,
     args: argparse.Namespace,
-    corpus: Corpus,
+    corpus: Corpus | ParquetCorpus,
     header: Header,
     output: str | None,
     path: str | None,
@@ -272,11 +310,15 @@ def _batch(
         into = args.into or f"{field or DEFAULT_FIELD}_{target}"
         # The translations are data, written exactly, unless a terminal shows them.
         terminal = output is None and sys.stdout.isatty()
-        out.write(
-            lambda stream: corpus.write(
-                stream, translations, into=into, as_json=args.json, terminal=terminal
+        if isinstance(corpus, ParquetCorpus):
+            parquet = corpus
+            out.write_binary(lambda stream: parquet.write(stream, translations, into=into))
+        else:
+            out.write(
+                lambda stream: corpus.write(
+                    stream, translations, into=into, as_json=args.json, terminal=terminal
+                )
             )
-        )
     finally:
         out.discard()
     if path is not None:

@@ -1,10 +1,12 @@
-"""The files `lingodoc batch` reads and writes: plain lines, JSON Lines and CSV.
+"""The files `lingodoc batch` reads and writes: plain lines, JSON Lines, CSV and Parquet.
 
-A file is read whole and checked before anything is sent: every text it holds is found,
-and a record that has none (a field missing or not a string) or one over the service's
-limit is refused with its line number. It is written back in the same format with the
+A file is read and checked before anything is sent: every text it holds is found, and a
+record that has none (a field missing or not a string) or one over the service's limit is
+refused with its line (or row) number. It is written back in the same format with the
 translations added: a line per line, each JSON object with one more key, each CSV row
-with one more cell.
+with one more cell, each Parquet row with one more column. A text file is held whole; of a
+Parquet file only the text column is, and the rest is read again, a batch at a time, to
+write it back (`ParquetCorpus`). pyarrow, an optional extra, is imported for Parquet only.
 
 The translations are data, written exactly, but where a terminal reads them (``terminal``:
 stdout is one): there, a control character a server sent is shown as its escape, as in
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import abc
 import csv
+import hashlib
 import io
 import json
 import os
@@ -25,12 +28,15 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from lingodoc._constants import MAX_TEXT_LENGTH
+from lingodoc.cli._checkpoint import refuse_special
 from lingodoc.cli._errors import UsageError
 from lingodoc.cli._visible import visible
 
-FORMATS = ("lines", "jsonl", "csv")
+FORMATS = ("lines", "jsonl", "csv", "parquet")
 DEFAULT_FIELD = "text"
-_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
+# The most rows of a Parquet file held at once to write it back: a row group, or a part of one.
+BATCH_ROWS = 65_536
 _BOM = "\ufeff"
 # Characters JSON allows raw in a string that should not reach a terminal raw (C1 controls
 # such as CSI, the Unicode line separators) or cannot be encoded (lone surrogates).
@@ -39,7 +45,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def format_of(path: str) -> str:
-    """Return the format a file's name implies: ``jsonl``, ``csv``, or ``lines`` for any other."""
+    """Return the format a file's name implies: ``jsonl``, ``csv``, ``parquet``, else ``lines``."""
     return _EXTENSIONS.get(os.path.splitext(path)[1].lower(), "lines")
 
 
@@ -61,16 +67,17 @@ def _cell(translation: str, terminal: bool) -> str:
 
 
 class _Problems:
-    """The records refused, reported as one usage error naming the first."""
+    """The records refused, reported as one usage error naming the first (its line or row)."""
 
-    def __init__(self) -> None:
+    def __init__(self, unit: str = "line") -> None:
+        self.unit = unit
         self.first: str | None = None
         self.count = 0
 
     def add(self, line: int, why: str) -> None:
         self.count += 1
         if self.first is None:
-            self.first = f"line {line}: {why}"
+            self.first = f"{self.unit} {line}: {why}"
 
     def check_text(self, line: int, text: str, what: str) -> None:
         if len(text) > MAX_TEXT_LENGTH:  # checked here, to name the line rather than texts[i]
@@ -426,3 +433,135 @@ def _read_csv(text: str, bom: bool, field: str) -> CsvCorpus:
         raise UsageError(f"the file is empty: CSV needs a header row with a column {field!r}")
     problems.raise_any()
     return CsvCorpus(texts, bom, rows, column, dialect, line_ending)
+
+
+def _pyarrow() -> tuple[Any, Any]:
+    """Import pyarrow and pyarrow.parquet, only for a Parquet file: an optional extra."""
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise UsageError(
+            'reading and writing Parquet needs pyarrow: pip install "lingodoc[parquet]"'
+        ) from None
+    return pyarrow, pyarrow.parquet
+
+
+class ParquetCorpus:
+    """A Parquet file, its texts in a column; written back with one more column.
+
+    Only the text column is kept from reading it, and the file stays open: it is read again
+    to write it back, a row group at a time (a group of more than `BATCH_ROWS` rows in parts
+    of that many), every column with the translations added. What is held in memory is the
+    texts, their translations and one such batch, never the whole table; a group of up to
+    `BATCH_ROWS` rows is written back as one group. Being open, the file read is the one
+    written back, even if another is put in its place meanwhile.
+
+    Attributes:
+        format: ``parquet``.
+        texts: Every text, in row order.
+        sha256: The SHA-256 of the file, in hex.
+    """
+
+    format = "parquet"
+
+    def __init__(self, texts: list[str], sha256: str, file: Any, stream: IO[bytes]) -> None:
+        self.texts = texts
+        self.sha256 = sha256
+        self._file = file  # a pyarrow.parquet.ParquetFile reading stream
+        self._stream = stream
+
+    def write(self, stream: IO[bytes], translations: Sequence[str], *, into: str) -> None:
+        """Write the rows back to ``stream``, with the translation under ``into``.
+
+        ``into`` is a new last column, or replaces the column of that name (a file
+        translated before). The other columns keep their types and the file's metadata.
+        """
+        pyarrow, parquet = _pyarrow()
+        schema = self._file.schema_arrow
+        column = pyarrow.field(into, pyarrow.string())
+        names = schema.names
+        target = names.index(into) if into in names else len(names)
+        schema = schema.set(target, column) if target < len(names) else schema.append(column)
+        start = 0
+        with parquet.ParquetWriter(stream, schema) as writer:
+            for group in range(self._file.num_row_groups):
+                for batch in self._file.iter_batches(batch_size=BATCH_ROWS, row_groups=[group]):
+                    end = start + batch.num_rows
+                    arrays = batch.columns
+                    arrays[target : target + 1] = [
+                        pyarrow.array(translations[start:end], type=pyarrow.string())
+                    ]
+                    writer.write_batch(pyarrow.RecordBatch.from_arrays(arrays, schema=schema))
+                    start = end
+
+    def close(self) -> None:
+        """Close the file read."""
+        self._stream.close()
+
+
+def _sha256(stream: IO[bytes]) -> str:
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: stream.read(1 << 20), b""):
+        digest.update(chunk)
+    stream.seek(0)
+    return digest.hexdigest()
+
+
+def read_parquet(path: str, field: str | None) -> ParquetCorpus:
+    """Read the texts of a Parquet file; refuse it if any row has no usable text.
+
+    Only the column ``field`` is read (a batch of rows at a time); the file is kept open,
+    to write it back with `ParquetCorpus.write`.
+
+    Args:
+        path: The file: a regular one, which Parquet readers seek in.
+        field: The column holding the texts (default ``text``).
+
+    Returns:
+        The corpus, to translate and write back; close it when done.
+
+    Raises:
+        UsageError: If pyarrow is missing, the file cannot be read or is not Parquet, it
+            has no such column, or a row's value there is null, not a string or too long.
+    """
+    pyarrow, parquet = _pyarrow()
+    name = field or DEFAULT_FIELD
+    refuse_special("the input", path)  # a pipe cannot be read from its end, nor twice
+    try:
+        stream = open(path, "rb")  # noqa: SIM115  # closed by the ParquetCorpus
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        sha256 = _sha256(stream)
+        file = parquet.ParquetFile(stream)
+        names = file.schema_arrow.names
+        if name not in names:
+            found = ", ".join(repr(column) for column in names) or "none"
+            raise UsageError(
+                f"{path} has no column {name!r} (it has {found}); --column names the one "
+                "with the text"
+            )
+        problems = _Problems("row")
+        texts: list[str] = []
+        row = 0
+        for batch in file.iter_batches(batch_size=BATCH_ROWS, columns=[name]):
+            kind = batch.schema.field(0).type
+            for value in batch.column(0).to_pylist():
+                row += 1
+                if value is None:
+                    problems.add(row, f"the column {name!r} is null")
+                elif not isinstance(value, str):
+                    problems.add(row, f"the column {name!r} is {kind}, not a string")
+                else:
+                    problems.check_text(row, value, f"the column {name!r}")
+                    texts.append(value)
+        problems.raise_any()
+    except (pyarrow.ArrowException, OSError) as exc:  # not Parquet, or damaged
+        stream.close()
+        reason = str(exc).rstrip(".") or type(exc).__name__
+        raise UsageError(f"cannot read {path} as Parquet ({reason}); nothing was sent") from exc
+    except BaseException:
+        stream.close()
+        raise
+    return ParquetCorpus(texts, sha256, file, stream)

@@ -178,16 +178,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command(
         "batch",
-        "Translate a corpus file: plain lines, JSON Lines or CSV.",
+        "Translate a corpus file: plain lines, JSON Lines, CSV or Parquet.",
         _commands.batch,
     )
     sub.description = (
         "Translate every text of a file and write it back with the translations:\n"
-        "a translation per line, each JSON object or CSV row with one more field.\n"
+        "a translation per line; each JSON object, CSV row or Parquet row with one\n"
+        "more field.\n"
         "Progress is kept in a checkpoint file: after Ctrl-C, an error or the rate limit,\n"
         "the same command with --resume goes on without sending the finished texts again."
     )
-    sub.add_argument("file", metavar="FILE", help="a UTF-8 file; - reads stdin")
+    sub.add_argument("file", metavar="FILE", help="a UTF-8 text file, or Parquet; - reads stdin")
     languages(sub)
     sub.add_argument("-q", "--quiet", action="store_true", help="show no progress on stderr")
     corpus = sub.add_argument_group("the file")
@@ -195,12 +196,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         choices=_corpus.FORMATS,
         help="lines: a text per line; jsonl: a JSON object per line; csv: with a header "
-        "row (default: from the extension: .jsonl/.ndjson, .csv, else lines; lines for -)",
+        "row; parquet: needs pyarrow (default: from the extension: .jsonl/.ndjson, .csv, "
+        ".parquet, else lines; lines for -)",
     )
     corpus.add_argument(
         "--field",
+        "--column",
         metavar="NAME",
-        help=f"the JSON field or CSV column with the text (default: {_corpus.DEFAULT_FIELD})",
+        help="the JSON field, or CSV or Parquet column, with the text (default: "
+        f"{_corpus.DEFAULT_FIELD})",
     )
     corpus.add_argument(
         "--into",
@@ -212,7 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         metavar="OUT",
-        help="write the result to OUT, replaced whole at the end (default: stdout)",
+        help="write the result to OUT, replaced whole at the end (default: stdout; "
+        "Parquet needs OUT)",
     )
     resume = sub.add_argument_group("checkpoint and resume")
     resume.add_argument(
