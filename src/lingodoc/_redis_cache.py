@@ -1,0 +1,467 @@
+"""`RedisCache`: the translation cache in a Redis server, shared by processes and machines.
+
+redis-py (the ``redis`` extra) is imported when a cache is made, never on ``import lingodoc``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import unquote, unquote_plus
+
+from lingodoc import _clock
+from lingodoc._exceptions import ConfigurationError, InvalidArgument, shown
+from lingodoc._logging import logger
+
+if TYPE_CHECKING:
+    import asyncio
+
+    import redis
+    import redis.asyncio
+
+__all__ = ["RedisCache"]
+
+T = TypeVar("T")
+RedisCacheT = TypeVar("RedisCacheT", bound="RedisCache")
+
+# A key of the cache protocol: a SHA-256 digest in lowercase hex. Its length is fixed, so
+# "lingodoc:<namespace>:<key>" is unambiguous whatever the namespace holds.
+_KEY = re.compile(r"[0-9a-f]{64}")
+_MASK = "****"
+# The user and password of a URL: from "//" to the last "@" before the query or fragment.
+# Wider than urllib.parse.urlsplit's (to the first "/"): a password with a "/" not
+# percent-encoded (base64 has them) is still masked, though redis-py refuses such a URL.
+_USERINFO = re.compile(r"^(?:[^:/?#]*:)?//(?P<userinfo>[^?#]*)@")
+_QUERY = re.compile(r"\?(?P<query>[^#]*)")
+# The values of these query parameters are secrets too (redis-py passes them on).
+_SECRET_PARAMETER = re.compile(r"password", re.IGNORECASE)
+
+
+class _MaskedUrl:
+    """A Redis URL as it may be shown: every password in it masked, in it and in messages."""
+
+    __slots__ = ("_secrets", "shown")
+
+    def __init__(self, url: str) -> None:
+        secrets: set[str] = set()
+        shown_url = url
+        userinfo = _USERINFO.match(url)
+        if userinfo is not None:
+            user, colon, password = userinfo["userinfo"].partition(":")
+            if colon and password:
+                # Before a "/", the password is what urllib takes for the port, and quotes.
+                secrets.update((password, unquote(password), password.partition("/")[0]))
+                start, end = userinfo.span("userinfo")
+                shown_url = f"{url[:start]}{user}:{_MASK}{url[end:]}"
+        query = _QUERY.search(shown_url)
+        if query is not None:
+            parameters = query["query"].split("&")
+            for index, parameter in enumerate(parameters):
+                name, equals, value = parameter.partition("=")
+                if equals and value and _SECRET_PARAMETER.search(unquote_plus(name)):
+                    secrets.update((value, unquote_plus(value)))
+                    parameters[index] = f"{name}={_MASK}"
+            start, end = query.span("query")
+            shown_url = f"{shown_url[:start]}{'&'.join(parameters)}{shown_url[end:]}"
+        # The longest first: a password may hold another (its decoded form, say).
+        self._secrets = sorted(filter(None, secrets), key=len, reverse=True)
+        self.shown = shown_url
+
+    def scrub(self, text: str) -> str:
+        """Return ``text`` with every password of the URL masked (an error's message, say)."""
+        for secret in self._secrets:
+            text = text.replace(secret, _MASK)
+        return text
+
+
+class _Health:
+    """Whether Redis answers: one warning an outage, no try for ``retry_after`` seconds after one.
+
+    Shared by the sync and async paths of one cache; its lock guards only its own fields.
+    """
+
+    __slots__ = ("_down", "_lock", "_retry_after", "_retry_at", "_url")
+
+    def __init__(self, url: _MaskedUrl, retry_after: float) -> None:
+        self._url = url
+        self._retry_after = retry_after
+        self._lock = threading.Lock()
+        self._down = False  # warned of an outage, not yet told it ended
+        self._retry_at: float | None = None  # monotonic; no call tries Redis before it
+
+    def may_try(self) -> bool:
+        """Whether a call may ask Redis now; the first past a wait claims the next try alone."""
+        if self._retry_at is None:
+            return True
+        now = _clock.current().monotonic()
+        with self._lock:
+            if self._retry_at is None:
+                return True
+            if now < self._retry_at:
+                return False
+            # This call tries; the others go on without Redis until it has an answer.
+            self._retry_at = now + self._retry_after
+            return True
+
+    def failed(self, error: BaseException) -> None:
+        """Record a failure: warn if it starts an outage; wait ``retry_after`` before a try."""
+        now = _clock.current().monotonic()
+        with self._lock:
+            self._retry_at = now + self._retry_after
+            starts, self._down = not self._down, True
+        reason = self._url.scrub(f"{type(error).__name__}: {error}")
+        if starts:
+            logger.warning(
+                "RedisCache: Redis at %s failed (%s); translations go on without the cache, "
+                "and Redis is not tried again for %g s",
+                self._url.shown, reason, self._retry_after,
+            )  # fmt: skip
+        else:
+            logger.debug("RedisCache: Redis at %s still fails (%s)", self._url.shown, reason)
+
+    def answered(self) -> None:
+        """Record an answer: say so if it ends an outage."""
+        if not self._down:
+            return
+        with self._lock:
+            ends, self._down, self._retry_at = self._down, False, None
+        if ends:
+            logger.info("RedisCache: Redis at %s answers again; the cache is back", self._url.shown)
+
+
+def _positive(name: str, value: object, *, zero: bool = False) -> float:
+    """``value`` as a finite float above 0 (or at 0 with ``zero``); else a ConfigurationError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigurationError(f"{name} must be a number of seconds, not {shown(value)}")
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or (number == 0 and not zero):
+        least = "0 or more" if zero else "more than 0"
+        raise ConfigurationError(f"{name} must be a finite number of seconds, {least}: {value!r}")
+    return number
+
+
+class RedisCache:
+    """A translation cache in Redis, for ``Client(cache=...)`` and ``AsyncClient(cache=...)``.
+
+    Each translation is stored as a Redis string, its UTF-8 text, under the key
+    ``lingodoc:<namespace>:<key>`` (``lingodoc:<key>`` without a namespace), where ``<key>``
+    is the 64-character hex digest the client computes for a text; with ``ttl``, each entry
+    expires that long after it was stored. A lookup is one ``MGET``; a store, one pipeline of
+    ``SET`` commands (not a transaction).
+
+    Redis never fails a translation. A Redis that is down, refuses, or does not answer within
+    ``socket_timeout`` (a ``redis.RedisError`` or ``OSError``) makes the call go on without
+    the cache: a lookup finds nothing and a store keeps nothing. One warning on the
+    ``lingodoc`` logger says so, naming the URL (password masked) and the error; then no call
+    tries Redis for ``retry_after`` seconds. When Redis answers again, one INFO record says
+    so, and a later outage warns again.
+
+    The async methods use ``redis.asyncio`` on asyncio, with a client of their own in each
+    event loop. ``redis.asyncio`` runs on asyncio only: on trio, ``aget_many`` and
+    ``aset_many`` run ``get_many`` and ``set_many`` in a worker thread. One cache may be
+    shared by threads and tasks, and is safe across ``os.fork()``: a child (a Celery prefork
+    worker, a gunicorn worker) opens connections of its own.
+
+    Args:
+        url: The Redis server: ``redis://[[user]:password@]host[:port][/db]``, ``rediss://``
+            for TLS, or ``unix://path?db=0``. Options in its query are redis-py's, and win
+            over this class's (``socket_timeout=`` in it, say).
+        namespace: Folded into every stored key, to keep apart the caches of accounts or
+            workspaces sharing a Redis, or to start afresh after a change (a new version
+            number); ``None``: no namespace.
+        ttl: Seconds an entry is kept (stored with ``PX``, to the millisecond); ``None``: as
+            long as Redis keeps it (its ``maxmemory-policy`` decides).
+        socket_timeout: The longest wait in seconds, for a connection and for each answer
+            (redis-py would wait forever by default).
+        retry_after: Seconds after a failure during which no call tries Redis.
+
+    Raises:
+        ConfigurationError: If redis-py is not installed (``pip install "lingodoc[redis]"``),
+            the URL is not one redis-py takes, or an option is out of range.
+    """
+
+    def __init__(
+        self,
+        url: str = "redis://localhost:6379/0",
+        *,
+        namespace: str | None = None,
+        ttl: float | None = None,
+        socket_timeout: float = 1.0,
+        retry_after: float = 30.0,
+    ) -> None:
+        if not isinstance(url, str):
+            raise ConfigurationError(f"url must be a str, not {type(url).__name__}")
+        self._url = _MaskedUrl(url)
+        if namespace is not None and not isinstance(namespace, str):
+            raise ConfigurationError(f"namespace must be a str or None, not {shown(namespace)}")
+        if namespace == "":
+            raise ConfigurationError("namespace must not be empty: give None for no namespace")
+        self._namespace = namespace
+        self._prefix = "lingodoc:" if namespace is None else f"lingodoc:{namespace}:"
+        self._ttl = None if ttl is None else _positive("ttl", ttl)
+        if self._ttl is not None and self._ttl < 0.001:
+            raise ConfigurationError(f"ttl must be at least 0.001 seconds (1 ms): {ttl!r}")
+        self._px = None if self._ttl is None else max(1, round(self._ttl * 1000))
+        timeout = _positive("socket_timeout", socket_timeout)
+        self._health = _Health(self._url, _positive("retry_after", retry_after, zero=True))
+        import asyncio  # here: ``import lingodoc`` does not import it (redis-py does)
+
+        try:
+            import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+        except ImportError as exc:
+            raise ConfigurationError(
+                'RedisCache needs redis-py: pip install "lingodoc[redis]"'
+            ) from exc
+        self._errors: tuple[type[Exception], ...] = (redis.RedisError, OSError)
+        # asyncio's own timeout is no OSError before Python 3.11 (redis-py imports asyncio).
+        self._async_errors = (*self._errors, asyncio.TimeoutError)
+        self._options: dict[str, Any] = {
+            "socket_timeout": timeout,
+            "socket_connect_timeout": timeout,
+        }
+        # No retries of redis-py's own (with their sleeps): a failure backs off here instead.
+        self._client = self._made(
+            lambda: redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **self._options)
+        )
+        self._raw_url = url
+        self._lock = threading.Lock()
+        # The asyncio clients, one an event loop: redis.asyncio's connections belong to the
+        # loop they were made in. A loop that is gone takes its entry with it.
+        self._async_clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, redis.asyncio.Redis
+        ] = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:
+        return (
+            f"RedisCache(url={self._url.shown!r}, namespace={self._namespace!r}, ttl={self._ttl!r})"
+        )
+
+    def _made(self, make: Callable[[], T]) -> T:
+        """``make()``: a redis-py client; its error a ConfigurationError, the password masked."""
+        try:
+            return make()
+        except Exception as exc:
+            reason = self._url.scrub(f"{type(exc).__name__}: {exc}")
+            raise ConfigurationError(
+                f"RedisCache: redis-py refuses the URL {self._url.shown!r}: {reason}"
+            ) from None
+
+    def _names(self, keys: Sequence[str]) -> list[str]:
+        """The Redis keys of ``keys``, each checked."""
+        prefix = self._prefix
+        names = []
+        for key in keys:
+            if not isinstance(key, str) or _KEY.fullmatch(key) is None:
+                raise InvalidArgument(
+                    f"a cache key must be 64 lowercase hex characters, not {shown(key)}"
+                )
+            names.append(prefix + key)
+        return names
+
+    def _entries(self, items: Mapping[str, str]) -> list[tuple[str, bytes]]:
+        """The Redis keys and values of ``items``, each checked."""
+        names = self._names(list(items))
+        values = []
+        for key, value in items.items():
+            if not isinstance(value, str):
+                raise InvalidArgument(f"the translation of {key} must be a str, not {shown(value)}")
+            # surrogatepass: any str the service's JSON can give comes back exactly.
+            values.append(value.encode("utf-8", "surrogatepass"))
+        return list(zip(names, values, strict=True))
+
+    @staticmethod
+    def _found(keys: Sequence[str], values: Sequence[object]) -> dict[str, str]:
+        """The translations of an ``MGET``'s answer; a value not UTF-8 (not ours) is a miss."""
+        found: dict[str, str] = {}
+        for key, value in zip(keys, values, strict=True):
+            if isinstance(value, bytes):
+                try:
+                    found[key] = value.decode("utf-8", "surrogatepass")
+                except UnicodeDecodeError:
+                    continue
+        return found
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        """Return the translations stored for ``keys``, in one ``MGET``.
+
+        Args:
+            keys: Cache keys, each 64 lowercase hex characters.
+
+        Returns:
+            The translations found, by key; a key not found is left out. Nothing while
+            Redis fails (the class docstring says how that is logged).
+
+        Raises:
+            InvalidArgument: If a key is not 64 lowercase hex characters.
+        """
+        names = self._names(keys)
+        if not names or not self._health.may_try():
+            return {}
+        try:
+            values = self._client.mget(names)
+        except self._errors as exc:
+            self._health.failed(exc)
+            return {}
+        self._health.answered()
+        return self._found(keys, values)
+
+    def set_many(self, items: Mapping[str, str]) -> None:
+        """Store translations, in one pipeline of ``SET`` commands (``PX`` with ``ttl``).
+
+        Nothing is stored while Redis fails (the class docstring says how that is logged).
+
+        Args:
+            items: The translations, by cache key.
+
+        Raises:
+            InvalidArgument: If a key is not 64 lowercase hex characters, or a value not a str.
+        """
+        entries = self._entries(items)
+        if not entries or not self._health.may_try():
+            return
+        try:
+            with self._client.pipeline(transaction=False) as pipe:
+                for name, value in entries:
+                    pipe.set(name, value, px=self._px)
+                pipe.execute()
+        except self._errors as exc:
+            self._health.failed(exc)
+            return
+        self._health.answered()
+
+    def _async_client(self) -> redis.asyncio.Redis | None:
+        """The running asyncio event loop's client (made on first use); ``None`` off asyncio."""
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not asyncio, so trio: anyio runs on nothing else
+            return None
+        with self._lock:
+            client = self._async_clients.get(loop)
+            if client is None:
+                import redis.asyncio
+                from redis.asyncio.retry import Retry
+                from redis.backoff import NoBackoff
+
+                url, options = self._raw_url, self._options
+                client = self._made(
+                    lambda: redis.asyncio.Redis.from_url(
+                        url, retry=Retry(NoBackoff(), 0), **options
+                    )
+                )
+                self._async_clients[loop] = client
+        return client
+
+    async def aget_many(self, keys: Sequence[str]) -> dict[str, str]:
+        """`get_many`, awaited: through ``redis.asyncio`` on asyncio, a worker thread on trio.
+
+        Args:
+            keys: Cache keys, each 64 lowercase hex characters.
+
+        Returns:
+            The translations found, by key; a key not found is left out. Nothing while
+            Redis fails (the class docstring says how that is logged).
+
+        Raises:
+            InvalidArgument: If a key is not 64 lowercase hex characters.
+        """
+        client = self._async_client()
+        if client is None:
+            import anyio.to_thread
+
+            return await anyio.to_thread.run_sync(self.get_many, keys)
+        names = self._names(keys)
+        if not names or not self._health.may_try():
+            return {}
+        try:
+            values = await client.mget(names)
+        except self._async_errors as exc:
+            self._health.failed(exc)
+            return {}
+        self._health.answered()
+        return self._found(keys, values)
+
+    async def aset_many(self, items: Mapping[str, str]) -> None:
+        """`set_many`, awaited: through ``redis.asyncio`` on asyncio, a worker thread on trio.
+
+        Args:
+            items: The translations, by cache key.
+
+        Raises:
+            InvalidArgument: If a key is not 64 lowercase hex characters, or a value not a str.
+        """
+        client = self._async_client()
+        if client is None:
+            import anyio.to_thread
+
+            await anyio.to_thread.run_sync(self.set_many, items)
+            return
+        entries = self._entries(items)
+        if not entries or not self._health.may_try():
+            return
+        try:
+            async with client.pipeline(transaction=False) as pipe:
+                for name, value in entries:
+                    pipe.set(name, value, px=self._px)
+                await pipe.execute()
+        except self._async_errors as exc:
+            self._health.failed(exc)
+            return
+        self._health.answered()
+
+    def close(self) -> None:
+        """Release the connections of the sync methods (and of ``aget_many`` on trio).
+
+        The cache stays usable: a later call connects again. ``aclose`` releases those of
+        the running event loop too.
+        """
+        self._client.close()
+
+    async def aclose(self) -> None:
+        """Release the connections of the running event loop's client, then `close`.
+
+        Call it (or use ``async with``) in each asyncio event loop that used the cache,
+        before the loop ends. The cache stays usable: a later call connects again.
+        """
+        import asyncio
+
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is not None:
+            with self._lock:
+                client = self._async_clients.pop(loop, None)
+            if client is not None:
+                await client.aclose()
+        self.close()
+
+    def __enter__(self: RedisCacheT) -> RedisCacheT:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self: RedisCacheT) -> RedisCacheT:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
