@@ -525,8 +525,9 @@ def test_jsonl_keeps_its_lines_not_parsed_objects() -> None:
          "line 1: the header row has no column 'text' (it has 'id', 'body'); --field names "
          "the one with the text (CSV needs a header)"),
         ("c.txt", "a\n", ("--field", "x"),
-         "--field name a JSON field or CSV column, and the input is read as plain lines: "
-         "give --format jsonl or csv (or a .jsonl or .csv file)"),
+         "--field name a JSON field or a CSV or Parquet column, and the input is read as "
+         "plain lines: give --format jsonl, csv or parquet (or a .jsonl, .csv or .parquet "
+         "file)"),
         ("c.csv", "text\na\n", ("--json",),
          "--json is for plain lines; csv output is the input's format, with the "
          "translations added"),

@@ -145,8 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_emulator(extra)
 
     base_url = args.base_url or os.environ.get(BASE_URL_ENV, "").strip()
-    handler: Handler = args.handler
     try:
+        if args.command == "cache":  # a file of this machine: no key, no service
+            return int(args.cache_command(args))
+        handler: Handler = args.handler
         with _client(args) as client:
             base_url = client.base_url
             _log_to_stderr(args.verbose)  # after Client(), which applies LINGODOC_LOG

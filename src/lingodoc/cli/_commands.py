@@ -18,6 +18,8 @@ from typing import IO, Any
 
 import lingodoc
 from lingodoc._validation import language
+from lingodoc.cli._cache import cache_path
+from lingodoc.cli._cache import summary as cache_summary
 from lingodoc.cli._checkpoint import (
     Checkpoint,
     Finished,
@@ -35,7 +37,7 @@ from lingodoc.cli._corpus import (
     read_parquet,
 )
 from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, CheckpointError, Kept, UsageError
-from lingodoc.cli._progress import BulkProgressDisplay, BulkState, Progress
+from lingodoc.cli._progress import BulkProgressDisplay, Progress
 from lingodoc.cli._visible import visible
 
 Handler = Callable[[lingodoc.Client, argparse.Namespace], int]
@@ -185,7 +187,9 @@ def _same_file(first: str, second: str) -> bool:
         )
 
 
-def _check_files(args: argparse.Namespace, output: str | None, checkpoint: str | None) -> None:
+def _check_files(
+    args: argparse.Namespace, output: str | None, checkpoint: str | None, cache: str | None
+) -> None:
     """Refuse files of a run that are one file, and an output or checkpoint not a file.
 
     The output is renamed over its path at the end, then the checkpoint and its lock file
@@ -199,6 +203,7 @@ def _check_files(args: argparse.Namespace, output: str | None, checkpoint: str |
             ("--output", output),
             ("the checkpoint", checkpoint),
             ("the checkpoint's lock file", None if checkpoint is None else lock_path(checkpoint)),
+            ("the cache", cache),
         )
         if path is not None
     ]
@@ -219,8 +224,9 @@ def _check_options(args: argparse.Namespace, format: str) -> None:
         given = [flag for flag, value in (("--field", args.field), ("--into", args.into)) if value]
         if given:
             raise UsageError(
-                f"{' and '.join(given)} name a JSON field or CSV column, and the input is "
-                "read as plain lines: give --format jsonl or csv (or a .jsonl or .csv file)"
+                f"{' and '.join(given)} name a JSON field or a CSV or Parquet column, and the "
+                "input is read as plain lines: give --format jsonl, csv or parquet (or a "
+                ".jsonl, .csv or .parquet file)"
             )
     elif args.json:
         raise UsageError(
@@ -269,7 +275,8 @@ def batch(client: lingodoc.Client, args: argparse.Namespace) -> int:
     # The SDK's rule (two ASCII letters, folded to lower case), for the checkpoint's header.
     source, target = language(args.source, "--from"), language(args.target, "--to")
     path = checkpoint_path(args, output, target)
-    _check_files(args, output, path)
+    cache = cache_path(args)
+    _check_files(args, output, path, cache)
     corpus: Corpus | ParquetCorpus
     if format == "parquet":
         corpus = read_parquet(args.file, args.field)  # its text column; the file kept open
@@ -287,7 +294,12 @@ def batch(client: lingodoc.Client, args: argparse.Namespace) -> int:
         if isinstance(corpus, ParquetCorpus)
         else contextlib.nullcontext()
     )
-    with held, locked(path) if path is not None else contextlib.nullcontext():
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(held)
+        if path is not None:
+            stack.enter_context(locked(path))
+        if cache is not None:
+            client = client.with_options(cache=stack.enter_context(lingodoc.SQLiteCache(cache)))
         return _batch(client, args, corpus, header, output, path)
 
 
@@ -348,13 +360,16 @@ def _translate(
     width = shutil.get_terminal_size().columns
     progress = BulkProgressDisplay(sys.stderr, bar=sys.stderr.isatty() and not logged, width=width)
 
-    def on_progress(state: BulkState) -> None:
+    last: list[lingodoc.BulkProgress] = []
+
+    def on_progress(state: lingodoc.BulkProgress) -> None:
         finished.flush()  # each batch is on disk before it is reported
+        last[:] = [state]
         if not args.quiet:
             progress(state)
 
     try:
-        return client.translate_many(
+        translations = client.translate_many(
             texts,
             source_language=header.source,
             target_language=header.target,
@@ -382,6 +397,10 @@ def _translate(
         progress.close()
         if checkpoint is not None:
             checkpoint.close()
+    cache = cache_path(args)
+    if cache is not None and last and not args.quiet:
+        cache_summary(cache, last[0])
+    return translations
 
 
 def wait(client: lingodoc.Client, args: argparse.Namespace, job: Any = None) -> int:

@@ -10,13 +10,14 @@ from typing import Any, NoReturn
 
 import lingodoc
 from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV, MAX_BATCH_ITEMS
-from lingodoc.cli import _commands, _corpus, _demo
+from lingodoc.cli import _cache, _commands, _corpus, _demo
 
 EPILOG = f"""\
 environment:
   {API_KEY_ENV}   the API key (or --api-key)
   {BASE_URL_ENV}  the service address up to and including /v1 (or --base-url)
   LINGODOC_LOG       debug or info: log every request to stderr
+  LINGODOC_CACHE     batch: the translation cache file (or --cache)
 
 exit codes:
   0    success
@@ -75,6 +76,16 @@ def _wait_limit(value: str) -> float:
         raise argparse.ArgumentTypeError(
             f"expected a positive number of seconds, or never, not {value!r}"
         ) from None
+
+
+def _days(value: str) -> float:
+    try:
+        days = float(value)
+    except ValueError:
+        days = math.nan
+    if not (math.isfinite(days) and days >= 0):
+        raise argparse.ArgumentTypeError(f"expected a number of days >= 0, not {value!r}")
+    return days
 
 
 def _identifier(value: str) -> str:
@@ -232,6 +243,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="go on from the checkpoint of an earlier run of the same command",
     )
     resume.add_argument(
+        "--cache",
+        metavar="FILE",
+        help="look each text up in this translation cache (SQLite, made if missing) and "
+        f"send only those missed; each translation made is stored (default: {_cache.CACHE_ENV})",
+    )
+    resume.add_argument(
         "--wait-for-rate-limit",
         action="store_true",
         help="when the rate limit is spent, wait for the reset, however far off the service "
@@ -273,6 +290,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("translation_id", type=_identifier, metavar="TRANSLATION_ID")
 
     command("documents", "List the stored documents.", _commands.documents)
+
+    # A file of this machine: no key, no service (cli.main runs `cache_command` itself).
+    summary = "Show or clear a translation cache file (batch --cache)."
+    sub = commands.add_parser("cache", help=summary, description=summary, epilog=_SEE_TOP, **raw)
+    actions = sub.add_subparsers(dest="action", metavar="ACTION", title="actions")
+    actions.required = True
+    for name, what, handler in (
+        ("stats", "Show what the cache holds.", _cache.stats),
+        ("clear", "Delete the cache's entries, or the old ones.", _cache.clear),
+    ):
+        action = actions.add_parser(name, help=what, description=what, epilog=_SEE_TOP, **raw)
+        action.set_defaults(cache_command=handler)
+        action.add_argument("file", metavar="FILE", help="the cache file")
+        _add_global_options(action, after=True, waits=False)
+    action.add_argument(
+        "--older-than",
+        type=_days,
+        metavar="DAYS",
+        help="only the entries stored more than DAYS days ago (default: all)",
+    )
 
     sub = command("demo", _demo.SUMMARY, _demo.demo)
     sub.description = _demo.DESCRIPTION

@@ -1,0 +1,77 @@
+"""The cache of the command line: ``batch --cache FILE`` and ``lingodoc cache stats|clear FILE``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import lingodoc
+from lingodoc.cli._errors import EXIT_OK, UsageError
+from lingodoc.cli._visible import visible
+
+CACHE_ENV = "LINGODOC_CACHE"
+_DAY = 86_400
+
+
+def cache_path(args: argparse.Namespace) -> str | None:
+    """The cache file of a ``batch`` run: ``--cache``, else ``LINGODOC_CACHE``; ``None``: none."""
+    return args.cache or os.environ.get(CACHE_ENV, "").strip() or None
+
+
+def _existing(path: str) -> lingodoc.SQLiteCache:
+    """The cache at ``path``, which must be there: `stats` and `clear` never make one."""
+    if not os.path.isfile(path):
+        raise UsageError(f"no cache at {path}")
+    return lingodoc.SQLiteCache(path)
+
+
+def stats(args: argparse.Namespace) -> int:
+    """``lingodoc cache stats FILE``: what the cache holds."""
+    with _existing(args.file) as cache:
+        held = cache.stats()
+    if args.json:
+        print(json.dumps({
+            "path": args.file, "entries": held.entries, "namespaces": held.namespaces,
+            "oldest": held.oldest and held.oldest.isoformat(),
+            "newest": held.newest and held.newest.isoformat(), "bytes": held.size,
+        }))  # fmt: skip
+        return EXIT_OK
+    rows = [
+        ("entries", f"{held.entries:,}"),
+        ("namespaces", f"{held.namespaces:,}"),
+        ("oldest", _when(held.oldest)),
+        ("newest", _when(held.newest)),
+        ("size", f"{held.size:,} bytes"),
+    ]
+    print(visible(args.file))
+    for name, value in rows:
+        print(f"  {name:<11} {value}")
+    return EXIT_OK
+
+
+def clear(args: argparse.Namespace) -> int:
+    """``lingodoc cache clear FILE [--older-than DAYS]``: delete entries."""
+    older_than = None if args.older_than is None else args.older_than * _DAY
+    with _existing(args.file) as cache:
+        deleted = cache.clear(older_than=older_than)
+    if args.json:
+        print(json.dumps({"path": args.file, "deleted": deleted}))
+    else:
+        print(f"deleted {deleted:,} entr{'y' if deleted == 1 else 'ies'} from {visible(args.file)}")
+    return EXIT_OK
+
+
+def summary(path: str, progress: lingodoc.BulkProgress | None) -> None:
+    """Say on stderr what the cache saved a ``batch`` run."""
+    if progress is not None:
+        hits, misses = progress.cache_hits, progress.cache_misses
+        print(
+            f"lingodoc: cache {visible(path)}: {hits:,} found, {misses:,} sent",
+            file=sys.stderr,
+        )
+
+
+def _when(moment: object) -> str:
+    return "-" if moment is None else f"{moment:%Y-%m-%d %H:%M:%S} UTC"
