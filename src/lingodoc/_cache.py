@@ -44,11 +44,28 @@ class Cache(Protocol):
     """
 
     def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
-        """Return the translations found, by key; a key not found is left out."""
+        """Return the translations stored for ``keys``.
+
+        Args:
+            keys: Cache keys, a request's worth.
+
+        Returns:
+            The translations found, by key; a key not found is left out.
+
+        Raises:
+            Exception: Any: the client logs it and sends the texts.
+        """
         ...
 
     def set_many(self, items: Mapping[str, str]) -> None:
-        """Store these translations, by key."""
+        """Store new translations.
+
+        Args:
+            items: Translations by cache key, a request's worth.
+
+        Raises:
+            Exception: Any: the client logs it and returns the translations.
+        """
         ...
 
 
@@ -59,11 +76,28 @@ class AsyncCache(Protocol):
     """
 
     async def aget_many(self, keys: Sequence[str]) -> Mapping[str, str]:
-        """Return the translations found, by key; a key not found is left out."""
+        """Return the translations stored for ``keys``.
+
+        Args:
+            keys: Cache keys, a request's worth.
+
+        Returns:
+            The translations found, by key; a key not found is left out.
+
+        Raises:
+            Exception: Any: the client logs it and sends the texts.
+        """
         ...
 
     async def aset_many(self, items: Mapping[str, str]) -> None:
-        """Store these translations, by key."""
+        """Store new translations.
+
+        Args:
+            items: Translations by cache key, a request's worth.
+
+        Raises:
+            Exception: Any: the client logs it and returns the translations.
+        """
         ...
 
 

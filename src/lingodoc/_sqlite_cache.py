@@ -179,6 +179,9 @@ class SQLiteCache:
     def stats(self) -> CacheStats:
         """Return what the file holds, every namespace included.
 
+        Returns:
+            Its entries, namespaces, oldest and newest entries, and size on disk.
+
         Raises:
             sqlite3.Error: If the file cannot be read.
         """

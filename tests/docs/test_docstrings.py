@@ -78,7 +78,9 @@ RAISES_NOTHING = {
 }
 # Classes users do not construct, and why; they list their Attributes: instead.
 NOT_CONSTRUCTED = {
+    "lingodoc.AsyncCache": "a protocol, for users' own caches",
     "lingodoc.BulkProgress": "passed to translate_many's on_progress",
+    "lingodoc.Cache": "a protocol, for users' own caches",
     "lingodoc.PartialTranslations": "carried by translate_many's errors",
     "lingodoc.emulator.Clock": "a protocol, for users' own clocks",
     "lingodoc.emulator.EmulatorServer": "yielded by Emulator.serve()",
