@@ -1,0 +1,714 @@
+"""lingodoc.RedisCache, against a real redis-server that this module starts (never a fake).
+
+The tests that need the server are marked ``redis``: the suite leaves them out by default
+(pyproject.toml's addopts), for a machine without Redis; CI runs them apart, with
+``python -m pytest -m redis -n 0``, after installing Debian's redis-server. Under ``CI=true``
+a missing redis-server fails them rather than skipping them. The tests that need no server
+(the URL's masking, the missing extra, a Redis that is down or never answers) run everywhere.
+
+The async tests run ``[sync]``, ``[async]`` (redis.asyncio on asyncio) and ``[async-trio]``
+(the sync methods in a worker thread): tests/conftest.py's pytest_generate_tests. The
+backoff is checked on the fake clock of tests/conftest.py, an entry's expiry with PTTL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import logging
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import redis
+
+import lingodoc
+from lingodoc._redis_cache import RedisCache
+from lingodoc.testing import FakeClock
+
+PASSWORD = "hunter2-never-shown"
+NAMESPACE = "acct:7"
+K1, K2, K3 = "1" * 64, "ab" * 32, "f" * 64
+STARTUP_DEADLINE = 10.0  # seconds a redis-server may take to accept connections
+CHILD_DEADLINE = 30.0  # seconds the parent waits for a forked child's report
+
+
+# redis-server, started by the tests -------------------------------------------------------
+
+
+def free_port() -> int:
+    """A port nothing listens on now: connecting to it is refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class RedisServer:
+    """A redis-server on 127.0.0.1, without persistence, in a directory of its own."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self._directory = tempfile.TemporaryDirectory(prefix="lingodoc-redis-")
+        command = [
+            "redis-server", "--port", str(port), "--bind", "127.0.0.1",
+            "--save", "", "--appendonly", "no", "--logfile", "",
+        ]  # fmt: skip
+        self._process = subprocess.Popen(
+            command,
+            cwd=self._directory.name,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        self._output: list[bytes] = []
+        self._ready = threading.Event()
+        # Its log is read to the end (a full pipe would stop the server); its readiness too.
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.admin = redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
+
+    def _read(self) -> None:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            self._output.append(line)
+            if b"Ready to accept connections" in line:
+                self._ready.set()
+        self._ready.set()  # it exited: wait_ready() says so
+
+    def wait_ready(self) -> None:
+        if not self._ready.wait(STARTUP_DEADLINE) or self._process.poll() is not None:
+            log = b"".join(self._output).decode(errors="replace")
+            raise RuntimeError(f"redis-server on port {self.port} did not start:\n{log}")
+        assert self.admin.ping()
+
+    def stop(self) -> None:
+        self.admin.close()
+        self._process.terminate()
+        try:
+            self._process.wait(10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._reader.join(10)
+        assert self._process.stdout is not None
+        self._process.stdout.close()
+        self._directory.cleanup()
+
+    def info(self, section: str) -> dict[str, Any]:
+        return dict(self.admin.info(section))
+
+    def connections_received(self) -> int:
+        """Connections the server accepted since it started (the admin's among them)."""
+        return int(self.info("stats")["total_connections_received"])
+
+    def calls(self, command: str) -> int:
+        """How often ``command`` ran since the last CONFIG RESETSTAT."""
+        return int(self.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+
+    def clients(self) -> int:
+        return int(self.info("clients")["connected_clients"])
+
+    def wait_clients(self, count: int) -> int:
+        """The connected clients once they are ``count`` (a closed connection is seen a little
+        later), or as they are after 5 s."""
+        deadline = time.monotonic() + 5
+        while (now := self.clients()) != count and time.monotonic() < deadline:
+            time.sleep(0.005)  # the server's own pace, not a wait of the cache's
+        return now
+
+
+@contextmanager
+def running_redis(port: int | None = None) -> Iterator[RedisServer]:
+    """A redis-server on ``port`` (a free one by default; tried anew if it was taken)."""
+    for attempt in range(3):
+        server = RedisServer(free_port() if port is None else port)
+        try:
+            server.wait_ready()
+        except RuntimeError:
+            server.stop()
+            if port is not None or attempt == 2:
+                raise
+            continue
+        try:
+            yield server
+        finally:
+            server.stop()
+        return
+
+
+def require_redis_server() -> None:
+    """Skip the test without redis-server; fail it under CI, where a skip is not a pass."""
+    if shutil.which("redis-server") is None:
+        reason = "redis-server is not installed (apt-get install -y redis-server)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}: under CI the redis tests must run, not be skipped")
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def redis_installed() -> None:
+    """For a test that starts a redis-server of its own (running_redis)."""
+    require_redis_server()
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    require_redis_server()
+    with running_redis() as server:
+        yield server
+
+
+@pytest.fixture
+def server(redis_server: RedisServer) -> RedisServer:
+    """The module's redis-server, emptied, its command counts reset."""
+    redis_server.admin.flushall()
+    redis_server.admin.config_resetstat()
+    return redis_server
+
+
+# Servers that do not work -------------------------------------------------------------------
+
+
+class SilentServer:
+    """Accepts connections (the kernel does, into its backlog) and never answers."""
+
+    def __init__(self) -> None:
+        self._socket = socket.socket()
+        self._socket.bind(("127.0.0.1", 0))
+        self._socket.listen(64)
+        self._socket.setblocking(False)
+        self.port = int(self._socket.getsockname()[1])
+        self._accepted: list[socket.socket] = []
+
+    def connections(self) -> int:
+        """The connections made to it so far (each kept open, never answered)."""
+        while True:
+            try:
+                accepted, _ = self._socket.accept()
+            except BlockingIOError:
+                return len(self._accepted)
+            self._accepted.append(accepted)
+
+    def close(self) -> None:
+        for accepted in self._accepted:
+            accepted.close()
+        self._socket.close()
+
+
+@pytest.fixture
+def silent() -> Iterator[SilentServer]:
+    server = SilentServer()
+    yield server
+    server.close()
+
+
+# Both flavours ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def flavour(request: pytest.FixtureRequest) -> str:
+    """ "sync" or "async", on asyncio and trio (tests/conftest.py: pytest_generate_tests)."""
+    return str(request.param)
+
+
+@pytest.fixture
+async def make(anyio_backend: str) -> AsyncIterator[Callable[..., RedisCache]]:
+    """Make caches; each is closed after the test, in the test's event loop (aclose)."""
+    made: list[RedisCache] = []
+
+    def making(*args: Any, **kwargs: Any) -> RedisCache:
+        cache = RedisCache(*args, **kwargs)
+        made.append(cache)
+        return cache
+
+    yield making
+    for cache in made:
+        await cache.aclose()
+
+
+async def get(cache: RedisCache, flavour: str, keys: Sequence[str]) -> Mapping[str, str]:
+    if flavour == "sync":
+        return cache.get_many(keys)
+    return await cache.aget_many(keys)
+
+
+async def put(cache: RedisCache, flavour: str, items: Mapping[str, str]) -> None:
+    if flavour == "sync":
+        cache.set_many(items)
+    else:
+        await cache.aset_many(items)
+
+
+def records(caplog: pytest.LogCaptureFixture, level: int = logging.DEBUG) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "lingodoc" and r.levelno >= level]
+
+
+# The URL's password is never shown --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("redis://:hunter2-never-shown@host:6379/0", "redis://:****@host:6379/0"),
+        ("redis://app:hunter2-never-shown@cache.internal:6380/2", "redis://app:****@cache.internal:6380/2"),
+        ("rediss://default:hunter2%2Dnever%2Dshown@host/0", "rediss://default:****@host/0"),
+        ("unix:///run/redis.sock?db=1&password=hunter2-never-shown", "unix:///run/redis.sock?db=1&password=****"),
+        ("redis://localhost:6379/0", "redis://localhost:6379/0"),
+        ("redis://app@host/0", "redis://app@host/0"),
+        ("redis://host/0?client_name=app@host", "redis://host/0?client_name=app@host"),
+    ],
+)  # fmt: skip
+def test_repr_shows_the_url_with_its_password_masked(url: str, expected: str) -> None:
+    cache = RedisCache(url, namespace=NAMESPACE)
+    assert repr(cache) == f"RedisCache(url={expected!r}, namespace={NAMESPACE!r}, ttl=None)"
+    assert PASSWORD not in str(cache)
+    cache.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://:hunter2-never-shown@localhost:6379/0",  # not a Redis scheme
+        "redis://:hunter2-never-shown@localhost:99999/0",  # port out of range
+        "redis://:hunter2-never-shown@localhost:port/0",  # port not a number
+        "redis://:hunter2-never-shown@[::1/0",  # an IPv6 address not closed
+        "redis://:hunter2-never-shown@localhost/0?db=first",  # a query value of the wrong type
+        "redis://localhost/0?password=hunter2-never-shown&socket_timeout=x",
+        "redis://:hunter2%2Dnever%2Dshown@localhost:99999/0",  # the password percent-encoded
+        "redis://:hunter2/never-shown@localhost:6379/0",  # a "/" in it not percent-encoded
+        "redis://app:hunter2/never-shown@localhost:6379/0",
+    ],
+)
+def test_a_bad_url_is_a_configuration_error_that_never_shows_the_password(url: str) -> None:
+    with pytest.raises(lingodoc.ConfigurationError) as raised:
+        RedisCache(url)
+    error = raised.value
+    shown = [str(error), repr(error), "".join(traceback.format_exception(error))]
+    for text in shown:
+        assert "hunter2" not in text
+    assert "****" in str(error)
+    assert "redis-py refuses the URL" in str(error)
+
+
+def test_without_redis_py_the_error_names_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)  # import redis: ImportError
+    with pytest.raises(lingodoc.ConfigurationError, match=r'pip install "lingodoc\[redis\]"'):
+        RedisCache()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"ttl": 0}, "ttl must be a finite number of seconds, more than 0"),
+        ({"ttl": -5}, "ttl must be a finite number of seconds, more than 0"),
+        ({"ttl": float("inf")}, "ttl must be a finite number of seconds"),
+        ({"ttl": 0.0001}, "ttl must be at least 0.001 seconds"),
+        ({"ttl": "60"}, "ttl must be a number of seconds, not '60'"),
+        ({"ttl": True}, "ttl must be a number of seconds, not True"),
+        ({"socket_timeout": 0}, "socket_timeout must be a finite number of seconds, more than 0"),
+        ({"socket_timeout": float("nan")}, "socket_timeout must be a finite number"),
+        ({"retry_after": -1}, "retry_after must be a finite number of seconds, 0 or more"),
+        ({"namespace": ""}, "namespace must not be empty: give None for no namespace"),
+        ({"namespace": 7}, "namespace must be a str or None, not 7"),
+        ({"url": b"redis://localhost"}, "url must be a str, not bytes"),
+    ],
+)
+def test_options_out_of_range_are_refused(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(lingodoc.ConfigurationError, match=message.replace("(", r"\(")):
+        RedisCache(**options)
+
+
+def test_retry_after_may_be_zero() -> None:
+    RedisCache(retry_after=0).close()
+
+
+async def test_a_key_that_is_not_a_digest_is_refused(
+    flavour: str, make: Callable[..., RedisCache]
+) -> None:
+    cache = make(f"redis://127.0.0.1:{free_port()}/0")
+    for key in ["1" * 63, "A" * 64, "g" * 64, "1" * 65, f"{'1' * 63}:"]:
+        with pytest.raises(lingodoc.InvalidArgument, match="64 lowercase hex characters"):
+            await get(cache, flavour, [key])
+        with pytest.raises(lingodoc.InvalidArgument, match="64 lowercase hex characters"):
+            await put(cache, flavour, {key: "text"})
+    with pytest.raises(lingodoc.InvalidArgument, match="must be a str, not b'text'"):
+        await put(cache, flavour, {K1: b"text"})  # type: ignore[dict-item]
+
+
+# A Redis that is down or never answers --------------------------------------------------------
+
+
+async def test_a_refused_connection_finds_nothing_stores_nothing_and_warns_once(
+    flavour: str, make: Callable[..., RedisCache], caplog: pytest.LogCaptureFixture
+) -> None:
+    port = free_port()
+    cache = make(f"redis://:{PASSWORD}@127.0.0.1:{port}/0", socket_timeout=0.5)
+    started = time.monotonic()
+    with caplog.at_level(logging.DEBUG, logger="lingodoc"):
+        assert await get(cache, flavour, [K1, K2]) == {}
+        await put(cache, flavour, {K1: "Hallo"})
+        assert await get(cache, flavour, [K1]) == {}
+    assert time.monotonic() - started < 1.5
+    warnings_logged = records(caplog, logging.WARNING)
+    assert len(warnings_logged) == 1
+    assert (
+        f"Redis at redis://:****@127.0.0.1:{port}/0 failed (ConnectionError: "
+        in (warnings_logged[0])
+    )
+    assert f"Error {errno.ECONNREFUSED} connecting to 127.0.0.1:{port}" in warnings_logged[0]
+    assert "not tried again for 30 s" in warnings_logged[0]
+    assert not any(PASSWORD in message for message in records(caplog))
+
+
+async def test_a_server_that_never_answers_is_cut_at_the_socket_timeout_then_left_alone(
+    flavour: str,
+    make: Callable[..., RedisCache],
+    silent: SilentServer,
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cache = make(f"redis://127.0.0.1:{silent.port}/0", socket_timeout=0.25, retry_after=30)
+    with caplog.at_level(logging.DEBUG, logger="lingodoc"):
+        started = time.monotonic()
+        assert await get(cache, flavour, [K1]) == {}
+        took = time.monotonic() - started
+        assert 0.2 <= took < 2.0
+        assert silent.connections() == 1
+        warned = records(caplog, logging.WARNING)
+        assert len(warned) == 1
+        assert "Timeout" in warned[0]
+        # Within retry_after: no call tries Redis, none waits, none warns.
+        started = time.monotonic()
+        clock.advance(29.9)
+        assert await get(cache, flavour, [K1, K2]) == {}
+        await put(cache, flavour, {K1: "Hallo"})
+        assert time.monotonic() - started < 0.2
+        assert silent.connections() == 1
+        # Then one try, which fails again: the same outage, no second warning.
+        clock.advance(0.1)
+        assert await get(cache, flavour, [K1]) == {}
+        assert silent.connections() == 2
+        assert await get(cache, flavour, [K1]) == {}  # and it waits again
+        assert silent.connections() == 2
+    assert len(records(caplog, logging.WARNING)) == 1
+
+
+async def test_on_trio_the_async_methods_run_the_sync_ones_in_a_worker_thread(
+    anyio_backend: str, make: Callable[..., RedisCache], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = make(f"redis://127.0.0.1:{free_port()}/0")
+    threads: list[tuple[str, threading.Thread]] = []
+
+    def spy(name: str) -> Callable[..., Any]:
+        method = getattr(cache, name)
+
+        def called(*args: Any) -> Any:
+            threads.append((name, threading.current_thread()))
+            return method(*args)
+
+        return called
+
+    monkeypatch.setattr(cache, "get_many", spy("get_many"))
+    monkeypatch.setattr(cache, "set_many", spy("set_many"))
+    assert await cache.aget_many([K1]) == {}
+    await cache.aset_many({K1: "Hallo"})
+    if anyio_backend == "trio":
+        assert [name for name, _ in threads] == ["get_many", "set_many"]
+        assert all(thread is not threading.current_thread() for _, thread in threads)
+    else:  # redis.asyncio, in the event loop
+        assert threads == []
+
+
+# Against a real redis-server --------------------------------------------------------------
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("namespace", [NAMESPACE, None])
+async def test_translations_are_stored_under_the_namespaced_key_and_found_again(
+    flavour: str, make: Callable[..., RedisCache], server: RedisServer, namespace: str | None
+) -> None:
+    cache = make(server.url, namespace=namespace)
+    texts = {K1: "Hallo Welt", K2: "Grüße, 你好 🎉 and a lone surrogate \ud800"}
+    await put(cache, flavour, texts)
+    assert await get(cache, flavour, [K1, K2, K3]) == texts
+    prefix = "lingodoc:" if namespace is None else f"lingodoc:{namespace}:"
+    assert sorted(server.admin.keys("*")) == [f"{prefix}{K1}".encode(), f"{prefix}{K2}".encode()]
+    assert server.admin.get(f"{prefix}{K1}") == b"Hallo Welt"
+    assert server.admin.get(f"{prefix}{K2}") == texts[K2].encode("utf-8", "surrogatepass")
+    assert server.admin.ttl(f"{prefix}{K1}") == -1  # no ttl: no expiry
+    # Another namespace is another cache.
+    other = make(server.url, namespace="acct:8")
+    assert await get(other, flavour, [K1, K2]) == {}
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize(("ttl", "least", "most"), [(60, 59_000, 60_000), (0.25, 1, 250)])
+async def test_a_ttl_expires_each_entry_that_long_after_it_is_stored(
+    flavour: str,
+    make: Callable[..., RedisCache],
+    server: RedisServer,
+    ttl: float,
+    least: int,
+    most: int,
+) -> None:
+    cache = make(server.url, ttl=ttl)
+    await put(cache, flavour, {K1: "Hallo", K2: "Welt"})
+    for key in (K1, K2):
+        assert least <= server.admin.pttl(f"lingodoc:{key}") <= most
+
+
+@pytest.mark.redis
+async def test_a_lookup_is_one_mget_and_a_store_set_commands_without_a_transaction(
+    flavour: str, make: Callable[..., RedisCache], server: RedisServer
+) -> None:
+    cache = make(server.url)
+    await put(cache, flavour, {K1: "a", K2: "b", K3: "c"})
+    assert await get(cache, flavour, [K1, K2, K3]) == {K1: "a", K2: "b", K3: "c"}
+    assert server.calls("set") == 3
+    assert server.calls("mget") == 1
+    assert server.calls("get") == server.calls("multi") == server.calls("exec") == 0
+
+
+@pytest.mark.redis
+async def test_nothing_is_sent_for_no_keys(
+    flavour: str, make: Callable[..., RedisCache], server: RedisServer
+) -> None:
+    cache = make(server.url)
+    before = server.connections_received()
+    assert await get(cache, flavour, []) == {}
+    await put(cache, flavour, {})
+    assert server.connections_received() == before
+    assert server.calls("mget") == server.calls("set") == 0
+
+
+@pytest.mark.redis
+async def test_a_value_that_is_not_utf8_is_a_miss(
+    flavour: str, make: Callable[..., RedisCache], server: RedisServer
+) -> None:
+    server.admin.set(f"lingodoc:{K1}", b"\xff\xfe not ours")
+    server.admin.set(f"lingodoc:{K2}", b"ours")
+    assert await get(make(server.url), flavour, [K1, K2]) == {K2: "ours"}
+
+
+@pytest.mark.redis
+async def test_a_redis_that_comes_back_is_used_again_after_retry_after(
+    flavour: str,
+    make: Callable[..., RedisCache],
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+    redis_installed: None,
+) -> None:
+    port = free_port()
+    cache = make(f"redis://:{PASSWORD}@127.0.0.1:{port}/0", retry_after=10)
+    with caplog.at_level(logging.DEBUG, logger="lingodoc"):
+        assert await get(cache, flavour, [K1]) == {}  # down: refused
+        assert len(records(caplog, logging.WARNING)) == 1
+        with running_redis(port) as server:
+            server.admin.config_set("requirepass", PASSWORD)
+            server.admin.auth(PASSWORD)
+            received = server.connections_received()
+            # Up, but within retry_after: not tried.
+            assert await get(cache, flavour, [K1]) == {}
+            await put(cache, flavour, {K1: "Hallo"})
+            assert server.connections_received() == received
+            assert server.admin.exists(f"lingodoc:{K1}") == 0
+            clock.advance(10)
+            await put(cache, flavour, {K1: "Hallo"})
+            assert await get(cache, flavour, [K1]) == {K1: "Hallo"}
+            back = [m for m in records(caplog, logging.INFO) if "answers again" in m]
+            assert back == [f"RedisCache: Redis at redis://:****@127.0.0.1:{port}/0 answers "
+                            "again; the cache is back"]  # fmt: skip
+        # Down again: a new outage, a new warning.
+        assert await get(cache, flavour, [K1]) == {}
+        assert await get(cache, flavour, [K1]) == {}
+    assert len(records(caplog, logging.WARNING)) == 2
+    assert len([m for m in records(caplog, logging.INFO) if "answers again" in m]) == 1
+    assert not any(PASSWORD in message for message in records(caplog))
+
+
+@pytest.mark.redis
+async def test_a_wrong_password_goes_on_without_the_cache_and_is_never_shown(
+    flavour: str,
+    make: Callable[..., RedisCache],
+    caplog: pytest.LogCaptureFixture,
+    redis_installed: None,
+) -> None:
+    with running_redis() as server:
+        server.admin.config_set("requirepass", "the-right-one")
+        cache = make(f"redis://:{PASSWORD}@127.0.0.1:{server.port}/0")
+        with caplog.at_level(logging.DEBUG, logger="lingodoc"):
+            assert await get(cache, flavour, [K1]) == {}
+            await put(cache, flavour, {K1: "Hallo"})
+    warned = records(caplog, logging.WARNING)
+    assert len(warned) == 1
+    assert "AuthenticationError" in warned[0]
+    assert not any(PASSWORD in message for message in records(caplog))
+
+
+@pytest.mark.redis
+async def test_close_releases_the_connections_and_the_cache_connects_again_after(
+    flavour: str, server: RedisServer
+) -> None:
+    alone = server.clients()  # the admin's connection
+    async with RedisCache(server.url) as cache:
+        await put(cache, flavour, {K1: "Hallo"})
+        assert server.clients() == alone + 1
+    assert server.wait_clients(alone) == alone
+    assert await get(cache, flavour, [K1]) == {K1: "Hallo"}
+    await cache.aclose()
+    assert server.wait_clients(alone) == alone
+    with RedisCache(server.url) as cache:
+        assert cache.get_many([K1]) == {K1: "Hallo"}
+        assert server.clients() == alone + 1
+    assert server.wait_clients(alone) == alone
+
+
+@pytest.mark.redis
+def test_each_event_loop_has_a_client_of_its_own(server: RedisServer) -> None:
+    cache = RedisCache(server.url)
+    errors: list[BaseException] = []
+
+    async def work(name: str) -> None:
+        try:
+            for index in range(20):
+                key = f"{name}{index:02d}".ljust(64, "0")
+                await cache.aset_many({key: f"{name} {index}"})
+                assert await cache.aget_many([key]) == {key: f"{name} {index}"}
+        finally:
+            await cache.aclose()
+
+    def in_a_loop_of_its_own(name: str) -> None:
+        try:
+            asyncio.run(work(name))
+        except BaseException as exc:
+            errors.append(exc)
+
+    before = server.connections_received()
+    threads = [threading.Thread(target=in_a_loop_of_its_own, args=(n,)) for n in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert not any(thread.is_alive() for thread in threads)
+    asyncio.run(work("d"))  # and a loop after them, in this thread
+    assert errors == []
+    assert server.connections_received() - before >= 4
+    assert len(server.admin.keys("lingodoc:*")) == 80
+    cache.close()
+
+
+@pytest.mark.redis
+def test_threads_share_one_cache(server: RedisServer) -> None:
+    with RedisCache(server.url) as cache:
+        found: dict[str, Mapping[str, str]] = {}
+
+        def work(name: str) -> None:
+            keys = [f"{name}{index:02d}".ljust(64, "0") for index in range(50)]
+            for key in keys:
+                cache.set_many({key: key[:3]})
+            found[name] = cache.get_many(keys)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in "abcdef"]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    assert sorted(found) == list("abcdef")
+    for name, translations in found.items():
+        assert len(translations) == 50
+        assert all(value == key[:3] and key.startswith(name) for key, value in translations.items())
+
+
+# fork -----------------------------------------------------------------------------------------
+
+
+def in_child(work: Callable[[], object]) -> Any:
+    """Run ``work`` in a forked child; return what it returned (JSON), or raise what it raised.
+
+    The child reports through a pipe and leaves with ``os._exit``: nothing of pytest runs twice.
+    """
+    read_end, write_end = os.pipe()
+    with warnings.catch_warnings():
+        # Python 3.12+ warns that forking a process with threads (the redis-server's log
+        # reader) may deadlock the child; this child takes none of their locks.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 0
+        try:
+            os.close(read_end)
+            try:
+                report: dict[str, Any] = {"result": work()}
+            except BaseException as exc:
+                report = {"error": f"{type(exc).__name__}: {exc}"}
+            os.write(write_end, json.dumps(report).encode())
+        except BaseException:
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    try:
+        ready, _, _ = select.select([read_end], [], [], CHILD_DEADLINE)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        chunks = []
+        while ready and (chunk := os.read(read_end, 65536)):
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        _, code = os.waitpid(pid, 0)
+    assert ready, f"the child did not report within {CHILD_DEADLINE} s"
+    assert code == 0, f"the child exited with {code}"
+    report = json.loads(b"".join(chunks))
+    if "error" in report:
+        raise AssertionError(f"in the child: {report['error']}")
+    return report["result"]
+
+
+@pytest.mark.redis
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+@pytest.mark.parametrize("child_flavour", ["sync", "async"])
+def test_a_forked_child_uses_connections_of_its_own(
+    server: RedisServer, child_flavour: str
+) -> None:
+    with RedisCache(server.url, namespace=NAMESPACE) as cache:
+        cache.set_many({K1: "parent"})
+        assert cache.get_many([K1]) == {K1: "parent"}  # the parent's connection, pooled
+        before = server.connections_received()
+
+        def child() -> dict[str, str]:
+            # Celery prefork, gunicorn: the child goes on with the parent's cache object.
+            if child_flavour == "sync":
+                with cache:  # closed in the child too: the parent's connection stays open
+                    cache.set_many({K2: "child"})
+                    return dict(cache.get_many([K1, K2]))
+
+            async def work() -> dict[str, str]:
+                async with cache:
+                    await cache.aset_many({K2: "child"})
+                    return dict(await cache.aget_many([K1, K2]))
+
+            return asyncio.run(work())
+
+        assert in_child(child) == {K1: "parent", K2: "child"}
+        # The child opened one connection; the parent's still works, and was not replaced.
+        assert server.connections_received() == before + 1
+        assert cache.get_many([K1, K2]) == {K1: "parent", K2: "child"}
+        assert server.connections_received() == before + 1
