@@ -315,8 +315,9 @@ def logging_restored() -> Iterator[None]:
 @pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=lambda page: page.name)
 @pytest.mark.usefixtures("logging_restored")
 def test_runnable_blocks_run_and_print_what_the_page_shows(
-    page: Path, served_emulator: Emulator
+    page: Path, served_emulator: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # where a page's files go (a cache, a corpus)
     namespace: dict[str, Any] = {"__name__": "__main__"}
     clients: Clients = []
     loop = asyncio.new_event_loop()  # for blocks with a top-level await
