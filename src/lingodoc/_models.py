@@ -224,7 +224,10 @@ class _Result(BaseModel, extra="allow"):
 
 def origin_of(result: _Result) -> Origin:
     """The origin of ``result``: where it came from (none for one built by hand)."""
-    return result._found_origin
+    try:
+        return _get_origin(result)
+    except AttributeError:  # built by hand
+        return Origin(None, None)
 
 
 # The slot's own accessors: pydantic's __setattr__ takes only fields.
