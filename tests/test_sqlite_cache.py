@@ -5,6 +5,7 @@ The file is real (a temporary directory); times are the fake clock's.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -140,7 +141,7 @@ def test_a_kill_9_in_the_middle_of_writes_leaves_a_usable_cache(tmp_path: Path) 
     cache = lingodoc.SQLiteCache(path)
     keys = [f"beef{round_:060x}" for round_ in range(200)]
     assert len(cache.get_many(keys)) == 200
-    with sqlite3.connect(path) as connection:
+    with contextlib.closing(sqlite3.connect(path)) as connection, connection:
         assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     cache.set_many({"after": "the crash"})
     assert cache.get_many(["after"]) == {"after": "the crash"}
@@ -153,7 +154,7 @@ def test_a_damaged_cache_is_moved_aside_with_one_warning_and_a_new_one_started(
     cache = lingodoc.SQLiteCache(path)
     cache.set_many(entries(2_000))
     cache.close()
-    with sqlite3.connect(path) as connection:
+    with contextlib.closing(sqlite3.connect(path)) as connection, connection:
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     damaged = bytearray(path.read_bytes())
     damaged[4096:] = b"\xff" * (len(damaged) - 4096)  # every page but the first
@@ -184,7 +185,7 @@ def test_a_file_that_is_not_a_lingodoc_cache_is_refused_and_left_alone(
     if kind == "a text file":
         path.write_text("my notes\n")
     else:
-        with sqlite3.connect(path) as connection:
+        with contextlib.closing(sqlite3.connect(path)) as connection, connection:
             connection.execute("CREATE TABLE users (name TEXT)")
     before = path.read_bytes()
     with pytest.raises(lingodoc.ConfigurationError, match="is not a lingodoc cache") as caught:
@@ -211,7 +212,7 @@ def test_a_forked_child_uses_the_cache_and_the_parent_goes_on(tmp_path: Path) ->
         assert pipe.read() == repr([("child", "wrote"), ("parent", "before")])
     assert os.waitpid(pid, 0)[1] == 0
     assert cache.get_many(["parent", "child"]) == {"parent": "before", "child": "wrote"}
-    with sqlite3.connect(tmp_path / "cache.db") as connection:
+    with contextlib.closing(sqlite3.connect(tmp_path / "cache.db")) as connection, connection:
         assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 

@@ -1,8 +1,9 @@
 """`SQLiteCache`: the built-in translation cache, one SQLite file (the standard library's).
 
-Each thread of each process has its own connection; the file is in WAL mode with a busy
-timeout, so readers never wait and writers wait their turn. A connection made before a
-``fork`` is left alone in the child (closing it there could undo the parent's locks).
+Each process has one connection, which its threads take in turn (a lookup or a store is
+short); the file is in WAL mode with a busy timeout, so the processes' readers never wait
+and their writers wait their turn. A connection made before a ``fork`` is never used nor
+closed in the child: SQLite forbids it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple, TypeVar
@@ -52,9 +54,21 @@ class CacheStats(NamedTuple):
     size: int
 
 
-class _Connection(threading.local):
-    connection: sqlite3.Connection | None = None
-    made: tuple[int, int] = (0, 0)  # the process and the generation it was made in
+class _Handle:
+    """A process's connection to the file, and which file it is (device, inode)."""
+
+    __slots__ = ("connection", "file", "pid")
+
+    def __init__(self) -> None:
+        self.connection: sqlite3.Connection | None = None
+        self.file: tuple[int, int] | None = None
+        self.pid = os.getpid()
+
+    def close(self) -> None:
+        """Close the connection, unless it is the parent's (made before a fork)."""
+        connection, self.connection = self.connection, None
+        if connection is not None and self.pid == os.getpid():
+            connection.close()
 
 
 class SQLiteCache:
@@ -100,12 +114,12 @@ class SQLiteCache:
         self.max_age = None if max_age is None else _seconds(max_age, "max_age")
         """Seconds after which an entry is a miss; ``None``: never."""
         self._timeout = _seconds(timeout, "timeout")
-        self._local = _Connection()
         self._lock = threading.Lock()
-        self._generation = 1  # a damaged file replaced: each thread connects again
-        self._file: tuple[int, int] | None = None  # (device, inode) of the file in use
-        # Connections inherited through fork: never used nor closed in the child.
-        self._inherited: list[sqlite3.Connection] = []
+        self._handle = _Handle()
+        # Closed when the cache is collected, or at exit, if close() was not called.
+        self._finalizer = weakref.finalize(self, _Handle.close, self._handle)
+        # Handles inherited through fork: kept, so that collecting them closes nothing.
+        self._inherited: list[_Handle] = []
         self._run(lambda connection: None)  # refuse another program's file now
 
     def __repr__(self) -> str:
@@ -121,10 +135,9 @@ class SQLiteCache:
         self.close()
 
     def close(self) -> None:
-        """Close this thread's connection (another thread's closes when that thread ends)."""
-        connection, self._local.connection = self._local.connection, None
-        if connection is not None and self._local.made[0] == os.getpid():
-            connection.close()
+        """Close the connection; a later lookup or store opens it again."""
+        with self._lock:
+            self._handle.close()
 
     def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
         """Return the translations stored for ``keys`` (one query per 500 keys).
@@ -222,36 +235,30 @@ class SQLiteCache:
         return self._run(delete)
 
     def _run(self, step: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``step`` on this thread's connection; a damaged file is replaced, once."""
-        connection = self._connection()
-        try:
-            return step(connection)
-        except sqlite3.DatabaseError as exc:
-            if type(exc) is not sqlite3.DatabaseError:  # locked, busy, full disk...
-                raise
-            self._replace_damaged(exc)
-        return step(self._connection())
+        """Run ``step`` on the connection; a damaged file is replaced, once."""
+        if self._handle.pid != os.getpid():  # a child of fork: its parent's lock may be held
+            self._lock = threading.Lock()
+        with self._lock:
+            try:
+                return step(self._connection())
+            except sqlite3.DatabaseError as exc:
+                if type(exc) is not sqlite3.DatabaseError:  # locked, busy, full disk...
+                    raise
+                self._replace_damaged(exc)
+            return step(self._connection())
 
     def _connection(self) -> sqlite3.Connection:
-        local, made = self._local, (os.getpid(), self._generation)
-        if local.connection is not None and local.made == made:
-            return local.connection
-        if local.connection is not None and local.made[0] != made[0]:
-            self._inherited.append(local.connection)
-        elif local.connection is not None:
-            local.connection.close()  # of a file replaced since
-        local.connection = None
-        try:
-            connection = self._open()
-        except sqlite3.DatabaseError as exc:
-            if type(exc) is not sqlite3.DatabaseError:
-                raise
-            self._replace_damaged(exc)
-            connection = self._open()
-        local.connection, local.made = connection, (os.getpid(), self._generation)
-        return connection
+        handle = self._handle
+        if handle.pid != os.getpid():  # made before a fork: the parent's
+            self._inherited.append(handle)
+            self._finalizer.detach()
+            handle = self._handle = _Handle()
+            self._finalizer = weakref.finalize(self, _Handle.close, handle)
+        if handle.connection is None:
+            handle.connection = self._open(handle)
+        return handle.connection
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self, handle: _Handle) -> sqlite3.Connection:
         """Connect to the file, created ``0600`` if missing; refuse another program's."""
         try:
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
@@ -264,7 +271,11 @@ class SQLiteCache:
             ) from None
         if header and (not header.startswith(_MAGIC) or _foreign_id(header)):
             raise self._not_ours()
-        connection = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
+        handle.file = status.st_dev, status.st_ino
+        # Used by one thread at a time (the cache's lock), whichever it is.
+        connection = sqlite3.connect(
+            self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+        )
         try:
             # Read before anything is written: another program's file is left as it was.
             ours = connection.execute("PRAGMA application_id").fetchone()[0] == _APPLICATION_ID
@@ -281,7 +292,6 @@ class SQLiteCache:
         except BaseException:
             connection.close()
             raise
-        self._file = status.st_dev, status.st_ino
         return connection
 
     def _not_ours(self) -> ConfigurationError:
@@ -291,24 +301,23 @@ class SQLiteCache:
         )
 
     def _replace_damaged(self, error: sqlite3.DatabaseError) -> None:
-        """Move a damaged cache aside and start anew, unless another thread or process did."""
-        with self._lock:
-            try:
-                status = os.stat(self.path)
-                same = (status.st_dev, status.st_ino) == self._file
-            except FileNotFoundError:
-                same = False
-            if same:
-                aside = f"{self.path}.damaged-{int(_clock.current().time())}-{os.getpid()}"
-                for suffix in ("", "-wal", "-shm"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.replace(self.path + suffix, aside + suffix)
-                logger.warning(
-                    "the translation cache %s is damaged (%s): moved aside to %s; "
-                    "a new cache is started",
-                    self.path, error, aside,
-                )  # fmt: skip
-            self._generation += 1
+        """Move the damaged file aside (unless another process did) and connect anew."""
+        self._handle.close()
+        try:
+            status = os.stat(self.path)
+            same = (status.st_dev, status.st_ino) == self._handle.file
+        except FileNotFoundError:
+            same = False
+        if same:
+            aside = f"{self.path}.damaged-{int(_clock.current().time())}-{os.getpid()}"
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.replace(self.path + suffix, aside + suffix)
+            logger.warning(
+                "the translation cache %s is damaged (%s): moved aside to %s; "
+                "a new cache is started",
+                self.path, error, aside,
+            )  # fmt: skip
 
 
 def _rows(query: str, values: list[Any]) -> Callable[[sqlite3.Connection], list[Any]]:

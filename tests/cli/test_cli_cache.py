@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -84,7 +85,7 @@ def test_another_programs_database_is_refused_as_the_cache(
     cli: RunCLI, emulator: Recorder, tmp_path: Path
 ) -> None:
     theirs = tmp_path / "app.db"
-    with sqlite3.connect(theirs) as connection:
+    with contextlib.closing(sqlite3.connect(theirs)) as connection, connection:
         connection.execute("CREATE TABLE users (name TEXT)")
     run = cli("batch", str(corpus(tmp_path, ["Hello"])), "--to", "de", "--cache", str(theirs))
     assert run.code == 2
