@@ -19,145 +19,30 @@ import json
 import logging
 import os
 import select
-import shutil
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
-import redis
 
 import lingodoc
 from lingodoc._redis_cache import RedisCache
 from lingodoc.testing import FakeClock
+from tests.redis_server import RedisServer, free_port, require_redis_server, running_redis
 
 PASSWORD = "hunter2-never-shown"
 NAMESPACE = "acct:7"
 K1, K2, K3 = "1" * 64, "ab" * 32, "f" * 64
-STARTUP_DEADLINE = 10.0  # seconds a redis-server may take to accept connections
 CHILD_DEADLINE = 30.0  # seconds the parent waits for a forked child's report
 
 
-# redis-server, started by the tests -------------------------------------------------------
-
-
-def free_port() -> int:
-    """A port nothing listens on now: connecting to it is refused."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class RedisServer:
-    """A redis-server on 127.0.0.1, without persistence, in a directory of its own."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.url = f"redis://127.0.0.1:{port}/0"
-        self._directory = tempfile.TemporaryDirectory(prefix="lingodoc-redis-")
-        command = [
-            "redis-server", "--port", str(port), "--bind", "127.0.0.1",
-            "--save", "", "--appendonly", "no", "--logfile", "",
-        ]  # fmt: skip
-        self._process = subprocess.Popen(
-            command,
-            cwd=self._directory.name,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-        self._output: list[bytes] = []
-        self._ready = threading.Event()
-        # Its log is read to the end (a full pipe would stop the server); its readiness too.
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        self.admin = redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
-
-    def _read(self) -> None:
-        assert self._process.stdout is not None
-        for line in self._process.stdout:
-            self._output.append(line)
-            if b"Ready to accept connections" in line:
-                self._ready.set()
-        self._ready.set()  # it exited: wait_ready() says so
-
-    def wait_ready(self) -> None:
-        if not self._ready.wait(STARTUP_DEADLINE) or self._process.poll() is not None:
-            log = b"".join(self._output).decode(errors="replace")
-            raise RuntimeError(f"redis-server on port {self.port} did not start:\n{log}")
-        assert self.admin.ping()
-
-    def stop(self) -> None:
-        self.admin.close()
-        self._process.terminate()
-        try:
-            self._process.wait(10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
-        self._reader.join(10)
-        assert self._process.stdout is not None
-        self._process.stdout.close()
-        self._directory.cleanup()
-
-    def info(self, section: str) -> dict[str, Any]:
-        return dict(self.admin.info(section))
-
-    def connections_received(self) -> int:
-        """Connections the server accepted since it started (the admin's among them)."""
-        return int(self.info("stats")["total_connections_received"])
-
-    def calls(self, command: str) -> int:
-        """How often ``command`` ran since the last CONFIG RESETSTAT."""
-        return int(self.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
-
-    def clients(self) -> int:
-        return int(self.info("clients")["connected_clients"])
-
-    def wait_clients(self, count: int) -> int:
-        """The connected clients once they are ``count`` (a closed connection is seen a little
-        later), or as they are after 5 s."""
-        deadline = time.monotonic() + 5
-        while (now := self.clients()) != count and time.monotonic() < deadline:
-            time.sleep(0.005)  # the server's own pace, not a wait of the cache's
-        return now
-
-
-@contextmanager
-def running_redis(port: int | None = None) -> Iterator[RedisServer]:
-    """A redis-server on ``port`` (a free one by default; tried anew if it was taken)."""
-    for attempt in range(3):
-        server = RedisServer(free_port() if port is None else port)
-        try:
-            server.wait_ready()
-        except RuntimeError:
-            server.stop()
-            if port is not None or attempt == 2:
-                raise
-            continue
-        try:
-            yield server
-        finally:
-            server.stop()
-        return
-
-
-def require_redis_server() -> None:
-    """Skip the test without redis-server; fail it under CI, where a skip is not a pass."""
-    if shutil.which("redis-server") is None:
-        reason = "redis-server is not installed (apt-get install -y redis-server)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason}: under CI the redis tests must run, not be skipped")
-        pytest.skip(reason)
+# redis-server, started by the tests (tests/redis_server.py) -------------------------------
 
 
 @pytest.fixture
