@@ -210,17 +210,34 @@ async def test_an_async_client_awaits_the_async_methods_and_a_client_calls_the_o
     assert ("awaited" in cache.stores[0]) is awaited
 
 
-def test_an_async_cache_alone_is_refused_by_a_client_and_taken_by_an_async_client() -> None:
-    class OnlyAsync:
-        async def aget_many(self, keys: Sequence[str]) -> Mapping[str, str]:
-            return {}
+class OnlyAsync:
+    """The async twins alone, storing in a dict."""
 
-        async def aset_many(self, items: Mapping[str, str]) -> None:
-            return None
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
 
+    async def aget_many(self, keys: Sequence[str]) -> Mapping[str, str]:
+        return {key: self.data[key] for key in keys if key in self.data}
+
+    async def aset_many(self, items: Mapping[str, str]) -> None:
+        self.data.update(items)
+
+
+def test_an_async_cache_alone_is_refused_by_a_client() -> None:
     with pytest.raises(lingodoc.ConfigurationError, match="get_many and set_many, such as"):
         lingodoc.Client(API_KEY, base_url=BASE_URL, cache=OnlyAsync())  # type: ignore[arg-type]
-    assert lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, cache=OnlyAsync()).is_closed is False
+
+
+async def test_an_async_cache_alone_serves_an_async_client(
+    routes: tuple[respx.Route, respx.Route],
+) -> None:
+    cache = OnlyAsync()
+    async with lingodoc.AsyncClient(API_KEY, base_url=BASE_URL, cache=cache) as client:
+        await client.translate("one", **LANGS)
+        again = await client.translate("one", **LANGS)
+    assert list(cache.data.values()) == ["[de] one"]
+    assert again.cached
+    assert routes[0].call_count == 1
 
 
 async def test_a_failing_cache_never_loses_a_translation_and_is_logged_once(
@@ -284,6 +301,8 @@ KEY_PARTS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("an extra_body type", {"extra_body": {"level": 1}}, {"extra_body": {"level": "1"}}),
     ("an extra_query parameter", {}, {"extra_query": {"model": "next"}}),
     ("an extra_query value", {"extra_query": {"model": "a"}}, {"extra_query": {"model": "b"}}),
+    ("the order of a repeated extra_query name", {"extra_query": {"g": ["a", "b"]}},
+     {"extra_query": {"g": ["b", "a"]}}),
 ]  # fmt: skip
 
 
@@ -311,6 +330,17 @@ async def test_headers_are_not_part_of_the_key(
     again = await call(cached, "translate", "Hello", extra_headers={"X-Trace": "2"}, **LANGS)
     assert again.cached
     assert routes[0].call_count == 1
+
+
+async def test_an_extra_body_that_json_cannot_sort_is_sent_and_not_cached(
+    cached: lingodoc.Client, routes: tuple[respx.Route, respx.Route]
+) -> None:
+    mixed = {"options": {1: "a", "b": "c"}}  # httpx sends it; sorted keys cannot be
+    for _ in range(2):
+        result = await call(cached, "translate", "Hello", extra_body=mixed, **LANGS)
+        assert result.translated_text == "[de] Hello"
+    assert routes[0].call_count == 2
+    assert store_of(cached).lookups == []
 
 
 async def test_an_extra_body_that_replaces_the_text_is_never_cached(

@@ -158,14 +158,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate(text, source_language, target_language, style, options)
-        consulted = await self._consult(call, [call.json["text"]], cache)
-        if consulted is None:
-            return await self._send(call)
-        result = None
-        if consulted.call is not None:
-            result = await self._send(consulted.call)
-            await consulted.cache.async_keep(consulted.entries([result.translated_text]))
-        return consulted.text_result(result)
+        return await self._translate(call, [call.json["text"]], cache)
 
     async def translate_batch(
         self,
@@ -206,26 +199,22 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate_batch(texts, source_language, target_language, options)
-        consulted = await self._consult(call, call.json["texts"], cache)
-        if consulted is None:
-            return await self._send(call)
-        result = None
-        if consulted.call is not None:
-            result = await self._send(consulted.call)
-            await consulted.cache.async_keep(consulted.entries(result.translations))
-        return consulted.batch_result(result)
+        return await self._translate(call, call.json["texts"], cache)
 
-    async def _consult(
-        self, call: Call[Any], texts: list[str], use: object
-    ) -> _cache.Consulted | None:
-        """Look ``call``'s texts up in the client's cache, if it consults one (``use``)."""
+    async def _translate(self, call: Call[T], texts: list[str], use: object) -> T:
+        """Send ``call``; with the client's cache (``use``: ``cache=``), only the texts missed."""
         cache_keys = self._cache_keys(call, use)
         if cache_keys is None:
-            return None
+            return await self._send(call)
         self._check_open()
-        store, keys = cache_keys
+        cache, keys = cache_keys
         keyed = [keys(text) for text in texts]
-        return _cache.Consulted(call, texts, keyed, await store.async_look_up(keyed), store)
+        consulted = _cache.Consulted(call, texts, keyed, await cache.async_look_up(keyed))
+        result = None if consulted.call is None else await self._send(consulted.call)
+        if result is not None:
+            await cache.async_keep(consulted.entries(result))
+        answer: T = consulted.result(result)
+        return answer
 
     async def translate_many(
         self,

@@ -123,7 +123,9 @@ class Keys:
 
 
 def keys_of(service: str, call: Call[Any], params: httpx.QueryParams | None) -> Keys | None:
-    """The keys of ``call``'s texts, or ``None`` if an ``extra_body`` field replaces the text.
+    """The keys of ``call``'s texts, or ``None``: the call is sent without the cache.
+
+    So is a call whose ``extra_body`` replaces the text, or whose keys JSON cannot sort.
 
     ``params``: those a caller's http client adds to each request.
     """
@@ -137,11 +139,16 @@ def keys_of(service: str, call: Call[Any], params: httpx.QueryParams | None) -> 
             body.update(options.body)
         if options.query is not None:
             query += options.query.multi_items()
-    # JSON escapes every control character: the NUL after it cannot be in it.
-    context = json.dumps(
-        [_KEY_VERSION, service, body, sorted(query)],
-        ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-    )  # fmt: skip
+    # By name only: the values of a repeated name keep their order, which the service sees.
+    query.sort(key=lambda item: item[0])
+    try:
+        # JSON escapes every control character: the NUL after it cannot be in it.
+        context = json.dumps(
+            [_KEY_VERSION, service, body, query],
+            ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+        )  # fmt: skip
+    except TypeError:  # an extra_body mapping with keys of mixed types: httpx sends it as is
+        return None
     return Keys(context.encode("utf-8", "surrogatepass") + b"\0")
 
 
@@ -247,18 +254,12 @@ class Consulted:
     ``call`` is what is left to send: ``None`` if the cache held every text.
     """
 
-    __slots__ = ("_found", "_keys", "_texts", "cache", "call", "template")
+    __slots__ = ("_found", "_keys", "call", "template")
 
     def __init__(
-        self,
-        template: Call[Any],
-        texts: list[str],
-        keys: list[str],
-        found: dict[str, str],
-        cache: CacheUse,
+        self, template: Call[Any], texts: list[str], keys: list[str], found: dict[str, str]
     ) -> None:
-        self.template, self._texts, self._keys, self._found = template, texts, keys, found
-        self.cache = cache  # where the translations sent are stored
+        self.template, self._keys, self._found = template, keys, found
         missing = [text for text, key in zip(texts, keys, strict=True) if key not in found]
         self.call: Call[Any] | None = None
         if len(missing) == len(texts):
@@ -269,15 +270,22 @@ class Consulted:
                 missing, body["source_language"], body["target_language"], template.options
             )
 
-    def entries(self, translations: Sequence[str]) -> dict[str, str]:
-        """The new translations of the texts sent, by key, to store."""
+    def entries(self, result: TextTranslation | BatchTranslation) -> dict[str, str]:
+        """The translations of the texts sent, by key, to store."""
         sent = [key for key in self._keys if key not in self._found]
+        if isinstance(result, _lazy.BatchTranslation):
+            translations = result.translations
+        else:
+            translations = [result.translated_text]
         return dict(zip(sent, translations, strict=True))
 
-    def text_result(self, result: TextTranslation | None) -> TextTranslation:
-        """``translate``'s result: the service's, or one from the cache."""
-        if result is not None:
-            return result
+    def result(self, result: Any) -> Any:
+        """The call's result: the service's, the cache's, or the two merged (a batch)."""
+        if "text" in self.template.json:
+            return result if result is not None else self._text()
+        return self._batch(result)
+
+    def _text(self) -> TextTranslation:
         body = self.template.json
         found = _lazy.TextTranslation.model_construct(
             translated_text=self._found[self._keys[0]],
@@ -287,13 +295,13 @@ class Consulted:
         _lazy.set_origin(found, _lazy.Origin(None, None, cache_hits=1))
         return found
 
-    def batch_result(self, result: BatchTranslation | None) -> BatchTranslation:
-        """``translate_batch``'s result: the translations in input order, found or sent.
+    def _batch(self, result: BatchTranslation | None) -> BatchTranslation:
+        """The translations in input order, found or sent.
 
         Its rate limit, request id and response are those of the request for the texts
         missed (``None`` if none was sent); ``cache_hits`` counts the texts found.
         """
-        hits = len(self._texts) - (0 if self.call is None else len(self.call.json["texts"]))
+        hits = len(self._keys) - (0 if self.call is None else len(self.call.json["texts"]))
         if result is not None and not hits:
             return result
         sent = iter(() if result is None else result.translations)

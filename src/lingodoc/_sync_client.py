@@ -152,14 +152,7 @@ class Client(BaseClient[httpx.Client]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate(text, source_language, target_language, style, options)
-        consulted = self._consult(call, [call.json["text"]], cache)
-        if consulted is None:
-            return self._send(call)
-        result = None
-        if consulted.call is not None:
-            result = self._send(consulted.call)
-            consulted.cache.keep(consulted.entries([result.translated_text]))
-        return consulted.text_result(result)
+        return self._translate(call, [call.json["text"]], cache)
 
     def translate_batch(
         self,
@@ -200,24 +193,22 @@ class Client(BaseClient[httpx.Client]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate_batch(texts, source_language, target_language, options)
-        consulted = self._consult(call, call.json["texts"], cache)
-        if consulted is None:
-            return self._send(call)
-        result = None
-        if consulted.call is not None:
-            result = self._send(consulted.call)
-            consulted.cache.keep(consulted.entries(result.translations))
-        return consulted.batch_result(result)
+        return self._translate(call, call.json["texts"], cache)
 
-    def _consult(self, call: Call[Any], texts: list[str], use: object) -> _cache.Consulted | None:
-        """Look ``call``'s texts up in the client's cache, if it consults one (``use``)."""
+    def _translate(self, call: Call[T], texts: list[str], use: object) -> T:
+        """Send ``call``; with the client's cache (``use``: ``cache=``), only the texts missed."""
         cache_keys = self._cache_keys(call, use)
         if cache_keys is None:
-            return None
+            return self._send(call)
         self._check_open()
-        store, keys = cache_keys
+        cache, keys = cache_keys
         keyed = [keys(text) for text in texts]
-        return _cache.Consulted(call, texts, keyed, store.look_up(keyed), store)
+        consulted = _cache.Consulted(call, texts, keyed, cache.look_up(keyed))
+        result = None if consulted.call is None else self._send(consulted.call)
+        if result is not None:
+            cache.keep(consulted.entries(result))
+        answer: T = consulted.result(result)
+        return answer
 
     def translate_many(
         self,
