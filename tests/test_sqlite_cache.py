@@ -177,22 +177,85 @@ def test_a_damaged_cache_is_moved_aside_with_one_warning_and_a_new_one_started(
     assert (tmp_path / aside[0]).read_bytes() == bytes(damaged)  # kept as it was
 
 
-@pytest.mark.parametrize("kind", ["another program's database", "a text file"])
-def test_a_file_that_is_not_a_lingodoc_cache_is_refused_and_left_alone(
-    tmp_path: Path, kind: str
-) -> None:
+def test_another_programs_database_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "app.db"
-    if kind == "a text file":
-        path.write_text("my notes\n")
-    else:
-        with contextlib.closing(sqlite3.connect(path)) as connection, connection:
-            connection.execute("CREATE TABLE users (name TEXT)")
+    with contextlib.closing(sqlite3.connect(path)) as connection, connection:
+        connection.execute("CREATE TABLE users (name TEXT)")
     before = path.read_bytes()
     with pytest.raises(lingodoc.ConfigurationError, match="is not a lingodoc cache") as caught:
         lingodoc.SQLiteCache(path)
     assert str(path) in str(caught.value)
     assert path.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["app.db"]
+
+
+def test_a_file_that_is_no_database_at_all_is_moved_aside_as_damaged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "cache.db"
+    path.write_bytes(b"\x00garbage" * 500)
+    with caplog.at_level(logging.WARNING, logger="lingodoc"):
+        cache = lingodoc.SQLiteCache(path)
+    cache.set_many(entries(1))
+    assert cache.get_many(list(entries(1))) == entries(1)
+    (aside,) = [name for name in os.listdir(tmp_path) if ".damaged-" in name]
+    assert (tmp_path / aside).read_bytes() == b"\x00garbage" * 500  # kept, not deleted
+    assert [record.levelname for record in caplog.records] == ["WARNING"]
+
+
+def test_a_cache_file_deleted_or_replaced_during_a_run_is_started_again_at_its_path(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "cache.db"
+    cache = lingodoc.SQLiteCache(path)
+    cache.set_many(entries(2))
+    for name in os.listdir(tmp_path):
+        os.remove(tmp_path / name)
+    cache.set_many({"after": "deleted"})  # in the new file, not the unlinked one
+    assert lingodoc.SQLiteCache(path).get_many(["after", f"{0:064x}"]) == {"after": "deleted"}
+    garbage = tmp_path / "garbage"
+    garbage.write_bytes(b"\xff" * 8192)
+    os.replace(garbage, path)  # replaced by garbage: moved aside, a new cache started
+    assert cache.get_many(["after"]) == {}
+    cache.set_many({"again": "stored"})
+    assert lingodoc.SQLiteCache(path).get_many(["again"]) == {"again": "stored"}
+    (aside,) = [name for name in os.listdir(tmp_path) if name.endswith(tuple("0123456789"))]
+    assert (tmp_path / aside).read_bytes() == b"\xff" * 8192
+
+
+@pytest.mark.parametrize("special", ["/dev/null", "a directory"])
+def test_a_path_that_is_not_a_regular_file_is_a_configuration_error(
+    tmp_path: Path, special: str
+) -> None:
+    path = tmp_path if special == "a directory" else Path(special)
+    with pytest.raises(lingodoc.ConfigurationError, match="is not a regular file"):
+        lingodoc.SQLiteCache(path)
+
+
+def test_a_child_forked_while_another_thread_holds_the_cache_does_not_wait_for_it(
+    tmp_path: Path,
+) -> None:
+    cache = lingodoc.SQLiteCache(tmp_path / "cache.db")
+    entered, release = threading.Event(), threading.Event()
+
+    def hold(connection: sqlite3.Connection) -> None:
+        entered.set()
+        release.wait(10)
+
+    holder = threading.Thread(target=cache._file.run, args=(hold,))
+    holder.start()
+    assert entered.wait(10)
+    pid = os.fork()
+    if pid == 0:  # the lock is held by a thread that does not exist here
+        try:
+            cache.set_many({"child": "in time"})
+            cache.close()
+        finally:
+            os._exit(0 if cache.get_many(["child"]) == {"child": "in time"} else 1)
+    release.set()
+    holder.join()
+    assert os.waitpid(pid, 0)[1] == 0
+    assert cache.get_many(["child"]) == {"child": "in time"}
 
 
 def test_a_forked_child_uses_the_cache_and_the_parent_goes_on(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 Each process has one connection, which its threads take in turn (a lookup or a store is
 short); the file is in WAL mode with a busy timeout, so the processes' readers never wait
 and their writers wait their turn. A connection made before a ``fork`` is never used nor
-closed in the child: SQLite forbids it.
+closed in the child: SQLite forbids it. Before each use the file at the path is checked to
+be the one connected to: deleted or replaced, a new one is started there.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
@@ -54,21 +57,145 @@ class CacheStats(NamedTuple):
     size: int
 
 
-class _Handle:
-    """A process's connection to the file, and which file it is (device, inode)."""
+class _File:
+    """The cache's file and this process's connection to it, used by one thread at a time."""
 
-    __slots__ = ("connection", "file", "pid")
+    def __init__(self, path: str, timeout: float) -> None:
+        self.path, self._timeout = path, timeout
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None  # of the file connected to
+        _FILES.add(self)
 
-    def __init__(self) -> None:
-        self.connection: sqlite3.Connection | None = None
-        self.file: tuple[int, int] | None = None
-        self.pid = os.getpid()
+    def forked(self) -> None:
+        """In a child of fork: a new lock, and the parent's connection left alone."""
+        self._lock = threading.Lock()  # the parent's may have been held at the fork
+        if self._connection is not None:
+            _INHERITED.append(self._connection)  # never used nor closed: SQLite forbids it
+            self._connection = None
 
     def close(self) -> None:
-        """Close the connection, unless it is the parent's (made before a fork)."""
-        connection, self.connection = self.connection, None
-        if connection is not None and self.pid == os.getpid():
+        """Close the connection; the next use opens it again."""
+        with self._lock:
+            self._drop()
+
+    def run(self, step: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``step`` on the connection; a damaged file is moved aside and ``step`` rerun."""
+        with self._lock:
+            try:
+                return step(self._connected())
+            except sqlite3.DatabaseError as exc:
+                if type(exc) is not sqlite3.DatabaseError:  # locked, busy, full disk...
+                    raise
+                self._move_aside(exc)
+            return step(self._connected())
+
+    def _drop(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
             connection.close()
+
+    def _connected(self) -> sqlite3.Connection:
+        if self._connection is not None and _identity(self.path) == self._identity:
+            return self._connection
+        self._drop()  # first use, or the file was deleted or replaced since
+        self._connection = self._open()
+        return self._connection
+
+    def _open(self) -> sqlite3.Connection:
+        """Connect to the file, made ``0600`` if missing; refuse another program's.
+
+        Raises:
+            sqlite3.DatabaseError: If it is not an SQLite file (to be moved aside).
+            ConfigurationError: If it is another program's database, not a regular file,
+                or cannot be opened.
+        """
+        try:
+            if not stat.S_ISREG(os.stat(self.path).st_mode):  # /dev/null, a pipe: never read
+                raise ConfigurationError(f"the cache {self.path!r} is not a regular file")
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from None
+        try:
+            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                header, status = os.read(descriptor, 100), os.fstat(descriptor)
+            finally:
+                os.close(descriptor)
+        except OSError as exc:
+            raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from None
+        self._identity = status.st_dev, status.st_ino
+        if header and not header.startswith(_MAGIC):
+            raise sqlite3.DatabaseError("file is not a database")
+        if _foreign_id(header):
+            raise self._not_ours()
+        # Used by one thread at a time (the lock), whichever it is.
+        connection = sqlite3.connect(
+            self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            # Read before anything is written: another program's file is left as it was.
+            ours = connection.execute("PRAGMA application_id").fetchone()[0] == _APPLICATION_ID
+            if not ours:
+                tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                if any(name != _TABLE for (name,) in tables.fetchall()):
+                    raise self._not_ours()
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")  # WAL: a crash loses no commit
+            if not ours:
+                with _transaction(connection):
+                    connection.execute(_SCHEMA)
+                    connection.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _not_ours(self) -> ConfigurationError:
+        return ConfigurationError(
+            f"{self.path!r} is not a lingodoc cache (another program's database, left as it "
+            "is); give the cache a path of its own"
+        )
+
+    def _move_aside(self, error: sqlite3.DatabaseError) -> None:
+        """Move the damaged file aside, unless another process did, for a new one to start."""
+        self._drop()
+        if _identity(self.path) != self._identity:
+            return  # moved or replaced already
+        aside = f"{self.path}.damaged-{time.time_ns()}-{os.getpid()}"  # never one there
+        # Its log files first: a process opening the path in between must not pair a new
+        # file with the damaged one's log.
+        for suffix in ("-wal", "-shm", ""):
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(self.path + suffix, aside + suffix)
+        logger.warning(
+            "the translation cache %s is damaged (%s): moved aside to %s; a new cache is started",
+            self.path, error, aside,
+        )  # fmt: skip
+
+
+# Every _File of this process, told when it forks; the connections of a parent, kept.
+_FILES: weakref.WeakSet[_File] = weakref.WeakSet()
+_INHERITED: list[sqlite3.Connection] = []
+
+
+def _forked() -> None:
+    for file in list(_FILES):
+        file.forked()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_forked)
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The device and inode of the file at ``path``; ``None`` if there is none."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
 
 
 class SQLiteCache:
@@ -78,8 +205,9 @@ class SQLiteCache:
     of a write, leaves it usable. The file is created readable by its owner alone
     (``0600``), its ``-wal`` and ``-shm`` files too: translations can be private text.
 
-    A damaged lingodoc cache never stops a run: it is moved aside (one warning names
-    both paths) and a new one is started. Another program's file is refused.
+    A damaged cache never stops a run: it (or a file at the path that is no database at
+    all) is moved aside, one warning naming both paths, and a new one is started; so is a
+    file deleted or replaced during a run. Another program's database is refused.
 
     Args:
         path: The file; created if missing.
@@ -91,7 +219,7 @@ class SQLiteCache:
             call then goes on without storing).
 
     Raises:
-        ConfigurationError: If ``path`` is not a lingodoc cache (another program's file),
+        ConfigurationError: If ``path`` is another program's database, not a regular file,
             or cannot be opened or created.
         InvalidArgumentType: If an argument has the wrong type.
         InvalidArgument: If ``max_age`` or ``timeout`` is not positive.
@@ -113,14 +241,13 @@ class SQLiteCache:
         """The namespace of this cache's entries (``""``: none)."""
         self.max_age = None if max_age is None else _seconds(max_age, "max_age")
         """Seconds after which an entry is a miss; ``None``: never."""
-        self._timeout = _seconds(timeout, "timeout")
-        self._lock = threading.Lock()
-        self._handle = _Handle()
+        self._file = _File(self.path, _seconds(timeout, "timeout"))
         # Closed when the cache is collected, or at exit, if close() was not called.
-        self._finalizer = weakref.finalize(self, _Handle.close, self._handle)
-        # Handles inherited through fork: kept, so that collecting them closes nothing.
-        self._inherited: list[_Handle] = []
-        self._run(lambda connection: None)  # refuse another program's file now
+        weakref.finalize(self, self._file.close)
+        try:
+            self._file.run(lambda connection: None)  # refuse another program's file now
+        except sqlite3.Error as exc:
+            raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from None
 
     def __repr__(self) -> str:
         return (
@@ -136,8 +263,7 @@ class SQLiteCache:
 
     def close(self) -> None:
         """Close the connection; a later lookup or store opens it again."""
-        with self._lock:
-            self._handle.close()
+        self._file.close()
 
     def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
         """Return the translations stored for ``keys`` (one query per 500 keys).
@@ -166,7 +292,7 @@ class SQLiteCache:
             if since is not None:
                 query += " AND stored >= ?"
                 values.append(since)
-            found.update(self._run(_rows(query, values)))
+            found.update(self._file.run(_rows(query, values)))
         return found
 
     def set_many(self, items: Mapping[str, str]) -> None:
@@ -187,7 +313,7 @@ class SQLiteCache:
             with _transaction(connection):
                 connection.executemany(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?, ?, ?)", rows)
 
-        self._run(store)
+        self._file.run(store)
 
     def stats(self) -> CacheStats:
         """Return what the file holds, every namespace included.
@@ -198,7 +324,7 @@ class SQLiteCache:
         Raises:
             sqlite3.Error: If the file cannot be read.
         """
-        row = self._run(
+        row = self._file.run(
             lambda connection: connection.execute(
                 f"SELECT count(*), count(DISTINCT namespace), min(stored), max(stored) "
                 f"FROM {_TABLE}"
@@ -232,92 +358,7 @@ class SQLiteCache:
             connection.execute("VACUUM")
             return deleted
 
-        return self._run(delete)
-
-    def _run(self, step: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``step`` on the connection; a damaged file is replaced, once."""
-        if self._handle.pid != os.getpid():  # a child of fork: its parent's lock may be held
-            self._lock = threading.Lock()
-        with self._lock:
-            try:
-                return step(self._connection())
-            except sqlite3.DatabaseError as exc:
-                if type(exc) is not sqlite3.DatabaseError:  # locked, busy, full disk...
-                    raise
-                self._replace_damaged(exc)
-            return step(self._connection())
-
-    def _connection(self) -> sqlite3.Connection:
-        handle = self._handle
-        if handle.pid != os.getpid():  # made before a fork: the parent's
-            self._inherited.append(handle)
-            self._finalizer.detach()
-            handle = self._handle = _Handle()
-            self._finalizer = weakref.finalize(self, _Handle.close, handle)
-        if handle.connection is None:
-            handle.connection = self._open(handle)
-        return handle.connection
-
-    def _open(self, handle: _Handle) -> sqlite3.Connection:
-        """Connect to the file, created ``0600`` if missing; refuse another program's."""
-        try:
-            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
-            with open(self.path, "rb") as file:
-                header = file.read(100)
-                status = os.fstat(file.fileno())
-        except OSError as exc:
-            raise ConfigurationError(
-                f"cannot open the cache {self.path!r}: {exc.strerror or exc}"
-            ) from None
-        if header and (not header.startswith(_MAGIC) or _foreign_id(header)):
-            raise self._not_ours()
-        handle.file = status.st_dev, status.st_ino
-        # Used by one thread at a time (the cache's lock), whichever it is.
-        connection = sqlite3.connect(
-            self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
-        )
-        try:
-            # Read before anything is written: another program's file is left as it was.
-            ours = connection.execute("PRAGMA application_id").fetchone()[0] == _APPLICATION_ID
-            if not ours:
-                tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-                if any(name != _TABLE for (name,) in tables.fetchall()):
-                    raise self._not_ours()
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = NORMAL")  # WAL: a crash loses no commit
-            if not ours:
-                with _transaction(connection):
-                    connection.execute(_SCHEMA)
-                    connection.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
-        except BaseException:
-            connection.close()
-            raise
-        return connection
-
-    def _not_ours(self) -> ConfigurationError:
-        return ConfigurationError(
-            f"{self.path!r} is not a lingodoc cache (another program's file, left as it "
-            "is); give the cache a path of its own"
-        )
-
-    def _replace_damaged(self, error: sqlite3.DatabaseError) -> None:
-        """Move the damaged file aside (unless another process did) and connect anew."""
-        self._handle.close()
-        try:
-            status = os.stat(self.path)
-            same = (status.st_dev, status.st_ino) == self._handle.file
-        except FileNotFoundError:
-            same = False
-        if same:
-            aside = f"{self.path}.damaged-{int(_clock.current().time())}-{os.getpid()}"
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.replace(self.path + suffix, aside + suffix)
-            logger.warning(
-                "the translation cache %s is damaged (%s): moved aside to %s; "
-                "a new cache is started",
-                self.path, error, aside,
-            )  # fmt: skip
+        return self._file.run(delete)
 
 
 def _rows(query: str, values: list[Any]) -> Callable[[sqlite3.Connection], list[Any]]:
