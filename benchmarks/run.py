@@ -3,12 +3,15 @@
 Usage::
 
     python benchmarks/run.py [--quick] [--output PATH] [--json PATH] [--from-json PATH]
-    python benchmarks/run.py inprocess|peers|first_result|gather|many|memory [--quick]
+    python benchmarks/run.py --from-json PATH --update NAME [--json PATH]
+    python benchmarks/run.py inprocess|peers|first_result|gather|many|cache|memory [--quick]
 
 With no name it runs every benchmark, each in a fresh interpreter, and writes the page; a
 name runs that benchmark alone and prints its JSON. ``--quick`` is a smoke run with few
 rounds, whose figures are not worth publishing. ``--json`` keeps the results, and
-``--from-json`` writes the page from kept results without measuring again.
+``--from-json`` writes the page from kept results without measuring again; with
+``--update NAME`` it measures that benchmark alone first, in place of the kept one (the
+page then says when and where that one was measured).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -33,10 +37,12 @@ BENCHMARKS: dict[str, tuple[str, list[str], int]] = {
     "first_result": ("bench_first_result.py", ["--rounds", "3"], 600),
     "gather": ("bench_gather.py", ["--calls", "3000,300", "--rounds", "1,1"], 1800),
     "many": ("bench_many.py", ["--rounds", "2", "--texts", "2000"], 600),
+    "cache": ("bench_cache.py", ["--rounds", "2", "--texts", "5000", "--first-texts", "2000"], 900),
     "memory": ("bench_memory.py", ["--rounds", "1", "--clients", "20"], 900),
 }
 VERSIONS = (
     "httpx", "httpcore", "aiohttp", "httpx-aiohttp", "pydantic", "tenacity", "anyio", "respx",
+    "redis",
 )  # fmt: skip
 # The call each peer of bench_peers.py makes, for the page.
 PEER_CALLS = {
@@ -116,6 +122,88 @@ def per_call_table(out: list[str], rows: list[tuple[str, str, dict[str, Any]]], 
         )
 
 
+def measured_apart(results: dict[str, Any]) -> str:
+    """A sentence for the benchmarks measured after the rest (``--update``), or ``""``."""
+    notes = []
+    for name in BENCHMARKS:
+        info = (results.get(name) or {}).get("machine")
+        if info:
+            notes.append(
+                f"`{name}` was measured apart, {info['date']} at commit {info['commit']}"
+                f" (load average {info['load']:.2f} at the start and {info['load_end']:.2f}"
+                " at the end)"
+            )
+    return " " + "; ".join(notes) + "." if notes else ""
+
+
+def cache_section(add: Callable[[str], None], cache: dict[str, Any]) -> None:
+    """The translation cache: fully cached runs against a dict, first runs against none."""
+    cached, first = cache["cached"], cache["first_run"]
+    redis_server = (
+        f"a `redis-server` {cache['redis_server']} on 127.0.0.1, without persistence, through"
+        f" redis-py {cache['redis_py']}"
+        if "redis_server" in cache
+        else "a `redis-server` on 127.0.0.1"
+    )
+    add("## The translation cache")
+    add("")
+    add(
+        "`Client.translate_many` with `cache=`, against the in-process emulator, with its"
+        f" defaults: batches of {cache['batch_size']}, {cache['max_concurrency']} at once."
+        " Here a ratio is a time over its baseline's: above 1, the store is slower."
+    )
+    add("")
+    add(
+        f"**Every text cached.** {cache['texts']:,} distinct short texts, all of them already"
+        f" in the store, so that nothing is sent ({cached['requests']} requests in the timed"
+        " rounds). The baseline is the plainest store: a dict with `get_many` and `set_many`."
+        " `SQLiteCache` on a file in a temporary directory, `RedisCache` on"
+        f" {redis_server}; each filled by a first run of the same texts. The floor of a store"
+        f" is its lookups made by hand, the keys already computed, in the same"
+        f" {cached['lookups']:,} chunks of a request's worth: the same `SELECT ... IN (...)`"
+        " on a plain `sqlite3` connection, one `MGET` on a plain `redis.Redis`. Besides its"
+        " lookups, a run hashes every text into its key and puts the results in order, as"
+        " the dict's run does."
+    )
+    add("")
+    add("| store | time per run | texts per second | time / the dict's | the store's floor |")
+    add("|---|---|---|---|---|")
+    floors = {"SQLiteCache": "sqlite3", "RedisCache": "redis"}
+    for name, case in cached["cases"].items():
+        floor = cached["floors"].get(floors.get(name, ""))
+        add(
+            f"| {'a dict (the baseline)' if name == 'dict' else f'`{name}`'}"
+            f" | {cell(case['s'], ',.3f', ' s')} | {cell(case['texts_per_s'], ',.0f')}"
+            f" | {'' if name == 'dict' else ratio(case['ratio'])}"
+            f" | {cell(floor['s'], ',.3f', ' s') if floor else ''} |"
+        )
+    add("")
+    add(
+        f"**A first run, the cache empty.** {cache['first_texts']:,} distinct texts against a"
+        f" fresh emulator each round ({first['requests']:,} requests: every text sent once),"
+        " with no cache, then with each store empty (a new dict, a new SQLite file, a flushed"
+        " Redis): every text looked up and missed, every batch's translations stored. The"
+        " emulator, the client and the store are made outside the timing."
+    )
+    add("")
+    add("| cache | time per run | texts per second | time / without a cache |")
+    add("|---|---|---|---|")
+    labels = {"no cache": "none (the baseline)", "dict": "a dict"}
+    for name, case in first["cases"].items():
+        add(
+            f"| {labels.get(name, f'`{name}`')}"
+            f" | {cell(case['s'], ',.3f', ' s')} | {cell(case['texts_per_s'], ',.0f')}"
+            f" | {'' if name == 'no cache' else ratio(case['ratio'])} |"
+        )
+    if not (cached["all_correct"] and first["all_correct"]):
+        add("")
+        add("**Some runs returned wrong translations or sent the wrong requests.**")
+    if "redis_missing" in cache:
+        add("")
+        add(f"`RedisCache` was not measured: {cache['redis_missing']}.")
+    add("")
+
+
 def report(results: dict[str, Any], quick: bool) -> str:
     info = results["machine"]
     versions = ", ".join(f"{name} {version}" for name, version in info["versions"].items())
@@ -128,7 +216,7 @@ def report(results: dict[str, Any], quick: bool) -> str:
         f"Measured {info['date']} at commit {info.get('commit', '?')}, on {info['platform']},"
         f" {info['cores']} cores (shared with other work: load average {info['load']:.2f} at"
         f" the start and {results['load_end']:.2f} at the end), Python {info['python']};"
-        f" {versions}.",
+        f" {versions}.{measured_apart(results)}",
         "",
         "Every row is measured beside its baseline in one run, in interleaved rounds. A cell is"
         " `median (min-max)` over the rounds; a ratio is baseline time / lingodoc time (requests"
@@ -285,6 +373,9 @@ def report(results: dict[str, Any], quick: bool) -> str:
         )
     add("")
 
+    if results.get("cache"):
+        cache_section(add, results["cache"])
+
     memory = results["memory"]
     add("## Memory per client")
     add("")
@@ -312,9 +403,11 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add("```")
     add("")
     add(
-        "The benchmarks are `inprocess`, `peers`, `first_result`, `gather`, `many` and `memory`."
-        " Servers listen on 127.0.0.1 only, and every child process has a time limit. Other load"
-        " on the machine widens every range; compare medians of one run."
+        "The benchmarks are `inprocess`, `peers`, `first_result`, `gather`, `many`, `cache`"
+        " and `memory`. Servers listen on 127.0.0.1 only (`cache` starts a `redis-server` if"
+        " there is one, and needs the `redis` extra for its Redis rows), and every child"
+        " process has a time limit. Other load on the machine widens every range; compare"
+        " medians of one run."
     )
     return "\n".join(out) + "\n"
 
@@ -326,12 +419,23 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "performance.md")
     parser.add_argument("--json", type=Path, help="keep the results here")
     parser.add_argument("--from-json", type=Path, help="write the page from kept results")
+    parser.add_argument(
+        "--update", choices=sorted(BENCHMARKS), help="with --from-json: measure this one again"
+    )
     args = parser.parse_args()
+    if args.update and not args.from_json:
+        parser.error("--update needs --from-json: the kept results of the other benchmarks")
     if args.name:
         print(json.dumps(run(args.name, quick=args.quick), indent=2))
         return
     if args.from_json:
         results = json.loads(args.from_json.read_text())
+        if args.update:
+            info = machine()
+            results[args.update] = run(args.update, quick=args.quick)
+            # Its own date, commit and load, for the page: not those of the kept run.
+            results[args.update]["machine"] = {**info, "load_end": os.getloadavg()[0]}
+            results["quick"] = results["quick"] or args.quick
     else:
         results = {"machine": machine()}
         for name in BENCHMARKS:
