@@ -20,8 +20,9 @@ timing; the run alone is timed.
 Every case runs ``batch_size`` texts a request (the emulator's limit, ``MAX_BATCH_ITEMS``)
 and 4 at once (the default ``max_concurrency``), on emulators whose rate limit is lifted
 (the ``pro`` plan's 1,000 requests an hour would stop the filling runs). Each result is
-checked: the fully cached runs send no request and return the translations of the first
-run; the first runs send every text once and return the emulator's translations. Without
+checked: a fully cached run before the rounds returns the first run's translations, and
+the timed ones send no request (counted after the rounds); each first run sends every text
+once and returns the emulator's translations. Without
 redis-py or ``redis-server`` the Redis rows are left out, and the result says why. Prints
 JSON.
 """
