@@ -4,7 +4,8 @@ Each process has one connection, which its threads take in turn (a lookup or a s
 short); the file is in WAL mode with a busy timeout, so the processes' readers never wait
 and their writers wait their turn. A connection made before a ``fork`` is never used nor
 closed in the child: SQLite forbids it. Before each use the file at the path is checked to
-be the one connected to: deleted or replaced, a new one is started there.
+be the one connected to, and no shorter: deleted or replaced, a new one is started there;
+cut short, it is moved aside first.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from lingodoc._logging import logger
 
 T = TypeVar("T")
 
-_MAGIC = b"SQLite format 3\x00"
 # PRAGMA application_id: what marks a file as lingodoc's ("LgDc").
 _APPLICATION_ID = 0x4C674463
 _TABLE = "lingodoc_translations"
@@ -65,6 +65,7 @@ class _File:
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None  # of the file connected to
+        self._size = 0  # its size when last seen
         _FILES.add(self)
 
     def forked(self) -> None:
@@ -96,8 +97,20 @@ class _File:
             connection.close()
 
     def _connected(self) -> sqlite3.Connection:
-        if self._connection is not None and _identity(self.path) == self._identity:
-            return self._connection
+        # Never a descriptor of our own on the file: closing one would drop the locks
+        # SQLite holds on it (POSIX locks are the process's), so os.stat only.
+        if self._connection is not None:
+            try:
+                status = os.stat(self.path)
+            except OSError:  # deleted since
+                status = None
+            if status is not None and (status.st_dev, status.st_ino) == self._identity:
+                seen, self._size = self._size, status.st_size
+                if status.st_size < seen:
+                    # Cut short while in use: SQLite shrinks a file only to VACUUM it, which
+                    # `clear` does, rarely; a cut shows only when a page lost is needed.
+                    raise sqlite3.DatabaseError("the file was cut short while in use")
+                return self._connection
         self._drop()  # first use, or the file was deleted or replaced since
         self._connection = self._open()
         return self._connection
@@ -108,38 +121,33 @@ class _File:
         Raises:
             sqlite3.DatabaseError: If it is not an SQLite file (to be moved aside).
             ConfigurationError: If it is another program's database, not a regular file,
-                or cannot be opened.
+                or cannot be made.
         """
         try:
             if not stat.S_ISREG(os.stat(self.path).st_mode):  # /dev/null, a pipe: never read
                 raise ConfigurationError(f"the cache {self.path!r} is not a regular file")
         except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from None
-        try:
-            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
-                header, status = os.read(descriptor, 100), os.fstat(descriptor)
-            finally:
-                os.close(descriptor)
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            except FileExistsError:  # made meanwhile, by another process
+                pass
+            except OSError as exc:
+                raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from None
         except OSError as exc:
             raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from None
-        self._identity = status.st_dev, status.st_ino
-        if header and not header.startswith(_MAGIC):
-            raise sqlite3.DatabaseError("file is not a database")
-        if _foreign_id(header):
-            raise self._not_ours()
         # Used by one thread at a time (the lock), whichever it is.
         connection = sqlite3.connect(
             self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
         )
         try:
+            status = os.stat(self.path)
+            self._identity, self._size = (status.st_dev, status.st_ino), status.st_size
             # Read before anything is written: another program's file is left as it was.
-            ours = connection.execute("PRAGMA application_id").fetchone()[0] == _APPLICATION_ID
+            application_id = connection.execute("PRAGMA application_id").fetchone()[0]
+            ours = application_id == _APPLICATION_ID
             if not ours:
                 tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-                if any(name != _TABLE for (name,) in tables.fetchall()):
+                if application_id or any(name != _TABLE for (name,) in tables.fetchall()):
                     raise self._not_ours()
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = NORMAL")  # WAL: a crash loses no commit
@@ -364,12 +372,6 @@ class SQLiteCache:
 def _rows(query: str, values: list[Any]) -> Callable[[sqlite3.Connection], list[Any]]:
     """A step of `SQLiteCache._run` that returns the rows of ``query``."""
     return lambda connection: connection.execute(query, values).fetchall()
-
-
-def _foreign_id(header: bytes) -> bool:
-    """Whether an SQLite header names another application (0: none set, or not yet)."""
-    application_id = int.from_bytes(header[68:72], "big")
-    return application_id not in (0, _APPLICATION_ID)
 
 
 @contextlib.contextmanager
