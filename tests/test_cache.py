@@ -280,7 +280,28 @@ async def test_translate_many_looks_up_a_requests_worth_at_a_time_and_sends_the_
     assert (progress[0].cache_hits, progress[0].cache_misses) == (3, 4)
     assert (progress[0].done, progress[0].requests_left) == (4, 2)  # t1, t3, t5 and the blank
     assert progress[-1] == (9, 9, 2, 0, progress[-1].rate_limit, None, 3, 4)
-    assert len(store_of(cached).stores) == 3  # the first batch, then one per batch answered
+    # The first batch's, then those of this run in one store, at its end (under 1,000).
+    assert [len(stored) for stored in store_of(cached).stores] == [3, 4]
+
+
+async def test_translate_many_stores_a_thousand_at_a_time_and_the_rest_at_the_end(
+    cached: lingodoc.Client, routes: tuple[respx.Route, respx.Route]
+) -> None:
+    texts = [f"t{number}" for number in range(2_500)]
+    await call(cached, "translate_many", texts, max_concurrency=1, **LANGS)
+    assert [len(stored) for stored in store_of(cached).stores] == [1_000, 1_000, 500]
+    assert len(store_of(cached).data) == 2_500
+
+
+async def test_a_run_stopped_by_an_error_stores_what_was_paid_for(
+    cached: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    answers = iter([translator, translator, lambda request: httpx.Response(400, json={})])
+    api.post("/translate/batch").mock(side_effect=lambda request: next(answers)(request))
+    texts = [f"t{number}" for number in range(300)]
+    with pytest.raises(lingodoc.APIError):
+        await call(cached, "translate_many", texts, max_concurrency=1, **LANGS)
+    assert sorted(store_of(cached).data.values()) == sorted(f"[de] {t}" for t in texts[:200])
 
 
 def sent_bodies(route: respx.Route) -> list[Any]:

@@ -21,7 +21,7 @@ from lingodoc._constants import MAX_SERVER_WAIT
 from lingodoc._exceptions import InvalidArgument, LingodocError, PartialTranslations, RateLimited
 
 if TYPE_CHECKING:
-    from lingodoc._cache import Keys
+    from lingodoc._cache import CacheUse, Keys
     from lingodoc._endpoints import Call
     from lingodoc._models import BatchTranslation, RateLimit
     from lingodoc._options import Options
@@ -34,6 +34,8 @@ MAX_REFUSALS = 3
 # an item and keeping it are two steps; Ctrl-C may come between).
 ANSWERED = "answered"
 EXITED = "exited"
+# Translations stored in the cache at once, at most, except at a pause and at the end.
+STORE_AT_ONCE = 1_000
 
 
 class BulkProgress(NamedTuple):
@@ -160,7 +162,9 @@ class Bulk:
         if done:
             self._take(done)
         self.cache_hits = self.cache_misses = 0
-        self._keys: Keys | None = None  # the cache's, once it is looked up
+        self.cache: CacheUse | None = None  # and its keys, once the texts are looked up
+        self._keys: Keys | None = None
+        self._unstored: dict[str, str] = {}  # translations recorded, not yet in the cache
         self._plan()
         # Counted by the coordinator as it stores answered batches, so that a report
         # agrees with itself and with what ``done`` holds.
@@ -188,12 +192,12 @@ class Bulk:
         self._batches = -(-len(self._todo) // self._batch_size)
         self.workers = self.running = min(self._concurrency, self._batches)
 
-    def look_ups(self, keys: Keys) -> Iterator[tuple[list[int], list[str]]]:
-        """The texts to look up in the cache, a request's worth at a time: their ids, keys.
+    def look_ups(self, cache: CacheUse, keys: Keys) -> Iterator[tuple[list[int], list[str]]]:
+        """The texts to look up in ``cache``, a request's worth at a time: their ids, keys.
 
         Pass each answer to `found`; the batches are planned again once all are looked up.
         """
-        self._keys = keys
+        self.cache, self._keys = cache, keys
         for start in range(0, len(self._todo), self._batch_size):
             uids = self._todo[start : start + self._batch_size]
             yield uids, [keys(self._texts[uid]) for uid in uids]
@@ -209,14 +213,15 @@ class Bulk:
                 self._results[uid] = translation
                 self.cache_hits += 1
 
-    def entries(self, batch: Batch, result: BatchTranslation) -> dict[str, str]:
-        """A batch's new translations, by cache key, to store."""
-        assert self._keys is not None  # looked up before any batch is sent
-        keys, texts = self._keys, self._texts
-        return {
-            keys(texts[uid]): text
-            for uid, text in zip(batch.uids, result.translations, strict=True)
-        }
+    def unstored(self, *, every: bool) -> dict[str, str] | None:
+        """The translations to store in the cache now: `STORE_AT_ONCE` or more, or ``every``.
+
+        Stored by the coordinator, many at a time: a worker never waits for the cache.
+        """
+        if not self._unstored or (not every and len(self._unstored) < STORE_AT_ONCE):
+            return None
+        items, self._unstored = self._unstored, {}
+        return items
 
     def _inputs_of(self, uid: int) -> list[int]:
         """The input indices holding distinct text ``uid`` (asked only when ``done`` is kept)."""
@@ -393,6 +398,9 @@ class Bulk:
             for uid in batch.uids:
                 for index in self._inputs_of(uid):
                     self._done_map[index] = self._results[uid]  # type: ignore[assignment]
+        if self._keys is not None:
+            keys, texts, results = self._keys, self._texts, self._results
+            self._unstored.update((keys(texts[uid]), results[uid]) for uid in batch.uids)  # type: ignore[misc]
         with self._lock:
             self._unrecorded.popleft()
             self._translated += sum(self._weight(uid) for uid in batch.uids)

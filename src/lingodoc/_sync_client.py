@@ -261,7 +261,9 @@ class Client(BaseClient[httpx.Client]):
                 translation made is added to it as its batch is answered.
             cache: Whether the client's cache is consulted: every text is looked up
                 (a request's worth at a time) before the first request, and only those
-                missed are sent; each batch's translations are stored as it is answered.
+                missed are sent. The translations answered are stored up to 1,000 at
+                a time, the rest at a pause for the rate limit and at the end (an error
+                or Ctrl-C included), by this call, not by the batches' workers.
             timeout: Each batch request's own (see the class).
             extra_headers: Each batch request's own (see the class).
             extra_query: Each batch request's own (see the class).
@@ -291,14 +293,12 @@ class Client(BaseClient[httpx.Client]):
         cache_keys = self._cache_keys(bulk.template(), cache)
         if cache_keys is not None:
             store, keys = cache_keys
-            for uids, keyed in bulk.look_ups(keys):
+            for uids, keyed in bulk.look_ups(store, keys):
                 bulk.found(uids, keyed, store.look_up(keyed))
-        _workers.run_workers(functools.partial(self._bulk_worker, cache_keys), bulk)
+        _workers.run_workers(self._bulk_worker, bulk)
         return bulk.result()
 
-    def _bulk_worker(
-        self, cache_keys: tuple[_cache.CacheUse, _cache.Keys] | None, bulk: _bulk.Bulk
-    ) -> None:
+    def _bulk_worker(self, bulk: _bulk.Bulk) -> None:
         try:
             while (step := bulk.next()) is not None:
                 if isinstance(step, float):  # the rate-limit reset (a stop ends the wait)
@@ -310,8 +310,6 @@ class Client(BaseClient[httpx.Client]):
                     bulk.failed(step, exc)  # the run's error, or sent again after the reset
                     continue
                 bulk.done(step, result)
-                if cache_keys is not None:
-                    cache_keys[0].keep(bulk.entries(step, result))
                 _workers.hand_over(bulk)
         finally:
             bulk.exited()

@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from lingodoc._bulk import Bulk
+from lingodoc._bulk import Bulk, BulkProgress
 from lingodoc._callbacks import async_report, report
 from lingodoc._signals import ctrl_c_held
 
@@ -26,6 +26,23 @@ async def async_hand_over(bulk: Bulk) -> None:
     batch first, and an error from ``on_progress`` could stop nothing.
     """
     await bulk.events.handed_over()
+
+
+def keep(bulk: Bulk, progress: BulkProgress | None) -> None:
+    """Store the translations recorded in the cache: many at once; all at a pause or the end.
+
+    ``progress``: the report just made; ``None``: the run is over.
+    """
+    items = bulk.unstored(every=progress is None or progress.waiting_until is not None)
+    if items is not None and bulk.cache is not None:
+        bulk.cache.keep(items)
+
+
+async def async_keep(bulk: Bulk, progress: BulkProgress | None) -> None:
+    """`keep`, awaited."""
+    items = bulk.unstored(every=progress is None or progress.waiting_until is not None)
+    if items is not None and bulk.cache is not None:
+        await bulk.cache.async_keep(items)
 
 
 def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
@@ -46,9 +63,11 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
         while bulk.running and not bulk.stopped:  # a failed batch stops the rest
             try:
                 # In 0.2 s slices: else a Ctrl-C just before get() waits for the next event.
-                report(bulk.on_progress, bulk.take(bulk.events.get(timeout=0.2)))
+                progress = bulk.take(bulk.events.get(timeout=0.2))
             except queue.Empty:
                 continue
+            report(bulk.on_progress, progress)
+            keep(bulk, progress)
         while (progress := bulk.record_next()) is not None:  # stopped: those answered before
             report(bulk.on_progress, progress)
     finally:
@@ -59,6 +78,7 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
             pool.shutdown(wait=True)  # the batches in flight finish
         finally:
             bulk.drain()  # and are kept, even if a second Ctrl-C ends the wait for them
+            keep(bulk, None)
 
 
 class TaskEvents:
@@ -123,7 +143,9 @@ async def async_run_workers(
                 group.start_soon(worker, bulk)
             try:
                 while bulk.running and not bulk.stopped:  # a failed batch stops the rest
-                    await async_report(bulk.on_progress, bulk.take(await events.get()))
+                    progress = bulk.take(await events.get())
+                    await async_report(bulk.on_progress, progress)
+                    await async_keep(bulk, progress)
                 while (progress := bulk.record_next()) is not None:
                     await async_report(bulk.on_progress, progress)
             except Exception as exc:  # from on_progress: raised below, outside the group
@@ -139,5 +161,7 @@ async def async_run_workers(
         await anyio.lowlevel.checkpoint_if_cancelled()
     finally:
         bulk.drain()
+        with anyio.CancelScope(shield=True):  # paid for: stored even when cancelled
+            await async_keep(bulk, None)
     if failure is not None:
         raise failure
