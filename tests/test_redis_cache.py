@@ -360,15 +360,24 @@ async def test_a_ttl_expires_each_entry_that_long_after_it_is_stored(
 
 
 @pytest.mark.redis
-async def test_a_lookup_is_one_mget_and_a_store_set_commands_without_a_transaction(
+async def test_a_lookup_is_one_mget_and_a_store_one_mset(
     flavour: str, make: Callable[..., RedisCache], server: RedisServer
 ) -> None:
     cache = make(server.url)
     await put(cache, flavour, {K1: "a", K2: "b", K3: "c"})
     assert await get(cache, flavour, [K1, K2, K3]) == {K1: "a", K2: "b", K3: "c"}
-    assert server.calls("set") == 3
-    assert server.calls("mget") == 1
+    assert (server.calls("mset"), server.calls("mget"), server.calls("set")) == (1, 1, 0)
     assert server.calls("get") == server.calls("multi") == server.calls("exec") == 0
+
+
+@pytest.mark.redis
+async def test_with_a_ttl_a_store_is_set_commands_without_a_transaction(
+    flavour: str, make: Callable[..., RedisCache], server: RedisServer
+) -> None:
+    cache = make(server.url, ttl=60)
+    await put(cache, flavour, {K1: "a", K2: "b", K3: "c"})
+    assert (server.calls("set"), server.calls("mset")) == (3, 0)
+    assert server.calls("multi") == server.calls("exec") == 0
 
 
 @pytest.mark.redis
@@ -380,7 +389,7 @@ async def test_nothing_is_sent_for_no_keys(
     assert await get(cache, flavour, []) == {}
     await put(cache, flavour, {})
     assert server.connections_received() == before
-    assert server.calls("mget") == server.calls("set") == 0
+    assert server.calls("mget") == server.calls("set") == server.calls("mset") == 0
 
 
 @pytest.mark.redis

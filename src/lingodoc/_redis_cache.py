@@ -151,8 +151,8 @@ class RedisCache:
     Each translation is stored as a Redis string, its UTF-8 text, under the key
     ``lingodoc:<namespace>:<key>`` (``lingodoc:<key>`` without a namespace), where ``<key>``
     is the 64-character hex digest the client computes for a text; with ``ttl``, each entry
-    expires that long after it was stored. A lookup is one ``MGET``; a store, one pipeline of
-    ``SET`` commands (not a transaction).
+    expires that long after it was stored. A lookup is one ``MGET``; a store one ``MSET``, or
+    with ``ttl`` one pipeline of ``SET`` commands (not a transaction).
 
     Redis never fails a translation. A Redis that is down, refuses, or does not answer within
     ``socket_timeout`` (a ``redis.RedisError`` or ``OSError``) makes the call go on without
@@ -313,7 +313,7 @@ class RedisCache:
         return self._found(keys, values)
 
     def set_many(self, items: Mapping[str, str]) -> None:
-        """Store translations, in one pipeline of ``SET`` commands (``PX`` with ``ttl``).
+        """Store translations, in one ``MSET`` (with ``ttl``, a pipeline of ``SET ... PX``).
 
         Nothing is stored while Redis fails (the class docstring says how that is logged).
 
@@ -327,10 +327,13 @@ class RedisCache:
         if not entries or not self._health.may_try():
             return
         try:
-            with self._client.pipeline(transaction=False) as pipe:
-                for name, value in entries:
-                    pipe.set(name, value, px=self._px)
-                pipe.execute()
+            if self._px is None:
+                self._client.mset(dict(entries))
+            else:
+                with self._client.pipeline(transaction=False) as pipe:
+                    for name, value in entries:
+                        pipe.set(name, value, px=self._px)
+                    pipe.execute()
         except self._errors as exc:
             self._health.failed(exc)
             return
@@ -408,10 +411,13 @@ class RedisCache:
         if not entries or not self._health.may_try():
             return
         try:
-            async with client.pipeline(transaction=False) as pipe:
-                for name, value in entries:
-                    pipe.set(name, value, px=self._px)
-                await pipe.execute()
+            if self._px is None:
+                await client.mset(dict(entries))
+            else:
+                async with client.pipeline(transaction=False) as pipe:
+                    for name, value in entries:
+                        pipe.set(name, value, px=self._px)
+                    await pipe.execute()
         except self._async_errors as exc:
             self._health.failed(exc)
             return
