@@ -1,9 +1,10 @@
 """A cache that breaks during a run never loses a paid translation nor gives a wrong one.
 
 Each test runs on Client and AsyncClient (asyncio and trio), in-process on the emulator
-(tests/conftest.py's ``emulated``). A ``translate_many`` of 90 texts (30 of them translated by
-an earlier run, 60 new ones in 6 batches of 10, one at a time) meets the fault as its third
-batch request arrives: two batches are answered and stored, four are to come.
+(tests/conftest.py's ``emulated``). A ``translate_many`` of 1,831 texts (30 of them translated
+by an earlier run, 1,500 new ones in 15 batches of 100, one at a time) stores what it is
+answered 1,000 translations at a time and the rest at its end (docs/caching.md): the fault
+strikes as its first store has ended, between two stores of the run.
 
 Whatever the fault, the run returns every translation, right; it sends each new text once,
 and nothing the cache held; each translation paid for after the fault is in the cache
@@ -39,14 +40,14 @@ from tests.conftest import call
 from tests.redis_server import RedisServer, require_redis_server, running_redis
 from tests.reliability.cache_helpers import LANGS, ROOT, WAIT, Recording, corpus
 
-BATCH = 10
-FAULT_AT = 3  # the fault strikes as this batch request arrives
+BATCH = 100
 EARLIER = corpus(300, repeats=0, seed=11, tag="e")  # an earlier run's, in the cache
-FRESH = corpus(75, repeats=0.2, seed=12, tag="f")  # 60 distinct texts, in 6 batches
+FRESH = corpus(1_800, repeats=1 / 6, seed=12, tag="f")  # 1,500 distinct texts: 15 batches
 RUN = EARLIER[:30] + FRESH + [" "]  # found, sent, and a blank one (never sent)
-# Other texts' entries, stored after the earlier run's: a file of many pages, most of which
-# a run never reads nor writes, as a cache in use for long is. (In a file as small as one
-# run's, the run's own stores rewrite every page: the damage is undone before it is read.)
+# Other texts' entries, stored after the earlier run's, under keys that sort apart from the
+# run's (digests): a file of many pages that a run never reads nor writes, as a cache in use
+# for long has. (Were the run's stores to rewrite every page, a damage would be undone before
+# anything read it.)
 OTHERS = {f"{number:064x}": f"other {number}" for number in range(2_000)}
 MANY = {**LANGS, "batch_size": BATCH, "max_concurrency": 1}  # one batch at a time
 
@@ -111,10 +112,27 @@ def check_the_run(emulator: Recording, translations: list[str], missed: Sequence
     assert len(emulator.batches) == -(-len(set(missed)) // BATCH)
 
 
-def paid_after_the_fault(emulator: Recording) -> set[str]:
-    """The texts of the batches sent from the fault on."""
-    with emulator.lock:
-        return {text for texts in emulator.batches[FAULT_AT - 1 :] for text in texts}
+def stored_after_the_fault(stores: list[set[str]]) -> set[str]:
+    """The texts of the run's stores after its first (the fault struck between the two)."""
+    assert len(stores) >= 2, "the run stored once: no fault struck between two stores"
+    texts = keys_of(RUN)
+    return {texts[key] for keys in stores[1:] for key in keys}
+
+
+class Breaking(lingodoc.SQLiteCache):
+    """The built-in cache; ``fault``, if set, strikes once, as a store has ended."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.fault: Callable[[], object] | None = None
+        self.stores: list[set[str]] = []  # the keys of each store asked of it
+
+    def set_many(self, items: Mapping[str, str]) -> None:
+        self.stores.append(set(items))
+        super().set_many(items)
+        fault, self.fault = self.fault, None
+        if fault is not None:
+            fault()
 
 
 async def goes_on(client: Any, emulator: Recording, holds: set[str]) -> None:
@@ -141,7 +159,7 @@ def deleted_with_its_logs(path: Path, backup: Path) -> None:
 
 
 def replaced_by_a_backup(path: Path, backup: Path) -> None:
-    os.replace(backup, path)  # a copy taken before the run: it holds EARLIER
+    os.replace(backup, path)  # an older copy: it holds EARLIER, not OTHERS
 
 
 def truncated(path: Path, backup: Path) -> None:
@@ -206,16 +224,17 @@ async def test_the_sqlite_file_broken_during_a_run_loses_no_paid_translation(
 ) -> None:
     break_file, damages = FAULTS[fault]
     path, backup = tmp_path / "cache.db", tmp_path / "backup.db"
-    cache = lingodoc.SQLiteCache(path)
+    cache = Breaking(path)
     await earlier_run(emulated, cache, emulator)
-    cache.set_many(OTHERS)
     cache.close()  # as a run ends: every entry in the file itself, none in its -wal
-    shutil.copyfile(path, backup)
+    shutil.copyfile(path, backup)  # a backup of the cache as it was then
+    cache.set_many(OTHERS)  # and it went on
+    cache.close()
     client = emulated.with_options(cache=cache)
-    emulator.on_batch = lambda number: break_file(path, backup) if number == FAULT_AT else None
+    cache.stores.clear()
+    cache.fault = lambda: break_file(path, backup)
     with caplog.at_level(logging.WARNING, logger="lingodoc"):
         translations = await run(client)
-        emulator.on_batch = None
         check_the_run(emulator, translations, FRESH)
         cache.close()  # the run ends
         if fault not in NOTICED_LATER:
@@ -223,7 +242,7 @@ async def test_the_sqlite_file_broken_during_a_run_loses_no_paid_translation(
         holds = in_file(path, RUN)  # the next run starts
         assert soundness(path) == "ok"  # from then on, at the latest
     if fault not in NOTICED_LATER:
-        assert paid_after_the_fault(emulator) <= holds
+        assert stored_after_the_fault(cache.stores) <= holds
     if fault == "replaced by a backup":
         assert set(EARLIER[:30]) <= holds
     warnings, aside = damage_warnings(caplog), moved_aside(path)
@@ -314,7 +333,7 @@ async def test_two_processes_writing_the_file_during_a_run_lose_nothing_and_mix_
             writer.wrote_again()  # both write while the client runs
 
         def meanwhile(number: int) -> None:
-            if number in (1, FAULT_AT):
+            if number in (1, 12):  # as the run begins, and between its two stores
                 for writer in writers:
                     writer.wrote_again()
 
@@ -337,15 +356,15 @@ async def test_two_processes_writing_the_file_during_a_run_lose_nothing_and_mix_
 
 
 class Flaky:
-    """Fails the ``failing`` operation ("lookup" or "store") the ``nth`` time it is asked."""
+    """Fails the first ``failing`` operation ("lookup" or "store") asked of it; keeps its keys."""
 
-    def __init__(self, failing: str, nth: int) -> None:
-        self.failing, self.nth = failing, nth
-        self.asked = {"lookup": 0, "store": 0}
+    def __init__(self, failing: str) -> None:
+        self.failing = failing
+        self.failed: list[str] | None = None  # the keys of the operation that failed
 
-    def check(self, operation: str) -> None:
-        self.asked[operation] += 1
-        if operation == self.failing and self.asked[operation] == self.nth:
+    def check(self, operation: str, keys: Sequence[str]) -> None:
+        if operation == self.failing and self.failed is None:
+            self.failed = list(keys)
             raise ConnectionError(f"the {operation} failed")
 
 
@@ -358,12 +377,12 @@ class DictStore:
 
     def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
         if self.flaky is not None:
-            self.flaky.check("lookup")
+            self.flaky.check("lookup", keys)
         return {key: self.data[key] for key in keys if key in self.data}
 
     def set_many(self, items: Mapping[str, str]) -> None:
         if self.flaky is not None:
-            self.flaky.check("store")
+            self.flaky.check("store", list(items))
         self.data.update(items)
 
     async def aget_many(self, keys: Sequence[str]) -> Mapping[str, str]:
@@ -379,17 +398,17 @@ class FlakySQLiteCache(lingodoc.SQLiteCache):
     flaky: Flaky | None = None
 
     def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
-        self._check("lookup")
+        self._check("lookup", keys)
         return super().get_many(keys)
 
     def set_many(self, items: Mapping[str, str]) -> None:
-        self._check("store")
+        self._check("store", list(items))
         super().set_many(items)
 
-    def _check(self, operation: str) -> None:
+    def _check(self, operation: str, keys: Sequence[str]) -> None:
         if self.flaky is not None:
             try:
-                self.flaky.check(operation)
+                self.flaky.check(operation, keys)
             except ConnectionError:
                 raise sqlite3.OperationalError("database is locked") from None
 
@@ -412,20 +431,25 @@ async def test_a_store_that_raises_mid_run_is_logged_and_loses_no_paid_translati
         cache = DictStore()
         get_many = cache.get_many
     await earlier_run(emulated, cache, emulator)
-    # The run's store (translate_many stores its 60 translations once, at the end), or its
-    # first lookup (the first 10 texts').
-    cache.flaky = Flaky(failing, 1)
+    # The run's first store (its first 1,000 translations, more to come), or its first
+    # lookup (its first 100 texts', 30 of them found by the earlier run).
+    flaky = cache.flaky = Flaky(failing)
     with caplog.at_level(logging.WARNING, logger="lingodoc"):
         translations = await run(emulated.with_options(cache=cache))
     failed = [r.getMessage() for r in caplog.records if f"the cache's {failing}" in r.getMessage()]
     assert len(failed) == 1
     cache.flaky = None
-    unseen = RUN[:BATCH] if failing == "lookup" else []  # looked up in the failed lookup
-    check_the_run(emulator, translations, set(FRESH) | (set(unseen) & set(EARLIER)))
+    assert flaky.failed is not None
+    texts = keys_of(RUN)
+    unseen = {texts[key] for key in flaky.failed} if failing == "lookup" else set()
+    check_the_run(emulator, translations, set(FRESH) | (unseen & set(EARLIER)))
     holds = held(get_many, RUN)
     if failing == "store":
-        assert holds == set(EARLIER[:30])  # what the earlier run stored, nothing more
+        lost = {texts[key] for key in flaky.failed}
+        assert 0 < len(lost) < len(set(FRESH))  # a store of the run, not its only one
+        assert holds == set(RUN) - {" "} - lost
     else:
+        assert set(EARLIER[:30]) <= unseen
         assert holds == set(RUN) - {" "}
     await goes_on(emulated.with_options(cache=cache), emulator, holds)
 
@@ -442,20 +466,16 @@ async def test_redis_stopped_mid_run_loses_no_translation_and_is_used_again_when
 ) -> None:
     require_redis_server()
     with running_redis() as first:
-        cache = lingodoc.RedisCache(first.url, retry_after=30)
+        cache = BreakingRedis(first.url, retry_after=30)
         client = emulated.with_options(cache=cache)
         try:
             await earlier_run(emulated, cache, emulator)
-
-            def stop(number: int) -> None:
-                if number == FAULT_AT:
-                    first.stop()
-
-            emulator.on_batch = stop
+            cache.stores.clear()
+            cache.fault = first.stop  # as the run's first store has ended
             with caplog.at_level(logging.WARNING, logger="lingodoc"):
                 translations = await run(client)
-            emulator.on_batch = None
             check_the_run(emulator, translations, FRESH)
+            assert len(cache.stores) >= 2  # it struck between two stores of the run
             warnings = [r.getMessage() for r in caplog.records if "RedisCache" in r.getMessage()]
             assert len(warnings) == 1
             assert f"Redis at {first.url} failed" in warnings[0]
@@ -472,6 +492,31 @@ async def test_redis_stopped_mid_run_loses_no_translation_and_is_used_again_when
                 assert emulator.batches == []
         finally:
             await call(cache, "aclose")
+
+
+class BreakingRedis(lingodoc.RedisCache):
+    """RedisCache; ``fault``, if set, strikes once, as a store has ended."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fault: Callable[[], object] | None = None
+        self.stores: list[set[str]] = []
+
+    def set_many(self, items: Mapping[str, str]) -> None:
+        super().set_many(items)
+        self._stored(items)
+
+    async def aset_many(self, items: Mapping[str, str]) -> None:
+        before = len(self.stores)
+        await super().aset_many(items)  # on trio, set_many in a worker thread
+        if len(self.stores) == before:  # on asyncio, redis.asyncio
+            self._stored(items)
+
+    def _stored(self, items: Mapping[str, str]) -> None:
+        self.stores.append(set(items))
+        fault, self.fault = self.fault, None
+        if fault is not None:
+            fault()
 
 
 def in_redis(server: RedisServer, texts: Sequence[str]) -> set[str]:
