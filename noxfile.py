@@ -182,11 +182,13 @@ def bench(session: nox.Session) -> None:
 
     Arguments after -- go to benchmarks/run.py, such as `--quick` for a smoke run or a
     single benchmark's name (`inprocess`, `peers`, `first_result`, `gather`, `many`,
-    `memory`) to print its JSON. aiohttp comes with the package's `aiohttp` extra; respx
-    (the in-process rows) as the `test` group pins it; the peers are their newest releases.
+    `memory`, `cache`) to print its JSON. aiohttp and redis-py come with the package's
+    `aiohttp` and `redis` extras (the cache benchmark starts a `redis-server` if there is
+    one); respx (the in-process rows) as the `test` group pins it; the peers are their
+    newest releases.
     """
     respx = [line for line in group("test") if canonicalize_name(Requirement(line).name) == "respx"]
-    session.install(".[aiohttp]", *respx, "openai", "anthropic", "deepl")
+    session.install(".[aiohttp,redis]", *respx, "openai", "anthropic", "deepl")
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
