@@ -7,10 +7,10 @@ answered 1,000 translations at a time and the rest at its end (docs/caching.md):
 strikes as its first store has ended, between two stores of the run.
 
 Whatever the fault, the run returns every translation, right; it sends each new text once,
-and nothing the cache held; each translation paid for after the fault is in the cache
-afterwards, as the next run opens it; and the cache never holds a translation for another
-text. The same client then goes on: it sends exactly what the cache lost, and after that
-nothing.
+and nothing the cache held; each translation stored after the fault is in the cache
+afterwards, as the next run opens it (but for a file overwritten in place: NOTICED_LATER); no
+damaged file is left at the path; and the cache never holds a translation for another text.
+The same client then goes on: it sends exactly what the cache lost, and after that nothing.
 
 The Redis test (marker ``redis``) starts a redis-server of its own (tests/redis_server.py).
 """
