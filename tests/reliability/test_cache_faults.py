@@ -18,6 +18,7 @@ The Redis test (marker ``redis``) starts a redis-server of its own (tests/redis_
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import random
@@ -57,16 +58,28 @@ def emulator() -> Recording:
     return Recording()
 
 
-def keys_of(texts: Sequence[str]) -> dict[str, str]:
-    """The texts of the cache keys that ``emulated``'s clients give them (English to German)."""
+@functools.cache
+def key_of(text: str) -> str:
+    """The cache key that ``emulated``'s clients give ``text`` (English to German)."""
     template = _endpoints.batch([], "en", "de", None)  # translate_many's, without its texts
     keys = _cache.keys_of(_cache.service_of(Emulator.base_url), template, None)
     assert keys is not None
-    return {keys(text): text for text in texts}
+    return keys(text)
+
+
+def keys_of(texts: Sequence[str]) -> dict[str, str]:
+    """The texts of their cache keys."""
+    return {key_of(text): text for text in texts}
+
+
+@functools.cache
+def german(text: str) -> str:
+    """The emulator's translation of ``text`` (each asked many times: worked out once)."""
+    return translate_text(text, "en", "de")
 
 
 def right(texts: Sequence[str]) -> list[str]:
-    return [translate_text(text, "en", "de") for text in texts]
+    return [german(text) for text in texts]
 
 
 def held(get_many: Callable[[list[str]], Mapping[str, str]], texts: Sequence[str]) -> set[str]:
@@ -75,7 +88,7 @@ def held(get_many: Callable[[list[str]], Mapping[str, str]], texts: Sequence[str
     found = get_many(list(keyed))
     assert set(found) <= set(keyed)
     for key, translation in found.items():
-        assert translation == translate_text(keyed[key], "en", "de"), keyed[key]
+        assert translation == german(keyed[key]), keyed[key]
     return {keyed[key] for key in found}
 
 
@@ -257,20 +270,22 @@ async def test_the_sqlite_file_broken_during_a_run_loses_no_paid_translation(
 
 
 WRITER = """
-import select, sys
+import sys
 import lingodoc
 cache = lingodoc.SQLiteCache(sys.argv[1])
 tag = sys.argv[2]
-for round_ in range(100_000):
-    if select.select([sys.stdin], [], [], 0)[0]:  # stdin closed: the test has seen enough
-        break
-    cache.set_many({f"{tag}{round_:06x}{n:054x}": f"{tag} {round_}.{n}" for n in range(20)})
-    print(round_, flush=True)
+written = 0
+print(written, flush=True)  # ready
+for line in sys.stdin:  # each line: how many transactions to write now; then how many are
+    for _ in range(int(line)):
+        cache.set_many({f"{tag}{written:06x}{n:054x}": f"{tag} {written}.{n}" for n in range(20)})
+        written += 1
+    print(written, flush=True)
 """
 
 
 class Writer:
-    """A process writing entries of its own into the file, 20 a transaction, until stopped."""
+    """A process writing entries of its own into the file, 20 a transaction, when asked."""
 
     def __init__(self, path: Path, tag: str) -> None:
         self.tag = tag
@@ -280,43 +295,37 @@ class Writer:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            text=True,
         )
-        self.rounds = 0  # reported so far
-        self._partial = b""
+        self.written = 0  # transactions committed, as it last said
 
-    def _read(self, timeout: float) -> bool:
+    def said(self) -> int:
+        """Wait (at most WAIT seconds) for its next report: how many it has written so far."""
         assert self.process.stdout is not None
-        if not select.select([self.process.stdout], [], [], timeout)[0]:
-            return False
-        chunk = os.read(self.process.stdout.fileno(), 65536)
-        assert chunk, f"the writer {self.tag} ended: {self.stop()}"
-        lines = (self._partial + chunk).split(b"\n")
-        self._partial = lines.pop()
-        self.rounds += len(lines)
-        return True
+        if not select.select([self.process.stdout], [], [], WAIT)[0]:
+            raise AssertionError(f"the writer {self.tag} said nothing for {WAIT} s")
+        line = self.process.stdout.readline()
+        assert line, f"the writer {self.tag} ended: {self.stop()}"
+        self.written = int(line)
+        return self.written
 
-    def wrote_again(self) -> None:
-        """Wait (at most WAIT seconds) until a transaction begun from now on is committed."""
-        while self._read(0):  # what it reported already
-            pass
-        target = self.rounds + 2  # the one under way may have begun before
-        for _ in range(100_000):
-            if self.rounds >= target:
-                return
-            assert self._read(WAIT), f"the writer {self.tag} wrote nothing for {WAIT} s"
-        raise AssertionError("unreachable: each read brings a round")
+    def write(self, transactions: int) -> None:
+        """Ask for more, and go on without waiting: it writes while the client runs."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{transactions}\n")
+        self.process.stdin.flush()
 
     def stop(self) -> str:
-        """Stop it; the rounds it wrote are counted; its stderr."""
-        out, err = self.process.communicate(timeout=WAIT)  # its stdin closed: it stops
-        self.rounds += (self._partial + out).count(b"\n")
-        self._partial = b""
-        return err.decode()
+        """Let it finish what it was asked, and end; its stderr."""
+        out, err = self.process.communicate(timeout=WAIT)  # its stdin closed: it ends
+        if out.split():
+            self.written = int(out.split()[-1])
+        return err
 
     def entries(self) -> dict[str, str]:
         return {
-            f"{self.tag}{round_:06x}{n:054x}": f"{self.tag} {round_}.{n}"
-            for round_ in range(self.rounds)
+            f"{self.tag}{written:06x}{n:054x}": f"{self.tag} {written}.{n}"
+            for written in range(self.written)
             for n in range(20)
         }
 
@@ -330,12 +339,15 @@ async def test_two_processes_writing_the_file_during_a_run_lose_nothing_and_mix_
     writers = [Writer(path, tag) for tag in ("a0a0", "b1b1")]
     try:
         for writer in writers:
-            writer.wrote_again()  # both write while the client runs
+            assert writer.said() == 0  # ready
 
         def meanwhile(number: int) -> None:
-            if number in (1, 12):  # as the run begins, and between its two stores
+            if number in (1, 6, 12):  # they write as the run sends, and stores (after 10)
                 for writer in writers:
-                    writer.wrote_again()
+                    writer.write(5)
+            if number == 6:  # what they were asked at the first batch is written
+                for writer in writers:
+                    assert writer.said() == 5
 
         emulator.on_batch = meanwhile
         translations = await run(emulated.with_options(cache=cache))
@@ -343,12 +355,12 @@ async def test_two_processes_writing_the_file_during_a_run_lose_nothing_and_mix_
     finally:
         errors = [writer.stop() for writer in writers]
     assert [writer.process.returncode for writer in writers] == [0, 0], errors
+    assert [writer.written for writer in writers] == [15, 15]
     check_the_run(emulator, translations, FRESH)
     cache.close()
     assert in_file(path, [*EARLIER, *FRESH]) == set(EARLIER) | set(FRESH)  # nothing lost
     with lingodoc.SQLiteCache(path) as reader:
         for writer in writers:  # and the writers' own entries, each as written
-            assert writer.rounds >= 4
             assert reader.get_many(list(writer.entries())) == writer.entries()
 
 
