@@ -394,6 +394,38 @@ def test_the_service_in_the_key_is_the_base_url_as_httpx_normalises_it(
     assert (ours("Hello") == theirs("Hello")) is same
 
 
+async def test_another_service_or_port_is_a_miss_through_the_client(
+    client_class: type[lingodoc.Client],
+) -> None:
+    shared = DictCache()
+    urls = [BASE_URL, "https://api.lingodoc.test:8443/v1", "https://eu.lingodoc.test/v1"]
+    for url in [*urls, BASE_URL.replace("api.", "API.")]:  # the last: BASE_URL again
+        with respx.mock(base_url=url, assert_all_called=False) as router:
+            router.post("/translate").mock(side_effect=translator)
+            client = client_class(API_KEY, base_url=url, cache=shared)
+            result = await call(client, "translate", "Hello", **LANGS)
+            await close(client)
+        assert result.cached is (url not in urls)
+    assert len(shared.data) == 3
+
+
+async def test_the_query_parameters_of_an_http_client_of_yours_are_in_the_key(
+    client_class: type[lingodoc.Client], routes: tuple[respx.Route, respx.Route]
+) -> None:
+    shared = DictCache()
+    kind = httpx.Client if client_class is lingodoc.Client else httpx.AsyncClient
+    for glossary in ("g1", "g2", "g1"):
+        http = kind(params={"glossary": glossary})
+        client = client_class(API_KEY, base_url=BASE_URL, cache=shared, http_client=http)
+        await call(client, "translate", "Hello", **LANGS)
+        await close(client)
+        await call(http, "aclose" if kind is httpx.AsyncClient else "close")
+    assert routes[0].call_count == 2
+    assert [dict(sent.request.url.params) for sent in routes[0].calls] == [
+        {"glossary": "g1"}, {"glossary": "g2"},
+    ]  # fmt: skip
+
+
 def test_the_key_is_a_stable_digest_that_holds_no_key_of_the_api() -> None:
     # Pinned: the same on every machine, process and Python; a change here empties every
     # user's cache, so it must come with a new _KEY_VERSION.
