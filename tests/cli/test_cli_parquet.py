@@ -25,6 +25,9 @@ from tests.cli import test_cli_batch
 from tests.cli.conftest import RunCLI
 from tests.cli.test_cli_batch import Recorder, checkpoint_lines, de, phrases, upper
 
+# Run apart (pyarrow's import and files cost seconds): .ci/run runs them after the suite.
+pytestmark = pytest.mark.parquet
+
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
