@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from lingodoc._endpoints import Call
     from lingodoc._models import BatchTranslation, TextTranslation
 
-T = TypeVar("T")
 
 # Changed when what goes into a key changes: old entries are then misses, never wrong.
 _KEY_VERSION = "lingodoc-cache-1"
