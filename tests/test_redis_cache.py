@@ -15,17 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import json
 import logging
 import os
-import select
-import signal
 import socket
 import sys
 import threading
 import time
 import traceback
-import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -35,11 +31,11 @@ import lingodoc
 from lingodoc._redis_cache import RedisCache
 from lingodoc.testing import FakeClock
 from tests.redis_server import RedisServer, free_port, require_redis_server, running_redis
+from tests.reliability.test_environment import in_child  # a forked child, reporting back
 
 PASSWORD = "hunter2-never-shown"
 NAMESPACE = "acct:7"
 K1, K2, K3 = "1" * 64, "ab" * 32, "f" * 64
-CHILD_DEADLINE = 30.0  # seconds the parent waits for a forked child's report
 
 
 # redis-server, started by the tests (tests/redis_server.py) -------------------------------
@@ -531,49 +527,6 @@ def test_threads_share_one_cache(server: RedisServer) -> None:
 
 
 # fork -----------------------------------------------------------------------------------------
-
-
-def in_child(work: Callable[[], object]) -> Any:
-    """Run ``work`` in a forked child; return what it returned (JSON), or raise what it raised.
-
-    The child reports through a pipe and leaves with ``os._exit``: nothing of pytest runs twice.
-    """
-    read_end, write_end = os.pipe()
-    with warnings.catch_warnings():
-        # Python 3.12+ warns that forking a process with threads (the redis-server's log
-        # reader) may deadlock the child; this child takes none of their locks.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 0
-        try:
-            os.close(read_end)
-            try:
-                report: dict[str, Any] = {"result": work()}
-            except BaseException as exc:
-                report = {"error": f"{type(exc).__name__}: {exc}"}
-            os.write(write_end, json.dumps(report).encode())
-        except BaseException:
-            code = 70
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    try:
-        ready, _, _ = select.select([read_end], [], [], CHILD_DEADLINE)
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-        chunks = []
-        while ready and (chunk := os.read(read_end, 65536)):
-            chunks.append(chunk)
-    finally:
-        os.close(read_end)
-        _, code = os.waitpid(pid, 0)
-    assert ready, f"the child did not report within {CHILD_DEADLINE} s"
-    assert code == 0, f"the child exited with {code}"
-    report = json.loads(b"".join(chunks))
-    if "error" in report:
-        raise AssertionError(f"in the child: {report['error']}")
-    return report["result"]
 
 
 @pytest.mark.redis
