@@ -7,6 +7,8 @@ from __future__ import annotations
 
 API_KEY_ENV = "LINGODOC_API_KEY"
 BASE_URL_ENV = "LINGODOC_BASE_URL"
+# The documentation site (pyproject.toml's Documentation URL), named by messages.
+DOCS_URL = "https://lingodoc.github.io/lingodoc-python/"
 
 # The spec's limit on one text (error TEXT_TOO_LONG).
 MAX_TEXT_LENGTH = 10_000

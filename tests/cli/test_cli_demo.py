@@ -30,7 +30,7 @@ EXPECTED = [
     "'xx' is not a supported language.",
     "5. rate limit: 991 of 1000 requests left, resets at 09:00:00 UTC",
     "",
-    "The code of these steps is examples/quickstart.py in lingodoc's source.",
+    "The code of these steps: https://lingodoc.github.io/lingodoc-python/examples/#quickstart",
 ]
 
 

@@ -12,9 +12,12 @@ import argparse
 import os
 
 import lingodoc
-from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
+from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV, DOCS_URL
 from lingodoc.cli._errors import EXIT_OK, UsageError
 from lingodoc.cli._visible import visible
+
+# The docs page that shows examples/quickstart.py, which a wheel does not hold.
+QUICKSTART_PAGE = f"{DOCS_URL}examples/#quickstart"
 
 SUMMARY = "Run the quickstart's steps: on a built-in emulator unless a service is configured."
 
@@ -96,5 +99,5 @@ def demo(client: lingodoc.Client, args: argparse.Namespace) -> int:
             f"5. rate limit: {limit.remaining} of {limit.limit} requests left, "
             f"resets at {limit.reset_at:%H:%M:%S} UTC"
         )
-    print("\nThe code of these steps is examples/quickstart.py in lingodoc's source.")
+    print(f"\nThe code of these steps: {QUICKSTART_PAGE}")
     return EXIT_OK
