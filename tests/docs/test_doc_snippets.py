@@ -37,6 +37,9 @@ the docs: make it runnable (an import, a variable from an earlier block), or sho
 example file. ``test_every_python_block_runs_or_is_a_signature_or_an_example`` holds the
 pages to this. The ``console`` transcripts are checked by test_console_transcripts.py.
 
+A ```toml block of pytest settings (``[tool.pytest.ini_options]``) must run an unmarked
+async test, in a project of its own, without a warning.
+
 A ```yaml block is a docker-compose file: it must parse, the emulator command of its
 service runs (on loopback, on any free port) and prints the key the app is given, and
 the SDK accepts the app's environment.
@@ -357,10 +360,17 @@ def test_pytest_blocks_pass(page: Path, marker: str, tmp_path: Path) -> None:
         (tmp_path / name).write_text(block.code, encoding="utf-8")
     ini, options = PYTEST_RUNS[marker]
     (tmp_path / "pytest.ini").write_text(ini, encoding="utf-8")
+    summary = run_pytest(tmp_path, options)
+    assert re.search(r"^\d+ passed in ", summary), summary  # nothing skipped or failed
+    assert int(summary.split()[0]) >= len(modules)
+
+
+def run_pytest(directory: Path, options: list[str]) -> str:
+    """Run pytest on ``directory`` in a subprocess, as a user would; return its summary line."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LINGODOC_", "PYTEST_"))}
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, str(tmp_path)],
-        cwd=tmp_path,
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, str(directory)],
+        cwd=directory,
         capture_output=True,
         text=True,
         timeout=120,
@@ -368,9 +378,47 @@ def test_pytest_blocks_pass(page: Path, marker: str, tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    summary = result.stdout.strip().splitlines()[-1]
-    assert re.search(r"^\d+ passed in ", summary), summary  # nothing skipped or failed
-    assert int(summary.split()[0]) >= len(modules)
+    return result.stdout.strip().splitlines()[-1]
+
+
+# -- pytest settings ------------------------------------------------------------------------
+
+PYTEST_SETTINGS = [
+    block
+    for block in ALL_BLOCKS
+    if block.lang == "toml" and "[tool.pytest.ini_options]" in block.code
+]
+ASYNC_TESTS = """\
+import pytest
+
+
+@pytest.fixture
+async def target():
+    return "de"
+
+
+async def test_unmarked(target, lingodoc_async_client):
+    result = await lingodoc_async_client.translate(
+        "Hello", source_language="en", target_language=target
+    )
+    assert result.translated_text == "Hallo"
+"""
+
+
+@pytest.mark.parametrize("block", PYTEST_SETTINGS, ids=lambda block: block.name)
+def test_pytest_settings_run_unmarked_async_tests_without_a_warning(
+    block: Block, tmp_path: Path
+) -> None:
+    # As a reader's project: the settings in its pyproject.toml, every warning an error
+    # (pytest-asyncio warns at startup about a setting it wants made explicit).
+    (tmp_path / "pyproject.toml").write_text(block.code, encoding="utf-8")
+    (tmp_path / "test_settings.py").write_text(ASYNC_TESTS, encoding="utf-8")
+    summary = run_pytest(tmp_path, ["-W", "error"])
+    assert re.search(r"^1 passed in ", summary), summary
+
+
+def test_the_pages_show_pytest_settings() -> None:
+    assert "testing.md" in {block.page.name for block in PYTEST_SETTINGS}
 
 
 # -- docker-compose files -------------------------------------------------------------------
