@@ -11,6 +11,8 @@ from lingodoc import _clock
 
 __all__ = ["FakeClock", "fake_clock"]
 
+_SLEEPS_SHOWN = 5  # in the repr
+
 
 class FakeClock(_clock.SystemClock):
     """A clock that moves only when something sleeps on it or calls `advance`: no real waiting.
@@ -27,6 +29,16 @@ class FakeClock(_clock.SystemClock):
         self._monotonic = 0.0
         self._wall = time.time() if start is None else float(start)
         self.sleeps: list[float] = []
+
+    def __repr__(self) -> str:
+        """``FakeClock(monotonic=12.5, sleeps=[5.0, 5.0, 2.5])``; a long ``sleeps`` cut to its end."""
+        with self._lock:
+            monotonic, sleeps = self._monotonic, list(self.sleeps)
+        # The last sleeps are the ones that tell what a test was waiting for when it failed.
+        shown = [repr(seconds) for seconds in sleeps[-_SLEEPS_SHOWN:]]
+        if len(sleeps) > _SLEEPS_SHOWN:
+            shown.insert(0, f"<{len(sleeps) - _SLEEPS_SHOWN} earlier>")
+        return f"FakeClock(monotonic={monotonic!r}, sleeps=[{', '.join(shown)}])"
 
     def monotonic(self) -> float:
         """Return the fake monotonic time.
