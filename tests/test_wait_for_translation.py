@@ -594,6 +594,17 @@ async def test_without_a_timeout_each_poll_has_the_clients_timeout(
     await close(client)
 
 
+async def test_a_copy_with_a_timeout_bounds_each_poll_and_the_wait_keeps_its_own(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    seen = TimeoutsSeen(*polled(status("processing"), COMPLETED))
+    api.get(PATH).mock(side_effect=seen)
+    done = await call(client.with_options(timeout=4), "wait_for_translation", "tr_1", timeout=600)
+    assert done.status == "completed"
+    assert seen.read == [4.0, 4.0]  # not the 600 s of the whole wait, nor the client's 30 s
+    assert clock.sleeps == [5.0]
+
+
 # on_progress: a coroutine function is awaited by AsyncClient, refused by Client.
 
 

@@ -49,7 +49,8 @@ class Client(BaseClient[httpx.Client]):
     to release its connections.
 
     Every method that sends also takes the call's own options, keyword-only: ``timeout``
-    (for each attempt of this call), ``extra_headers`` (on top of the client's, never
+    (for each attempt of this call; on ``wait_for_translation``, the whole wait instead),
+    ``extra_headers`` (on top of the client's, never
     ``Authorization``), ``extra_query`` and, with a body, ``extra_body`` (JSON fields
     merged over the SDK's). See "Per-call options" in the configuration guide.
 
@@ -134,7 +135,7 @@ class Client(BaseClient[httpx.Client]):
             target_language: ISO 639-1 code to translate into.
             style: A style such as ``"formal"`` or ``"marketing"``.
             cache: Whether the client's cache is consulted (``False``: sent, not stored).
-            timeout: This call's own (see the class).
+            timeout: This call's own, for each attempt (see the class).
             extra_headers: This call's own (see the class).
             extra_query: This call's own (see the class).
             extra_body: This call's own (see the class).
@@ -173,7 +174,7 @@ class Client(BaseClient[httpx.Client]):
             source_language: ISO 639-1 code of the texts.
             target_language: ISO 639-1 code to translate into.
             cache: Whether the client's cache is consulted (``False``: sent, not stored).
-            timeout: This call's own (see the class).
+            timeout: This call's own, for each attempt (see the class).
             extra_headers: This call's own (see the class).
             extra_query: This call's own (see the class).
             extra_body: This call's own (see the class).
@@ -264,7 +265,7 @@ class Client(BaseClient[httpx.Client]):
                 missed are sent. The translations answered are stored up to 1,000 at
                 a time, the rest at a pause for the rate limit and at the end (an error
                 or Ctrl-C included), by this call, not by the batches' workers.
-            timeout: Each batch request's own (see the class).
+            timeout: Each batch request's own, for each attempt (see the class).
             extra_headers: Each batch request's own (see the class).
             extra_query: Each batch request's own (see the class).
             extra_body: Each batch request's own (see the class).
@@ -337,7 +338,7 @@ class Client(BaseClient[httpx.Client]):
             style: A style such as ``"formal"``.
             use_translation_memory: Whether the service uses stored translation memory;
                 the service's default if ``None``.
-            timeout: This call's own (see the class).
+            timeout: This call's own, for each attempt (see the class).
             extra_headers: This call's own (see the class).
             extra_query: This call's own (see the class).
             extra_body: This call's own (see the class).
@@ -373,7 +374,7 @@ class Client(BaseClient[httpx.Client]):
         Args:
             translation_id: The job's id, from
                 [`translate_document`][lingodoc.Client.translate_document].
-            timeout: This call's own (see the class).
+            timeout: This call's own, for each attempt (see the class).
             extra_headers: This call's own (see the class).
             extra_query: This call's own (see the class).
 
@@ -401,7 +402,11 @@ class Client(BaseClient[httpx.Client]):
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, Any] | None = None,
     ) -> TranslationStatus:
-        """Poll a document translation until it completes.
+        """Poll a document translation until it completes, for ``timeout`` seconds in all.
+
+        Here ``timeout`` bounds the whole wait, not each attempt as in every other method.
+        Each poll's request has the client's timeout; for another, wait on a copy:
+        ``client.with_options(timeout=10).wait_for_translation(job)``.
 
         A 429 is waited out until the reset, even with ``max_retries=0``; with a
         ``timeout``, so is a 5xx or network failure, until the deadline. Ctrl-C
@@ -412,9 +417,12 @@ class Client(BaseClient[httpx.Client]):
                 [`translate_document`][lingodoc.Client.translate_document], or its
                 translation id.
             poll_interval: Seconds between polls.
-            timeout: Seconds to wait in all, ten minutes by default, so that a forgotten
-                limit cannot hold a worker for good; ``None`` waits as long as it takes.
-                Each poll is cut to the time left (the last, at the deadline, gets a second).
+            timeout: Seconds to wait in all: the whole wait, not each attempt (unlike
+                the other methods' ``timeout``). Ten minutes by default, so that a
+                forgotten limit cannot hold a worker for good; ``None`` waits as long as it
+                takes. Each poll is cut to the time left (the last, at the deadline, gets a
+                second); to bound each poll's request, wait on
+                ``client.with_options(timeout=...)``.
             on_progress: Called with each status read, after every poll; a coroutine
                 function is refused with ``TypeError`` before the first poll.
             extra_headers: Each poll's own (see the class).
@@ -475,7 +483,7 @@ class Client(BaseClient[httpx.Client]):
         """List the stored documents.
 
         Args:
-            timeout: This call's own (see the class).
+            timeout: This call's own, for each attempt (see the class).
             extra_headers: This call's own (see the class).
             extra_query: This call's own (see the class).
 
@@ -514,7 +522,7 @@ class Client(BaseClient[httpx.Client]):
             json: A JSON body; none if ``None``.
             params: Query parameters; merged with a query written in ``path`` (those in
                 ``params`` win).
-            timeout: This call's own (see the class).
+            timeout: This call's own, for each attempt (see the class).
             extra_headers: This call's own (see the class).
 
         Returns:
