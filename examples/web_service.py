@@ -5,7 +5,8 @@
 
 * One ``AsyncClient`` for the life of the process, made and closed in the app's lifespan:
   it pools connections and is safe to share between the requests of one event loop.
-* The endpoint awaits it, so a slow translation never holds up other requests.
+* The endpoint awaits it, so a slow translation never holds up other requests, and gives
+  it ``TIME_LIMIT`` seconds at most, the SDK's retries included.
 * The SDK's exceptions become HTTP answers (``lingodoc_error``): the caller's mistakes a 422
   with the message; a spent rate limit a 503 with ``Retry-After``; a timeout a 504; our own
   key refused a 500; any other failure a 502. The details of a failure go to the log.
@@ -30,6 +31,7 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Annotated
 
+import anyio
 import httpx
 import uvicorn
 from fastapi import Depends, FastAPI, Request
@@ -39,8 +41,12 @@ from pydantic import BaseModel
 import lingodoc
 
 logger = logging.getLogger(__name__)
+# The longest a caller waits for a translation: the SDK's retries, and its wait for a rate
+# limit that resets within a minute, included.
+TIME_LIMIT = 20.0
 
 
+# --8<-- [start:lifespan]
 def connect() -> lingodoc.AsyncClient:
     if os.environ.get("LINGODOC_API_KEY") and os.environ.get("LINGODOC_BASE_URL"):
         print(f"Using the service at {os.environ['LINGODOC_BASE_URL']}")
@@ -67,6 +73,9 @@ def lingodoc_client(request: Request) -> lingodoc.AsyncClient:
     return client
 
 
+# --8<-- [end:lifespan]
+
+
 class TranslateRequest(BaseModel):
     text: str
     source: str
@@ -81,14 +90,17 @@ class TranslateResponse(BaseModel):
 async def translate(
     body: TranslateRequest, client: Annotated[lingodoc.AsyncClient, Depends(lingodoc_client)]
 ) -> TranslateResponse:
-    result = await client.translate(
-        body.text, source_language=body.source, target_language=body.target
-    )
+    with anyio.fail_after(TIME_LIMIT):  # past it, the call is cancelled: TimeoutError
+        result = await client.translate(
+            body.text, source_language=body.source, target_language=body.target
+        )
     return TranslateResponse(translation=result.translated_text)
 
 
+# --8<-- [start:errors]
 @app.exception_handler(lingodoc.APIError)
 @app.exception_handler(lingodoc.APIConnectionError)
+@app.exception_handler(TimeoutError)
 async def lingodoc_error(request: Request, error: Exception) -> JSONResponse:
     if isinstance(error, (lingodoc.InvalidLanguage, lingodoc.TextTooLong)):
         return JSONResponse({"detail": error.message}, status_code=422)
@@ -102,9 +114,12 @@ async def lingodoc_error(request: Request, error: Exception) -> JSONResponse:
         return JSONResponse(detail, status_code=503, headers={"Retry-After": retry_after})
     if isinstance(error, lingodoc.Unauthorized):  # our API key, not the caller's
         return JSONResponse({"detail": "the service is misconfigured"}, status_code=500)
-    if isinstance(error, lingodoc.APITimeoutError):
+    if isinstance(error, (lingodoc.APITimeoutError, TimeoutError)):
         return JSONResponse({"detail": "the translation service timed out"}, status_code=504)
     return JSONResponse({"detail": "the translation service failed"}, status_code=502)
+
+
+# --8<-- [end:errors]
 
 
 async def demo() -> None:

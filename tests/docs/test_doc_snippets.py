@@ -19,7 +19,8 @@ Conventions for the Markdown, so that no page goes stale:
   service does not produce on demand, without fault injection in the example itself.
 * ``<!-- run: pytest -->`` before a block makes it a test module: the page's such blocks
   are run by pytest in a subprocess, as a user would run them, and must all pass. They
-  run with pytest-asyncio in auto mode.
+  run with pytest-asyncio in auto mode, with ``examples/`` on their path: a test of an
+  example's app imports it (``from web_service import app``).
 * ``<!-- run: pytest with anyio -->``: the same, in a run of their own, for async tests
   written for anyio's pytest plugin: without pytest-asyncio (``-p no:asyncio``), whose
   auto mode would take them and run them all on asyncio.
@@ -28,9 +29,10 @@ Every Python block runs, but two kinds, which only compile:
 
 * a signature, such as ``Client(api_key=None, *, base_url=None)``: not code to run, it is
   checked against the real callable instead (above);
-* a whole example file, included with ``--8<-- "examples/....py"`` (docs/examples.md):
-  tests/docs/test_examples_run.py runs those as a user does, in a subprocess, and checks
-  what they print.
+* a whole example file, included with ``--8<-- "examples/....py"`` (docs/examples.md),
+  or a section of one, ``--8<-- "examples/....py:name"`` between the file's
+  ``# --8<-- [start:name]`` and ``# --8<-- [end:name]`` lines: tests/docs/test_examples_run.py
+  runs the examples as a user does, in a subprocess, and checks what they print.
 
 A block that needs the real service, or is a fragment of a larger program, has no place in
 the docs: make it runnable (an import, a variable from an earlier block), or show it as an
@@ -75,8 +77,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<lang>[\w+-]*)")
-# pymdownx.snippets, with base_path the repository root (mkdocs.yml).
-SNIPPET = re.compile(r'^\s*--8<--\s+"(?P<path>[^"]+)"\s*$')
+# pymdownx.snippets, with base_path the repository root (mkdocs.yml): a file, or a section.
+SNIPPET = re.compile(r'^\s*--8<--\s+"(?P<path>[^"]+?)(:(?P<section>[a-z][-_0-9a-z]*))?"\s*$')
+SECTION_LINE = re.compile(r"^\s*# --8<-- \[(start|end):[a-z][-_0-9a-z]*\]\s*$")
 MARKER = re.compile(
     r"^\s*<!--\s*(?P<what>run|run: pytest|run: pytest with anyio|run: fail_next_job|output)"
     r"\s*-->\s*$"
@@ -162,14 +165,18 @@ def read_blocks(page: Path) -> list[Block]:
 
 
 def include_snippets(lines: list[str]) -> list[str]:
-    """Replace each ``--8<-- "path"`` line with the file it includes, as mkdocs does."""
+    """Replace each ``--8<-- "path"`` line with the file (or section) it includes, like mkdocs."""
     expanded: list[str] = []
     for line in lines:
         include = SNIPPET.match(line)
         if include is None:
             expanded.append(line)
-        else:
-            expanded.extend((ROOT / include["path"]).read_text(encoding="utf-8").splitlines())
+            continue
+        included = (ROOT / include["path"]).read_text(encoding="utf-8").splitlines()
+        if include["section"] is not None:
+            start = included.index(f"# --8<-- [start:{include['section']}]")
+            included = included[start : included.index(f"# --8<-- [end:{include['section']}]")]
+        expanded.extend(text for text in included if not SECTION_LINE.match(text))
     return expanded
 
 
@@ -359,6 +366,7 @@ def test_pytest_blocks_pass(page: Path, marker: str, tmp_path: Path) -> None:
         name = f"test_{page.stem}_{block.line}.py".replace("-", "_")
         (tmp_path / name).write_text(block.code, encoding="utf-8")
     ini, options = PYTEST_RUNS[marker]
+    ini += f"pythonpath = {ROOT / 'examples'}\n"
     (tmp_path / "pytest.ini").write_text(ini, encoding="utf-8")
     summary = run_pytest(tmp_path, options)
     assert re.search(r"^\d+ passed in ", summary), summary  # nothing skipped or failed

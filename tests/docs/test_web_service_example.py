@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
 
+import anyio
 import httpx
 import pytest
 
@@ -140,6 +141,26 @@ async def test_a_timeout_is_a_504(http: httpx.AsyncClient, lingodoc_emulator: Em
     response = await translate(http)
     assert response.status_code == 504
     assert response.json() == {"detail": "the translation service timed out"}
+
+
+async def test_a_translation_past_the_time_limit_is_cancelled_and_a_504(
+    http: httpx.AsyncClient, web_service: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cancelled = []
+
+    class Stuck:
+        async def translate(self, *args: object, **kwargs: object) -> None:
+            try:
+                await anyio.sleep_forever()
+            finally:
+                cancelled.append(True)
+
+    monkeypatch.setitem(web_service.app.dependency_overrides, web_service.lingodoc_client, Stuck)
+    monkeypatch.setattr(web_service, "TIME_LIMIT", 0)  # past at once: no real waiting
+    response = await translate(http)
+    assert response.status_code == 504
+    assert response.json() == {"detail": "the translation service timed out"}
+    assert cancelled == [True]
 
 
 async def test_a_refused_api_key_is_a_500_that_does_not_show_it(
