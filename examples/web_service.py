@@ -86,6 +86,7 @@ class TranslateResponse(BaseModel):
     translation: str
 
 
+# --8<-- [start:endpoint]
 @app.post("/translate")
 async def translate(
     body: TranslateRequest, client: Annotated[lingodoc.AsyncClient, Depends(lingodoc_client)]
@@ -95,6 +96,9 @@ async def translate(
             body.text, source_language=body.source, target_language=body.target
         )
     return TranslateResponse(translation=result.translated_text)
+
+
+# --8<-- [end:endpoint]
 
 
 # --8<-- [start:errors]
