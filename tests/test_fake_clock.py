@@ -21,4 +21,3 @@ def test_repr_of_many_sleeps_shows_the_last_five_and_how_many_came_before() -> N
     assert repr(clock) == (
         "FakeClock(monotonic=78.0, sleeps=[<7 earlier>, 8.0, 9.0, 10.0, 11.0, 12.0])"
     )
-

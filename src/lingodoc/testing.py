@@ -31,7 +31,7 @@ class FakeClock(_clock.SystemClock):
         self.sleeps: list[float] = []
 
     def __repr__(self) -> str:
-        """``FakeClock(monotonic=12.5, sleeps=[5.0, 5.0, 2.5])``; a long ``sleeps`` cut to its end."""
+        """``FakeClock(monotonic=12.5, sleeps=[5.0, 5.0, 2.5])``, only the last sleeps of many."""
         with self._lock:
             monotonic, sleeps = self._monotonic, list(self.sleeps)
         # The last sleeps are the ones that tell what a test was waiting for when it failed.
