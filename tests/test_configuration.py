@@ -21,6 +21,7 @@ import pytest
 import respx
 
 import lingodoc
+import lingodoc.emulator
 from lingodoc import _aiohttp
 from lingodoc._config import environment_proxy
 from tests.conftest import (
@@ -138,6 +139,18 @@ def test_missing_setting_names_the_argument_and_the_variable(
         client_class(**kwargs)
     for word in named:
         assert word in str(caught.value)
+
+
+def test_missing_key_says_where_to_get_one_and_how_to_try_the_emulator(
+    client_class: type[lingodoc.Client],
+) -> None:
+    message = str(refusal(client_class, base_url=BASE_URL))
+    assert "Create a key in your lingodoc account settings." in message
+    assert "`lingodoc emulator` in another terminal" in message
+    assert "lingodoc.emulator.Emulator().client()" in message
+    # The code it names works as written.
+    with lingodoc.emulator.Emulator().client() as client:
+        assert client.translate("Hello", source_language="en", target_language="de")
 
 
 @pytest.mark.parametrize("key", ["key with space", "key\nnewline", "caf\u00e9key1234567890", 12345])

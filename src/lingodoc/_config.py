@@ -16,22 +16,35 @@ from lingodoc._exceptions import ConfigurationError, cut, shown
 from lingodoc._response import ACCEPT_ENCODING
 
 ALLOW_HTTP_HOST_ENV = "LINGODOC_ALLOW_HTTP_HOST"
+# What the missing key's error adds: where keys come from (the spec: the account settings),
+# and the emulator, to try the SDK without one.
+_GET_A_KEY = (
+    ".\nCreate a key in your lingodoc account settings."
+    "\nTo try the SDK without one, start the emulator: `lingodoc emulator` in another "
+    "terminal,\nthen export the two variables it prints; or, in code, use "
+    "lingodoc.emulator.Emulator().client()."
+)
 
 
-def _setting(value: object, argument: str, variable: str) -> str | ConfigurationError:
-    """The argument, else the environment variable, stripped; or the error if none or no str."""
+def _setting(
+    value: object, argument: str, variable: str, more: str = ""
+) -> str | ConfigurationError:
+    """The argument, else the environment variable, stripped; or the error if none or no str.
+
+    ``more``: what the error says after naming both, if there is none.
+    """
     if value is not None and not isinstance(value, str):
         return ConfigurationError(f"{argument} must be a str, not {type(value).__name__}")
     text = ((os.environ.get(variable) if value is None else value) or "").strip()
     return text or ConfigurationError(
         f"no {argument.replace('_', ' ')} given: pass {argument}=... "
-        f"or set the {variable} environment variable"
+        f"or set the {variable} environment variable{more}"
     )
 
 
 def api_key(value: object) -> str | ConfigurationError:
     """Return the key to send (``api_key``, else ``LINGODOC_API_KEY``), or the error."""
-    key = _setting(value, "api_key", API_KEY_ENV)
+    key = _setting(value, "api_key", API_KEY_ENV, _GET_A_KEY)
     if isinstance(key, str) and not _validation.sendable_key(key):
         return ConfigurationError(
             f"api_key (or {API_KEY_ENV}) holds spaces or characters that cannot be "
