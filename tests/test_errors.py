@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import pickle
 import traceback
@@ -580,6 +581,65 @@ def test_repr_of_a_local_error_leaves_out_what_is_not_set() -> None:
     assert repr(lingodoc.ServerError("x" * 1000, status_code=503)).endswith(
         "... (1,000 characters)')"
     )
+    assert repr(RateLimited("wait", status_code=429)) == (
+        "RateLimited(status_code=429, message='wait')"
+    )
+    assert repr(UnexpectedResponse("not JSON")) == "UnexpectedResponse(message='not JSON')"
+    assert repr(ConfigurationError("no key")) == "ConfigurationError(message='no key')"
+
+
+# A value for each field an exception's constructor takes.
+FIELD_VALUES: dict[str, Any] = {
+    "message": "it broke", "status_code": 429, "code": "RATE_LIMITED", "rate_limit": LIMIT,
+    "request_id": "req_7", "retry_after": 12.5, "body": "<html>", "request_sent": False,
+    "status": STATE, "timeout": 30.0,
+}  # fmt: skip
+EXCEPTIONS = [
+    obj
+    for obj in map(vars(lingodoc).get, lingodoc.__all__)
+    if isinstance(obj, type) and issubclass(obj, BaseException)
+]
+
+
+def with_every_field_set(cls: type[LingodocError]) -> LingodocError:
+    """``cls`` built with each argument of its constructors (and its bases'), and ``partial``."""
+    names = {
+        name
+        for klass in cls.__mro__
+        if klass.__module__ == "lingodoc" and "__init__" in vars(klass)
+        for name, parameter in inspect.signature(klass.__init__).parameters.items()
+        if name != "self"
+        and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+    }
+    error = cls(**{name: FIELD_VALUES[name] for name in names}) if names else cls("it broke")
+    error.partial = lingodoc.PartialTranslations(None, ["Hallo"] * 1000 + [None])
+    return error
+
+
+@pytest.mark.parametrize("cls", EXCEPTIONS, ids=lambda cls: cls.__name__)
+def test_repr_of_every_exception_shows_each_field_set_and_sums_up_the_rest(
+    cls: type[LingodocError],
+) -> None:
+    error = with_every_field_set(cls)
+    shown = repr(error)
+    assert shown.startswith(f"{cls.__name__}(")
+    # A collection is summed up, never listed.
+    assert shown.endswith(", partial=<PartialTranslations: 1,000 of 1,001 texts translated>)")
+    fields = dict(vars(error))
+    if not isinstance(error, WaitTimeout):  # whose message only repeats its fields
+        fields.setdefault("message", str(error))
+    for name, value in fields.items():
+        if name == "status":  # a record: its scalar fields
+            expected = ["translation_id='tr_1'", "state='failed'", "progress=40"]
+        elif name == "rate_limit":
+            expected = ["rate_limit=<RateLimit: 0 of 10 left, resets at 2030-01-01T00:00:00+00:00>"]
+        elif name == "partial":
+            continue
+        else:
+            expected = [f"{name}={value!r}"]
+        for text in expected:
+            assert text in shown, name
+    assert repr(pickle.loads(pickle.dumps(error))) == shown
 
 
 async def test_repr_of_wait_errors_shows_the_translation_and_its_state(
@@ -592,7 +652,7 @@ async def test_repr_of_wait_errors_shows_the_translation_and_its_state(
     )
     status = lingodoc.TranslationStatus(translation_id="tr_2", status="processing", progress=5)
     assert repr(lingodoc.WaitTimeout(status, 30.0)) == (
-        "WaitTimeout(translation_id='tr_2', state='processing', timeout=30.0)"
+        "WaitTimeout(translation_id='tr_2', state='processing', progress=5, timeout=30.0)"
     )
     assert repr(lingodoc.WaitTimeout(None, 5.0)) == "WaitTimeout(timeout=5.0)"
 

@@ -20,7 +20,8 @@ LingodocError
 └── WaitTimeout                   wait_for_translation ran out of time
 ```
 
-Every exception pickles with its fields; none holds the API key (messages arrive redacted).
+Every exception pickles with its fields, and its repr shows those that are set; none holds
+the API key (messages arrive redacted).
 """
 
 from __future__ import annotations
@@ -62,12 +63,24 @@ def shown(value: object) -> str:
     return cut(text)
 
 
+class _Summary:
+    """A record in a repr, summed up as ``<...>`` rather than shown whole."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"<{self.text}>"
+
+
 def _repr(error: BaseException, **fields: object) -> str:
-    """``Name(field=value, ...)`` with the fields that are set, a long text cut."""
+    """``Name(field=value, ...)`` with the fields that are set (not ``None`` or ``""``), cut."""
     shown = [
         f"{name}={cut(value, _REPR_LIMIT) if isinstance(value, str) else value!r}"
         for name, value in fields.items()
-        if value is not None
+        if value is not None and value != ""
     ]
     return f"{type(error).__name__}({', '.join(shown)})"
 
@@ -98,6 +111,14 @@ class LingodocError(Exception):
     def __reduce__(self) -> tuple[Any, ...]:
         # Keyword-only fields, which the default cls(*self.args) would drop or refuse.
         return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+    def __repr__(self) -> str:
+        # partial sums itself up: "<PartialTranslations: 5 of 10 texts translated>".
+        return _repr(self, **self._fields(), partial=self.partial)
+
+    def _fields(self) -> dict[str, object]:
+        """The fields ``repr`` shows, in order, before ``partial``."""
+        return {"message": str(self)}
 
 
 class PartialTranslations:
@@ -167,6 +188,9 @@ class APIConnectionError(LingodocError):
         super().__init__(message)
         self.request_sent = request_sent
 
+    def _fields(self) -> dict[str, object]:
+        return {"message": str(self), "request_sent": self.request_sent}
+
 
 class APITimeoutError(APIConnectionError):
     """A connect, read, write or pool timeout, after the retries were spent."""
@@ -202,14 +226,21 @@ class APIError(LingodocError):
         self.request_id = request_id
         self.retry_after = retry_after
 
-    def __repr__(self) -> str:
-        return _repr(
-            self,
-            code=self.code,
-            status_code=self.status_code,
-            message=self.message,
-            request_id=self.request_id,
-        )
+    def _fields(self) -> dict[str, object]:
+        limit, summary = self.rate_limit, None
+        if limit is not None:
+            summary = _Summary(
+                f"RateLimit: {limit.remaining:,} of {limit.limit:,} left, "
+                f"resets at {limit.reset_at.isoformat()}"
+            )
+        return {
+            "code": self.code,
+            "status_code": self.status_code,
+            "message": self.message,
+            "request_id": self.request_id,
+            "retry_after": self.retry_after,
+            "rate_limit": summary,
+        }
 
     def __str__(self) -> str:
         if self.status_code is None:
@@ -258,6 +289,9 @@ class UnexpectedResponse(APIError):
         super().__init__(message, **fields)
         self.body = body
 
+    def _fields(self) -> dict[str, object]:
+        return {**super()._fields(), "body": self.body}
+
 
 class TranslationFailed(LingodocError):
     """A document translation ended in the ``failed`` state.
@@ -273,14 +307,13 @@ class TranslationFailed(LingodocError):
         )
         self.status = status
 
-    def __repr__(self) -> str:
-        return _repr(
-            self,
-            translation_id=self.status.translation_id,
-            state=str(self.status.status),
-            progress=self.status.progress,
-            message=str(self),
-        )
+    def _fields(self) -> dict[str, object]:
+        return {
+            "translation_id": self.status.translation_id,
+            "state": str(self.status.status),
+            "progress": self.status.progress,
+            "message": str(self),
+        }
 
 
 class WaitTimeout(LingodocError):
@@ -298,14 +331,14 @@ class WaitTimeout(LingodocError):
         self.status = status
         self.timeout = timeout
 
-    def __repr__(self) -> str:
+    def _fields(self) -> dict[str, object]:
         status = self.status
-        return _repr(
-            self,
-            translation_id=None if status is None else status.translation_id,
-            state=None if status is None else str(status.status),
-            timeout=self.timeout,
-        )
+        return {
+            "translation_id": None if status is None else status.translation_id,
+            "state": None if status is None else str(status.status),
+            "progress": None if status is None else status.progress,
+            "timeout": self.timeout,
+        }
 
 
 _CLASS_BY_CODE: dict[str | None, type[APIError]] = {
