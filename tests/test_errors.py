@@ -6,7 +6,7 @@ import inspect
 import json
 import pickle
 import traceback
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timezone
 from email.utils import formatdate
 from pathlib import Path
@@ -40,9 +40,21 @@ from lingodoc import (
 )
 from lingodoc.emulator import Emulator
 from lingodoc.testing import FakeClock
-from tests.conftest import API_KEY, BASE_URL, call, close, envelope, failure, rate_limit_headers
+from tests.conftest import (
+    API_KEY,
+    BASE_URL,
+    call,
+    close,
+    envelope,
+    failure,
+    http_client_for,
+    rate_limit_headers,
+)
+from tests.reliability.fault_server import FaultServer
 
 MESSAGE = "Text exceeds 10,000 characters"
+PASSWORD = "s3cretPassw0rd"
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 MISSING = object()
 FIELDS = ("status_code", "code", "message", "rate_limit", "request_id", "retry_after", "body",
           "status", "timeout")  # fmt: skip
@@ -340,6 +352,137 @@ async def test_transport_failure_is_a_connection_error_with_the_cause_chained(
     # free in time, sent nothing.
     assert error.request_sent is sent
     assert pickle.loads(pickle.dumps(error)).request_sent is sent
+
+
+# Over real sockets: the address tried, and the proxy of the environment ----------------
+
+
+@pytest.fixture
+def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No proxy in the environment but those the test sets."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
+@pytest.fixture
+def refusing(no_proxies: None) -> Iterator[FaultServer]:
+    """A loopback port bound but not listening: every connection to it is refused."""
+    server = FaultServer([], listening=False)
+    yield server
+    server.stop()
+
+
+def yours_of_httpx(client_class: type[Any], http: str) -> bool:
+    """Whether the run sends through an httpx client of yours (``http="yours"``, no aiohttp)."""
+    return http == "yours" and client_class in (lingodoc.Client, lingodoc.AsyncClient)
+
+
+async def refused_error(client_class: type[Any], http: str, base_url: str) -> Any:
+    """The error of a ``translate`` that cannot connect, through the http client named.
+
+    ``http``: ``"own"``, the client's own (the [aiohttp] run: a ``DefaultAioHttpClient``);
+    ``"yours"``, an httpx client passed as ``http_client`` (the [aiohttp] run: a
+    ``DefaultAioHttpClient`` with headers of its own, sent through by its ``send()``).
+    """
+    http_client: Any = None
+    if yours_of_httpx(client_class, http):
+        http_client = http_client_for(client_class)
+    elif http == "yours":
+        http_client = lingodoc.DefaultAioHttpClient(headers={"X-App": "tests"})
+    client = client_class(API_KEY, base_url=base_url, max_retries=0, http_client=http_client)
+    error = await translate_error(client)
+    await close(client)
+    if http_client is not None:
+        await call(http_client, "aclose" if isinstance(http_client, httpx.AsyncClient) else "close")
+    assert type(error) is APIConnectionError
+    assert error.request_sent is False
+    return error
+
+
+@pytest.mark.aiohttp  # over real sockets: on DefaultAioHttpClient too
+@pytest.mark.parametrize("http", ["own", "yours"])
+async def test_a_refused_connection_names_the_address_tried(
+    client_class: type[Any], http: str, refusing: FaultServer
+) -> None:
+    error = await refused_error(client_class, http, refusing.base_url())
+    tried = f"POST /translate failed: cannot connect to http://127.0.0.1:{refusing.port} ("
+    assert str(error).startswith(tried)
+    assert "proxy" not in str(error)
+
+
+@pytest.mark.aiohttp  # over real sockets: on DefaultAioHttpClient too
+@pytest.mark.parametrize("http", ["own", "yours"])
+async def test_a_refused_proxy_of_the_environment_is_named_without_its_password(
+    client_class: type[Any], http: str, refusing: FaultServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy = f"http://proxy-user:{PASSWORD}@127.0.0.1:{refusing.port}"
+    monkeypatch.setenv("HTTPS_PROXY", proxy)
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    # The service's host is never looked up: the proxy refuses the connection first.
+    error = await refused_error(client_class, http, BASE_URL)
+    named = f"http://127.0.0.1:{refusing.port}"
+    through = f"through the proxy {named}"
+    if yours_of_httpx(client_class, http):  # whose own transport or proxy httpx does not show
+        through = f"through the environment's proxy {named} if the http_client uses it"
+    assert str(error).startswith(
+        f"POST /translate failed: cannot connect to https://api.lingodoc.test:443 {through} ("
+    )
+    for text in (
+        str(error),
+        repr(error),
+        repr(error.__cause__),
+        pickle.dumps(error).decode("latin-1"),
+    ):
+        assert PASSWORD not in text
+        assert "proxy-user" not in text
+        assert_no_key(text)
+
+
+@pytest.mark.parametrize(
+    ("base_url", "environment", "where"),
+    [
+        # No proxy for http://: it would get the key in clear text.
+        ("http://127.0.0.1:8787/v1", {"HTTP_PROXY": "http://127.0.0.1:3128"}, "http://127.0.0.1:8787"),
+        ("http://[::1]/v1", {}, "http://[::1]:80"),
+        (BASE_URL, {"HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": "api.lingodoc.test"},
+         "https://api.lingodoc.test:443"),
+        (BASE_URL, {"ALL_PROXY": f"proxy:{PASSWORD}@proxy.example:3128"},
+         "https://api.lingodoc.test:443 through the proxy http://proxy.example:3128"),
+    ],
+    ids=["http-no-proxy", "ipv6", "no-proxy-names-the-host", "all-proxy-without-scheme"],
+)  # fmt: skip
+async def test_the_address_named_is_the_one_the_sdk_sends_to(
+    client_class: type[Any],
+    no_proxies: None,
+    monkeypatch: pytest.MonkeyPatch,
+    base_url: str,
+    environment: dict[str, str],
+    where: str,
+) -> None:
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    client = client_class(API_KEY, base_url=base_url, max_retries=0)
+    with respx.mock(base_url=base_url) as service:
+        service.post("/translate").mock(side_effect=httpx.ConnectError("refused"))
+        error = await translate_error(client)
+    assert str(error) == f"POST /translate failed: cannot connect to {where} (refused)"
+    await close(client)
+
+
+async def test_other_network_failures_name_the_address_too(
+    no_retry: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    api.post("/translate").mock(side_effect=httpx.ReadTimeout("read timed out"))
+    error = await translate_error(no_retry)
+    assert (
+        str(error) == "POST /translate to https://api.lingodoc.test:443 timed out: read timed out"
+    )
+    api.post("/translate").mock(side_effect=httpx.RemoteProtocolError("server disconnected"))
+    error = await translate_error(no_retry)
+    assert str(error) == (
+        "POST /translate to https://api.lingodoc.test:443 failed: server disconnected"
+    )
 
 
 # Pickling and the API key -----------------------------------------------------------

@@ -129,6 +129,7 @@ class BaseClient(Generic[HttpClientT]):
             self._http_client_type, http_client, new_transport=new_transport, direct=direct,
             aiohttp=aiohttp, max_in_flight=limit,
         )  # fmt: skip
+        self._destination = _config.destination(checked, http_client, aiohttp=aiohttp)
         watch_http_logs(self._key_mask)  # after the http client made its loggers
         self._view_closed = self._is_copy = False
         self._cache = self._use_cache(cache)
@@ -382,12 +383,18 @@ class BaseClient(Generic[HttpClientT]):
         # Nothing left this machine: no connection was made, or none was free in time.
         sent = not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
         error: LingodocError
+        to = f"{call.description} to {self._destination}"
         if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
-            error = APITimeoutError(f"{call.description} timed out: {detail}", request_sent=sent)
+            error = APITimeoutError(f"{to} timed out: {detail}", request_sent=sent)
         elif isinstance(exc, RuntimeError):
             error = self._runtime_error(call, detail)
+        elif isinstance(exc, httpx.ConnectError):
+            error = APIConnectionError(
+                f"{call.description} failed: cannot connect to {self._destination} ({detail})",
+                request_sent=sent,
+            )
         else:
-            error = APIConnectionError(f"{call.description} failed: {detail}", request_sent=sent)
+            error = APIConnectionError(f"{to} failed: {detail}", request_sent=sent)
         # The httpx exception holds the request, and so the Authorization header: chain a
         # copy of the same type and message without it. The attempt's deadline, passed
         # (TimeoutError of anyio.fail_after), reads as httpx's: the request may have gone.

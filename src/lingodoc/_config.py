@@ -140,16 +140,57 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
     return str(url).rstrip("/")
 
 
+def _named_proxy(url: httpx.URL, *, all_proxy: bool = True) -> str | None:
+    """The proxy URL the environment names for ``url``, as written; ``None`` if none or bypassed.
+
+    ``all_proxy``: ``ALL_PROXY`` counts too, as for httpx (aiohttp reads no such variable).
+    """
+    proxies = urllib.request.getproxies_environment()
+    named = proxies.get(url.scheme) or (proxies.get("all") if all_proxy else None)
+    # Not in typeshed, but in urllib.request since Python 3.2 (what urllib itself uses).
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    return None if not named or bypass(url.host, proxies) else named
+
+
+def _origin(url: httpx.URL) -> str:
+    """``scheme://host:port`` of ``url``, the port written even where it is the default."""
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+    return f"{url.scheme}://{host}" + (f":{port}" if port else "")
+
+
+def destination(
+    url: str, http_client: httpx.Client | httpx.AsyncClient | None, *, aiohttp: bool
+) -> str:
+    """Where requests to ``url`` go, as a connection error says it: ``scheme://host:port``.
+
+    Then ``through the proxy scheme://host:port`` (never its user or password) if the
+    environment names one the http client takes: the SDK's own and a ``DefaultAioHttpClient``
+    take it for ``https://`` only. Another ``http_client`` that trusts the environment takes
+    it unless it has a transport or proxy of its own, which httpx does not show: the proxy
+    is named "if the http_client uses it".
+    """
+    target = httpx.URL(url)
+    where = _origin(target)
+    own = http_client is None or aiohttp
+    if (http_client is not None and not http_client.trust_env) or (own and target.scheme == "http"):
+        return where
+    named = _named_proxy(target, all_proxy=not aiohttp)
+    if named is None:
+        return where
+    try:
+        proxy = httpx.URL(named if "://" in named else f"http://{named}")  # as httpx reads it
+    except httpx.InvalidURL:  # no proxy the http client could have sent through
+        return where
+    if own:
+        return f"{where} through the proxy {_origin(proxy)}"
+    return f"{where} through the environment's proxy {_origin(proxy)} if the http_client uses it"
+
+
 def environment_proxy(http_client: httpx.Client | httpx.AsyncClient, url: str) -> str | None:
     """The proxy variables that would send ``http_client``'s requests for ``url`` to a proxy."""
     # An http_client's own proxy= or mounts= is its maker's choice, and not publicly visible.
-    if not http_client.trust_env:
-        return None
-    proxies = urllib.request.getproxies_environment()
-    host = httpx.URL(url).host
-    # Not in typeshed, but in urllib.request since Python 3.2 (what urllib itself uses).
-    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
-    if not (proxies.get("http") or proxies.get("all")) or bypass(host, proxies):
+    if not http_client.trust_env or _named_proxy(httpx.URL(url)) is None:
         return None
     names = sorted(
         name

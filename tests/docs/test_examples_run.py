@@ -105,7 +105,7 @@ def test_error_handling() -> None:
         "-> '(not translated: SERVICE_UNAVAILABLE 503, request req_",
         "-> 'Gracias'",
         "-> '(not translated: rate limited, try again in 600 s)'",
-        "-> APIConnectionError: POST /translate failed",
+        "-> APIConnectionError: POST /translate to https://emulator.lingodoc.test:443 ",
         "stopped at 50%",
         "-> TranslationFailed: translation tr_",
     ]
