@@ -229,12 +229,30 @@ def test_a_server_error_says_to_try_again(cli: RunCLI, emulator: Emulator) -> No
     assert run.error.endswith("; try again later")
 
 
-def test_connection_refused_asks_whether_the_service_runs(cli: RunCLI) -> None:
-    base_url = f"http://127.0.0.1:{closed_port()}/v1"
+def test_connection_refused_names_the_address_and_asks_whether_the_service_runs(
+    cli: RunCLI,
+) -> None:
+    port = closed_port()
+    base_url = f"http://127.0.0.1:{port}/v1"
     run = cli("--base-url", base_url, "--max-retries", "0", "documents")
     assert run.code == 1
-    assert run.error.startswith(f"lingodoc: error: cannot reach {base_url} (")
-    assert "is the service (or `lingodoc emulator`) running" in run.error
+    tried = f"lingodoc: error: GET /documents failed: cannot connect to http://127.0.0.1:{port} ("
+    assert run.error.startswith(tried)
+    assert run.error.endswith(
+        "; is the service (or `lingodoc emulator`) running, and is the address "
+        f"{base_url} (LINGODOC_BASE_URL or --base-url) right?"
+    )
+
+
+def test_no_answer_in_time_names_the_address_and_says_to_raise_the_timeout(
+    cli: RunCLI, emulator: Emulator, server: EmulatorServer
+) -> None:
+    emulator.inject("slow", times=1, delay=1.0)
+    run = cli("documents", "--max-retries", "0", "--timeout", "0.2")
+    assert run.code == 1
+    tried = f"lingodoc: error: GET /documents to http://127.0.0.1:{server.port} timed out: "
+    assert run.error.startswith(tried)
+    assert run.error.endswith("; raise --timeout")
 
 
 def test_verbose_shows_the_traceback_and_the_requests(cli: RunCLI) -> None:

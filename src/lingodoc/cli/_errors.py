@@ -154,12 +154,13 @@ def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[i
         job = exc.status.translation_id if exc.status else getattr(args, "translation_id", None)
         resume = f": `lingodoc wait {job}` resumes" if job else ""
         return EXIT_TIMEOUT, f"{exc}; it goes on{resume}"
+    # Each names the address it tried (and the proxy, if any).
     if isinstance(exc, lingodoc.APITimeoutError):
-        return EXIT_API_ERROR, f"no answer from {base_url} in time ({exc}); raise --timeout"
+        return EXIT_API_ERROR, f"{exc}; raise --timeout"
     if isinstance(exc, lingodoc.APIConnectionError):
         return EXIT_API_ERROR, (
-            f"cannot reach {base_url} ({exc}); is the service (or `lingodoc emulator`) running, "
-            f"and is {BASE_URL_ENV} (or --base-url) right?"
+            f"{exc}; is the service (or `lingodoc emulator`) running, and is the address "
+            f"{base_url} ({BASE_URL_ENV} or --base-url) right?"
         )
     if not isinstance(exc, lingodoc.APIError):
         return EXIT_API_ERROR, str(exc)
