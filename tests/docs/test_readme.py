@@ -49,7 +49,7 @@ def test_the_pypi_install_comes_before_the_checkout_commands() -> None:
     first_shell_block = README.index("```shell")
     assert install < first_shell_block
     heading = README.rfind("\n## ", 0, first_shell_block)
-    assert "checkout" in README[heading : first_shell_block].lower()
+    assert "checkout" in README[heading:first_shell_block].lower()
 
 
 def test_the_first_snippet_needs_no_account_nor_environment() -> None:
