@@ -104,7 +104,9 @@ def test_the_demo_refuses_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--json"]) == 2
     out, err = capsys.readouterr()
     refusal = "demo prints text for a reader: --json is for the other commands"
-    assert json.loads(out) == {"code": None, "message": refusal, "request_id": None, "status": None}
+    assert json.loads(out) == {
+        "code": None, "hint": None, "message": refusal, "request_id": None, "status": None
+    }  # fmt: skip
     assert err == f"lingodoc: error: {refusal}\n"
 
 

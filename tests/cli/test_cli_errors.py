@@ -9,6 +9,7 @@ import re
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 import lingodoc
 from lingodoc.cli import _stdout_to_devnull, main
 from lingodoc.cli._parser import build_parser, settle_timeouts
-from lingodoc.emulator import Emulator, EmulatorServer
+from lingodoc.emulator import Emulator, EmulatorServer, Reply
 from lingodoc.testing import fake_clock
 from tests.cli.conftest import RunCLI, child_env, start_job
 
@@ -263,28 +264,116 @@ def test_verbose_shows_the_traceback_and_the_requests(cli: RunCLI) -> None:
     assert run.err.splitlines()[-1].startswith("lingodoc: error: no translation 'tr_nope'")
 
 
+REFUSED_KEY = "check LINGODOC_API_KEY (or --api-key) and that the key has the permission needed"
+
+
 @pytest.mark.parametrize(
-    ("args", "exit_code", "code", "status"),
+    ("args", "exit_code", "error"),
     [
-        (["translate", "Hello", "--to", "xx"], 1, "INVALID_LANGUAGE", 400),
-        (["--api-key", BAD_KEY, "documents"], 1, "UNAUTHORIZED", 401),
-        (["status", "tr_nope", "--json"], 1, "NOT_FOUND", 404),  # --json after the command
-        (["translate", "Hello", "--to", "deu"], 2, "INVALID_LANGUAGE", None),  # refused locally
-        (["batch", "-", "--to", "de", "--format", "csv"], 2, None, None),  # not the service's
+        (["translate", "Hello", "--to", "xx"], 1, {
+            "code": "INVALID_LANGUAGE", "status": 400,
+            "message": "Field 'target_language': 'xx' is not a supported language.",
+            "hint": "use a two-letter ISO 639-1 code the service supports, such as 'en'"}),
+        (["--api-key", BAD_KEY, "documents"], 1, {
+            "code": "UNAUTHORIZED", "status": 401,
+            "message": "Invalid API key ending in 'WXYZ': it does not exist.",
+            "hint": REFUSED_KEY}),
+        (["status", "tr_nope", "--json"], 1, {  # --json after the command
+            "code": "NOT_FOUND", "status": 404, "message": "Translation 'tr_nope' not found.",
+            "hint": "use an id that `lingodoc document` printed"}),
+        (["document", "doc_nope", "--to", "de"], 1, {
+            "code": "NOT_FOUND", "status": 404, "message": "Document 'doc_nope' not found.",
+            "hint": "`lingodoc documents` lists them"}),
+        (["--max-retries", "0", "translate", "Hello", "--to", "de"], 1, {
+            "code": "RATE_LIMITED", "status": 429,
+            "message": "Rate limit reached (injected); retry in 120 s.", "hint": "retry in 120 s"}),
+        (["--max-retries", "0", "documents"], 1, {
+            "code": "INTERNAL_ERROR", "status": 500, "message": "Injected server error (500).",
+            "hint": "try again later"}),
     ],
-)
-def test_with_json_an_error_is_one_json_object_on_stdout_too(
-    cli: RunCLI, args: list[str], exit_code: int, code: str | None, status: int | None
+)  # fmt: skip
+def test_with_json_an_error_of_the_service_has_its_message_and_the_hint_apart(
+    cli: RunCLI, emulator: Emulator, args: list[str], exit_code: int, error: dict[str, object]
 ) -> None:
-    run = cli(*(args if "--json" in args else ["--json", *args]), stdin="")
+    if error["code"] == "RATE_LIMITED":
+        emulator.inject("rate_limit", retry_after=120)
+    if error["code"] == "INTERNAL_ERROR":
+        emulator.inject("server_error")
+    run = cli(*(args if "--json" in args else ["--json", *args]))
     assert run.code == exit_code, run.err
-    error = json.loads(run.out)
-    assert sorted(error) == ["code", "message", "request_id", "status"]
-    assert (error["code"], error["status"]) == (code, status)
-    assert (error["request_id"] or "req_").startswith("req_")
-    assert (error["request_id"] is None) == (status is None)
-    assert run.error == f"lingodoc: error: {error['message']}"  # and the same on stderr
-    assert BAD_KEY[3:-4] not in run.out
+    printed = json.loads(run.out)
+    assert re.fullmatch(r"req_[0-9a-f]{24}", printed.pop("request_id"))
+    assert printed == error
+    # stderr has the line, in the command line's terms, with the same hint and request id.
+    assert run.error.endswith(f"; {error['hint']}")
+    assert f"{error['status']} {error['code']}, request req_" in run.error
+
+
+@pytest.mark.parametrize(
+    ("args", "exit_code", "code", "message"),
+    [
+        (["translate", "Hello", "--to", "deu"], 2, "INVALID_LANGUAGE",  # refused locally
+         "--to must be a two-letter ISO 639-1 code such as 'en', not 'deu'"),
+        (["batch", "-", "--to", "de", "--format", "csv"], 2, None,  # not the service's
+         "--json is for plain lines; csv output is the input's format, with the "
+         "translations added"),
+        (["documents", "--api-key", ""], 2, None,
+         "no API key: set LINGODOC_API_KEY or pass --api-key"),
+    ],
+)  # fmt: skip
+def test_with_json_an_error_without_a_service_message_has_the_problem_as_message(
+    cli: RunCLI, env: dict[str, str], args: list[str], exit_code: int, code: str, message: str
+) -> None:
+    no_key = {"LINGODOC_API_KEY": ""} if "" in args else {}
+    run = cli("--json", *args, stdin="", env={**env, **no_key})
+    assert run.code == exit_code, run.err
+    assert json.loads(run.out) == {
+        "code": code, "hint": None, "message": message, "request_id": None, "status": None
+    }  # fmt: skip
+    assert run.error == f"lingodoc: error: {message}"
+
+
+def test_with_json_a_connection_error_has_the_problem_as_message(cli: RunCLI) -> None:
+    base_url = f"http://127.0.0.1:{closed_port()}/v1"
+    run = cli("--json", "--base-url", base_url, "--max-retries", "0", "documents")
+    assert run.code == 1
+    printed = json.loads(run.out)
+    message = printed.pop("message")
+    assert printed == {
+        "code": None,
+        "hint": "is the service (or `lingodoc emulator`) running, and is LINGODOC_BASE_URL "
+        "(or --base-url) right?",
+        "request_id": None,
+        "status": None,
+    }
+    assert message.startswith(f"cannot reach {base_url} (")  # then the network's words
+    assert run.error == f"lingodoc: error: {message}; {printed['hint']}"
+
+
+def test_with_json_the_message_of_a_service_that_echoes_the_key_is_masked(
+    cli: RunCLI, emulator: Emulator, env: dict[str, str]
+) -> None:
+    def echoing(method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        sent = next(value for name, value in headers.items() if name.lower() == "authorization")
+        message = f"Key {sent!r} refused.\nTry another."
+        error = {"success": False, "error": {"code": "UNAUTHORIZED", "message": message}}
+        return Reply(401, {"Content-Type": "application/json"}, json.dumps(error).encode())
+
+    emulator.handle = echoing  # type: ignore[method-assign]
+    run = cli("--json", "documents", env={**env, "LINGODOC_API_KEY": BAD_KEY})
+    assert run.code == 1
+    assert json.loads(run.out) == {
+        "code": "UNAUTHORIZED",
+        "hint": REFUSED_KEY,
+        "message": "Key 'Bearer ****WXYZ' refused.\nTry another.",  # as sent, but the key
+        "request_id": None,
+        "status": 401,
+    }
+    assert run.error == (  # on one line on stderr
+        "lingodoc: error: the API key was refused (401 UNAUTHORIZED): Key 'Bearer ****WXYZ' "
+        f"refused. Try another; {REFUSED_KEY}"
+    )
+    assert BAD_KEY[3:-4] not in run.out + run.err
 
 
 @pytest.mark.parametrize(
@@ -305,7 +394,9 @@ def test_with_json_a_mistake_in_the_command_line_is_on_stdout_too(
     # In-process: argparse refuses these before anything else runs.
     assert main(args) == 2
     out, err = capsys.readouterr()
-    assert json.loads(out) == {"code": None, "message": message, "request_id": None, "status": None}
+    assert json.loads(out) == {
+        "code": None, "hint": None, "message": message, "request_id": None, "status": None
+    }  # fmt: skip
     assert err.startswith(f"usage: {prog}")
     assert err.splitlines()[-1] == f"{prog}: error: {message}"
 
@@ -332,10 +423,12 @@ def test_with_json_ctrl_c_is_on_stdout_too(
     code = main(["--json", "wait", "tr_1", "--api-key", BAD_KEY,
                  "--base-url", "http://127.0.0.1:9/v1"])  # fmt: skip
     out, err = capsys.readouterr()
-    message = "interrupted; the translation goes on: `lingodoc wait tr_1` resumes"
+    hint = "the translation goes on: `lingodoc wait tr_1` resumes"
     assert code == 130
-    assert json.loads(out) == {"code": None, "message": message, "request_id": None, "status": None}
-    assert err == f"lingodoc: {message}\n"
+    assert json.loads(out) == {
+        "code": None, "hint": hint, "message": "interrupted", "request_id": None, "status": None
+    }  # fmt: skip
+    assert err == f"lingodoc: interrupted; {hint}\n"
 
 
 def test_stdout_sent_to_the_null_device_leaves_no_descriptor_open(
@@ -366,6 +459,21 @@ def test_a_failed_translation_exits_3_with_the_reason(cli: RunCLI, emulator: Emu
     assert "failed 50%" in run.err.splitlines()
 
 
+def test_with_json_a_failed_translation_has_the_hint_apart(cli: RunCLI, emulator: Emulator) -> None:
+    emulator.fail_next_job("The file is corrupt.")
+    run = cli("--json", "document", "doc_welcome", "--to", "de", "--wait", "--interval", "0.05")
+    assert run.code == 3
+    problem = run.error.removeprefix("lingodoc: error: ").split("; ")[0]
+    assert re.fullmatch(r"translation tr_\w+ failed at 50%: The file is corrupt", problem)
+    assert json.loads(run.out) == {
+        "code": None,
+        "hint": "check the document, then start a new translation",
+        "message": problem,
+        "request_id": None,
+        "status": None,
+    }
+
+
 def test_a_wait_that_times_out_exits_4_and_says_how_to_resume(
     cli: RunCLI, emulator: Emulator, server: EmulatorServer
 ) -> None:
@@ -386,9 +494,11 @@ def test_document_wait_timeout(cli: RunCLI, emulator: Emulator) -> None:
     run = cli(*command, "--wait-timeout", "0.1")
     assert run.code == 4
     assert "did not finish within 0.1 s" in run.error
+    hint = f"it goes on: `lingodoc wait {json.loads(run.out)['message'].split()[1]}` resumes"
     assert json.loads(run.out) == {  # --json: the error on stdout too, for the script
         "code": None,
-        "message": run.error.removeprefix("lingodoc: error: "),
+        "hint": hint,
+        "message": run.error.removeprefix("lingodoc: error: ").removesuffix(f"; {hint}"),
         "request_id": None,
         "status": None,
     }

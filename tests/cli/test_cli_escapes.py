@@ -246,7 +246,7 @@ def test_with_json_an_error_of_the_service_is_escaped_json_on_stdout_too(base_ur
     assert not CONTROL.search(out)  # each a JSON escape
     error = json.loads(out)
     assert error["code"] == f"E{HOSTILE}"  # exactly as sent
-    assert error["message"].startswith(" ".join(HOSTILE.split()))  # on one line, as on stderr
+    assert error["message"] == HOSTILE  # exactly as sent: a JSON string quotes it whole
     assert err.startswith(f"lingodoc: error: {ONE_LINE} (400 E{ONE_LINE}, request req_\\x9b2J)")
 
 

@@ -21,6 +21,7 @@ from lingodoc.cli._errors import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    Explained,
     Kept,
     as_json,
     explain,
@@ -104,10 +105,10 @@ def _stdout_to_devnull() -> None:
         os.close(devnull)  # stdout's descriptor is a copy of it now
 
 
-def _print_json(exc: BaseException, message: str) -> None:
+def _print_json(exc: BaseException, explained: Explained) -> None:
     """With ``--json``: print the error on stdout too, where a script reads the result."""
     try:
-        print(as_json(exc, message), flush=True)
+        print(as_json(exc, explained), flush=True)
     except OSError:  # the reader is gone: stderr still says it, and exit is quiet
         _stdout_to_devnull()
 
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except Refused as exc:  # its usage printed; nothing parsed to ask, so --json is looked for
         if "--json" in (tokens[: tokens.index("--")] if "--" in tokens else tokens):
-            _print_json(exc, str(exc))
+            _print_json(exc, Explained(EXIT_USAGE, str(exc)))
         print(f"{exc.prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except SystemExit as exc:  # --help or --version, printed
@@ -155,13 +156,15 @@ def main(argv: list[str] | None = None) -> int:
             return handler(client, args)
     except KeyboardInterrupt as exc:
         job = getattr(args, "translation_id", None) if args.command != "status" else None
-        goes_on = f"; the translation goes on: `lingodoc wait {job}` resumes" if job else ""
+        goes_on = f"the translation goes on: `lingodoc wait {job}` resumes" if job else ""
+        interrupted = Explained(EXIT_INTERRUPTED, "interrupted").also(goes_on)
         kept: Kept | None = getattr(args, "kept", None)
-        goes_on += f"; {kept.sentence()}" if kept is not None and kept.sentence() else ""
+        if kept is not None:
+            interrupted = interrupted.also(kept.sentence())
         if args.json:
-            _print_json(exc, f"interrupted{goes_on}")
-        print(f"lingodoc: {visible(f'interrupted{goes_on}')}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+            _print_json(exc, interrupted)
+        print(f"lingodoc: {visible(interrupted.line)}", file=sys.stderr)
+        return interrupted.exit_code
     except BrokenPipeError:
         # The reader went away (`lingodoc batch big.txt | head`): stop quietly, and keep
         # Python from complaining when it flushes stdout at exit.
@@ -171,11 +174,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"lingodoc: stdout was closed early; {kept.sentence()}", file=sys.stderr)
         return EXIT_BROKEN_PIPE
     except Exception as exc:  # explained in one line; the traceback only with --verbose
-        code, message = explain(exc, args, base_url)
+        explained = explain(exc, args, base_url)
         if args.verbose:
             _print_traceback(exc)
-        message = " ".join(message.split())  # one line: the server's line breaks as spaces
-        if args.json:
-            _print_json(exc, message)
-        print(f"lingodoc: error: {visible(message)}", file=sys.stderr)  # what it sent, inert
-        return code
+        if args.json:  # in JSON, the service's message as it came (line breaks escaped)
+            _print_json(exc, explained)
+        line = " ".join(explained.line.split())  # one line: the server's line breaks as spaces
+        print(f"lingodoc: error: {visible(line)}", file=sys.stderr)  # what it sent, inert
+        return explained.exit_code

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 import lingodoc
@@ -66,7 +66,7 @@ def _in(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def rate_limit_stop(exc: lingodoc.RateLimited, kept: Kept) -> str:
+def rate_limit_stop(exc: lingodoc.RateLimited, kept: Kept) -> Explained:
     """Say that the rate limit stopped a batch: what is done, when to go on, and how."""
     now = _clock.current().time()
     reset: float | None = None
@@ -79,113 +79,154 @@ def rate_limit_stop(exc: lingodoc.RateLimited, kept: Kept) -> str:
     else:
         local = datetime.fromtimestamp(reset, timezone.utc).astimezone()
         when = f"the window resets at {local:%H:%M:%S} (in {_in(reset - now)})"
+    stopped = "the rate limit stopped the batch"
     if not kept.done:
-        return f"the rate limit stopped the batch before any text was done; {when}"
+        return Explained(EXIT_RATE_LIMITED, f"{stopped} before any text was done", when)
     if kept.checkpoint is None:
-        return f"the rate limit stopped the batch: {kept.sentence()}; {when}"
-    return (
-        f"the rate limit stopped the batch: {kept.done:,} of {kept.total:,} texts are done, "
-        f"kept in {kept.checkpoint}; {when}: then add --resume to the same command "
-        "(or --wait-for-rate-limit to wait for the reset)"
+        return Explained(EXIT_RATE_LIMITED, stopped, f"{kept.sentence()}; {when}", joint=": ")
+    return Explained(
+        EXIT_RATE_LIMITED,
+        stopped,
+        f"{kept.done:,} of {kept.total:,} texts are done, kept in {kept.checkpoint}; {when}: "
+        "then add --resume to the same command (or --wait-for-rate-limit to wait for the reset)",
+        joint=": ",
     )
 
 
-def as_json(exc: BaseException, message: str) -> str:
+@dataclass(frozen=True)
+class Explained:
+    """An error as the command says it: its exit code, the problem and what to do.
+
+    Attributes:
+        exit_code: The exit code.
+        problem: What went wrong, in the command line's terms.
+        hint: What to do about it, or ``None``.
+        joint: What joins the two in the line printed.
+    """
+
+    exit_code: int
+    problem: str
+    hint: str | None = None
+    joint: str = "; "
+
+    @property
+    def line(self) -> str:
+        """The one line printed on stderr: the problem, then what to do."""
+        return self.problem if self.hint is None else f"{self.problem}{self.joint}{self.hint}"
+
+    def also(self, more: str) -> Explained:
+        """Return it with ``more`` to do after its hint."""
+        if not more:
+            return self
+        return replace(self, hint=more if self.hint is None else f"{self.hint}; {more}")
+
+
+def as_json(exc: BaseException, explained: Explained) -> str:
     """Return the error as ``--json`` prints it on stdout: one object, for scripts to parse.
 
     Args:
         exc: The error.
-        message: The one line `explain` made of it, also printed on stderr.
+        explained: What `explain` made of it, also printed on stderr.
 
     Returns:
-        ``{"code", "message", "request_id", "status"}`` in ASCII JSON: the service's error
-        code (or the SDK's, such as ``INVALID_LANGUAGE`` for a code refused before sending),
-        the message, the request id and the HTTP status, each ``null`` where there is none.
+        ``{"code", "hint", "message", "request_id", "status"}`` in ASCII JSON: the service's
+        error code (or the SDK's, such as ``INVALID_LANGUAGE`` for a code refused before
+        sending), the service's message as it sent it (the API key masked, as in every
+        message of the SDK), or else the problem in the command line's terms, what to do,
+        the request id and the HTTP status, each ``null`` where there is none.
     """
     api = exc if isinstance(exc, lingodoc.APIError) else None
+    answered = api is not None and api.status_code is not None
     error = {
         "code": api.code if api else None,
-        "message": message,
+        "hint": explained.hint,
+        "message": api.message if api is not None and answered else explained.problem,
         "request_id": api.request_id if api else None,  # as the SDK gives it: never the key
         "status": api.status_code if api else None,
     }
     return json.dumps(error, indent=2)
 
 
-def explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[int, str]:
-    """Return the exit code and the message (the problem; what to do) for an error.
+def explain(exc: Exception, args: argparse.Namespace, base_url: str) -> Explained:
+    """Return the exit code, the problem and what to do about an error.
 
-    After a `lingodoc batch` that stopped early (``args.kept``), the message also says
-    what is kept, and a stop by the rate limit has an exit code and a message of its own.
+    After a `lingodoc batch` that stopped early (``args.kept``), what to do also says what
+    is kept, and a stop by the rate limit has an exit code and a message of its own.
     """
     kept: Kept | None = getattr(args, "kept", None)
     if kept is None:
         return _explain(exc, args, base_url)
     if isinstance(exc, lingodoc.RateLimited):
-        return EXIT_RATE_LIMITED, rate_limit_stop(exc, kept)
-    code, message = _explain(exc, args, base_url)
-    more = kept.sentence()
-    return code, f"{message}; {more}" if more else message
+        return rate_limit_stop(exc, kept)
+    return _explain(exc, args, base_url).also(kept.sentence())
 
 
-def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[int, str]:
+def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> Explained:
     if isinstance(exc, UnicodeDecodeError):
-        return EXIT_USAGE, f"the input is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        return Explained(
+            EXIT_USAGE, f"the input is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        )
     usage = (lingodoc.ConfigurationError, lingodoc.InvalidArgument, lingodoc.InvalidArgumentType)
     if isinstance(exc, (*usage, UsageError)):
-        return EXIT_USAGE, str(exc)
+        return Explained(EXIT_USAGE, str(exc))
     if isinstance(exc, CheckpointError):
-        return EXIT_API_ERROR, str(exc)
+        return Explained(EXIT_API_ERROR, str(exc))
     if not isinstance(exc, lingodoc.LingodocError):
-        return EXIT_API_ERROR, (
-            f"unexpected {type(exc).__name__}: {exc}; this is a bug of lingodoc, "
-            "please report it with the output of the same command with --verbose"
+        return Explained(
+            EXIT_API_ERROR,
+            f"unexpected {type(exc).__name__}: {exc}",
+            "this is a bug of lingodoc, please report it with the output of the same command "
+            "with --verbose",
         )
     if isinstance(exc, lingodoc.TranslationFailed):
         error = (exc.status.model_extra or {}).get("error")
         reason = f": {str(error.get('message')).rstrip('. ')}" if isinstance(error, dict) else ""
-        return EXIT_FAILED, (
-            f"translation {exc.status.translation_id} failed at {exc.status.progress}%"
-            f"{reason}; check the document, then start a new translation"
+        return Explained(
+            EXIT_FAILED,
+            f"translation {exc.status.translation_id} failed at {exc.status.progress}%{reason}",
+            "check the document, then start a new translation",
         )
     if isinstance(exc, lingodoc.WaitTimeout):
         # The id from the wait itself: not every command that waits has it in its arguments
         # (`demo` does not).
         job = exc.status.translation_id if exc.status else getattr(args, "translation_id", None)
         resume = f": `lingodoc wait {job}` resumes" if job else ""
-        return EXIT_TIMEOUT, f"{exc}; it goes on{resume}"
+        return Explained(EXIT_TIMEOUT, str(exc), f"it goes on{resume}")
     # Each names the address it tried (and the proxy, if any).
     if isinstance(exc, lingodoc.APITimeoutError):
-        return EXIT_API_ERROR, f"{exc}; raise --timeout"
+        return Explained(EXIT_API_ERROR, str(exc), "raise --timeout")
     if isinstance(exc, lingodoc.APIConnectionError):
-        return EXIT_API_ERROR, (
-            f"{exc}; is the service (or `lingodoc emulator`) running, and is the address "
-            f"{base_url} ({BASE_URL_ENV} or --base-url) right?"
+        return Explained(
+            EXIT_API_ERROR,
+            str(exc),
+            f"is the service (or `lingodoc emulator`) running, and is the address "
+            f"{base_url} ({BASE_URL_ENV} or --base-url) right?",
         )
     if not isinstance(exc, lingodoc.APIError):
-        return EXIT_API_ERROR, str(exc)
+        return Explained(EXIT_API_ERROR, str(exc))
     if exc.status_code is None:  # refused before sending, like a malformed --to
         # In the terms of the command line: "--to must be a two-letter ISO 639-1 code ..."
         message = exc.message.replace("target_language", "--to")
-        return EXIT_USAGE, message.replace("source_language", "--from")
+        return Explained(EXIT_USAGE, message.replace("source_language", "--from"))
     message = exc.message.rstrip(". ")  # it is followed by more of the sentence
     what = f"{exc.status_code} {exc.code or 'error'}"
     what += f", request {exc.request_id}" if exc.request_id else ""
     if isinstance(exc, lingodoc.Unauthorized):
-        return EXIT_API_ERROR, (
-            f"the API key was refused ({what}): {message}; check {API_KEY_ENV} "
-            "(or --api-key) and that the key has the permission needed"
+        return Explained(
+            EXIT_API_ERROR,
+            f"the API key was refused ({what}): {message}",
+            f"check {API_KEY_ENV} (or --api-key) and that the key has the permission needed",
         )
     if isinstance(exc, lingodoc.RateLimited):
         wait = exc.retry_after
         when = f"retry in {math.ceil(wait)} s" if wait is not None else "retry later"
-        return EXIT_API_ERROR, f"rate limited ({what}); {when}"
+        return Explained(EXIT_API_ERROR, f"rate limited ({what})", when)
     if isinstance(exc, lingodoc.NotFound) and getattr(args, "translation_id", None):
         hint = "use an id that `lingodoc document` printed"
-        return EXIT_API_ERROR, f"no translation {args.translation_id!r} ({what}); {hint}"
+        return Explained(EXIT_API_ERROR, f"no translation {args.translation_id!r} ({what})", hint)
     if isinstance(exc, lingodoc.NotFound) and getattr(args, "document_id", None):
         hint = "`lingodoc documents` lists them"
-        return EXIT_API_ERROR, f"no document {args.document_id!r} ({what}); {hint}"
+        return Explained(EXIT_API_ERROR, f"no document {args.document_id!r} ({what})", hint)
     advice = {
         # In the terms of the local check ("--to must be a two-letter ISO 639-1 code such
         # as 'en'"), which this code passed: what is left is whether the service has it.
@@ -195,4 +236,4 @@ def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> tuple[i
         lingodoc.UnexpectedResponse: f"is {BASE_URL_ENV} the service's address up to /v1?",
         lingodoc.NotFound: f"is {BASE_URL_ENV} the service's address up to /v1?",
     }.get(type(exc))
-    return EXIT_API_ERROR, f"{message} ({what})" + (f"; {advice}" if advice else "")
+    return Explained(EXIT_API_ERROR, f"{message} ({what})", advice)
