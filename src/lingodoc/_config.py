@@ -11,11 +11,16 @@ from typing import Any
 import httpx
 
 from lingodoc import _validation
-from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV, DEFAULT_TIMEOUT, is_loopback
+from lingodoc._constants import (
+    ALLOW_HTTP_HOST_ENV,
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    DEFAULT_TIMEOUT,
+    is_loopback,
+)
 from lingodoc._exceptions import ConfigurationError, cut, shown
 from lingodoc._response import ACCEPT_ENCODING
 
-ALLOW_HTTP_HOST_ENV = "LINGODOC_ALLOW_HTTP_HOST"
 # What the missing key's error adds: where keys come from (the spec: the account settings),
 # and the emulator, to try the SDK without one.
 _GET_A_KEY = (

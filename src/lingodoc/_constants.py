@@ -5,8 +5,11 @@ Standard library only, so any module (the emulator's too) can import it without 
 
 from __future__ import annotations
 
+# The environment variables the SDK reads (its command line reads one more, LINGODOC_CACHE).
 API_KEY_ENV = "LINGODOC_API_KEY"
 BASE_URL_ENV = "LINGODOC_BASE_URL"
+ALLOW_HTTP_HOST_ENV = "LINGODOC_ALLOW_HTTP_HOST"
+LOG_ENV = "LINGODOC_LOG"
 # The documentation site (pyproject.toml's Documentation URL), named by messages.
 DOCS_URL = "https://lingodoc.github.io/lingodoc-python/"
 

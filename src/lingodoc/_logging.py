@@ -6,12 +6,14 @@ import logging
 import os
 import sys
 
+from lingodoc._constants import LOG_ENV
+
 logger = logging.getLogger("lingodoc")
 
 
 def configure_from_env() -> None:
     """Apply ``LINGODOC_LOG=debug|info``: the level, and a stderr handler if no logger has one."""
-    name = os.environ.get("LINGODOC_LOG", "").strip().lower()
+    name = os.environ.get(LOG_ENV, "").strip().lower()
     level = {"debug": logging.DEBUG, "info": logging.INFO}.get(name)
     if level is None:
         return

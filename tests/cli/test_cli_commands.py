@@ -14,6 +14,7 @@ import pytest
 
 import lingodoc
 from lingodoc.cli import main
+from lingodoc.cli._parser import ENVIRONMENT
 from lingodoc.emulator import Emulator, EmulatorServer, translate_text
 from tests.cli.conftest import RunCLI, child_env, run_command, start_job
 
@@ -189,6 +190,27 @@ def test_top_level_help_lists_commands_variables_and_exit_codes(cli: RunCLI) -> 
     assert "LINGODOC_BASE_URL" in run.out
     assert "exit codes:" in run.out
     assert "130  interrupted" in run.out
+
+
+def variables_named_in(text: str) -> list[str]:
+    return re.findall(r"\bLINGODOC_[A-Z][A-Z_]*\b", text)
+
+
+def test_the_help_and_the_guide_list_every_lingodoc_variable_the_code_reads(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A LINGODOC_ name in the source is a variable that the SDK or the command reads (or
+    # prints, for the user to set): a new one is listed, or this fails.
+    source = Path(lingodoc.__file__).parent
+    read = {name for path in source.rglob("*.py") for name in variables_named_in(path.read_text())}
+    assert set(ENVIRONMENT) == read
+    assert main(["--help"]) == 0
+    help_text = capsys.readouterr().out
+    section = help_text.split("\nenvironment:\n")[1].split("\n\n")[0]
+    assert re.findall(r"^  (LINGODOC_\w+)  ", section, re.MULTILINE) == list(ENVIRONMENT)
+    guide = (source.parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    table = guide.split("\n## Environment variables\n")[1].split("\n## ")[0]
+    assert sorted(re.findall(r"^\| `(LINGODOC_\w+)` \|", table, re.MULTILINE)) == sorted(read)
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,15 +9,31 @@ import sys
 from typing import Any, NoReturn
 
 import lingodoc
-from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV, MAX_BATCH_ITEMS
+from lingodoc._constants import (
+    ALLOW_HTTP_HOST_ENV,
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    LOG_ENV,
+    MAX_BATCH_ITEMS,
+)
 from lingodoc.cli import _cache, _commands, _corpus, _demo
+
+# Every LINGODOC_ variable the command and the client it makes read, by the names they read.
+ENVIRONMENT = {
+    API_KEY_ENV: "the API key (or --api-key)",
+    BASE_URL_ENV: "the address up to and including /v1 (or --base-url)",
+    ALLOW_HTTP_HOST_ENV: "a host the service address may reach over http://",
+    LOG_ENV: "debug or info: log every request to stderr",
+    _cache.CACHE_ENV: "batch: the translation cache file (or --cache)",
+}
+_WIDTH = max(map(len, ENVIRONMENT)) + 2
+_VARIABLES = "".join(f"  {name:<{_WIDTH}}{meaning}\n" for name, meaning in ENVIRONMENT.items())
 
 EPILOG = f"""\
 environment:
-  {API_KEY_ENV}   the API key (or --api-key)
-  {BASE_URL_ENV}  the service address up to and including /v1 (or --base-url)
-  LINGODOC_LOG       debug or info: log every request to stderr
-  LINGODOC_CACHE     batch: the translation cache file (or --cache)
+{_VARIABLES}\
+  HTTPS_PROXY, ALL_PROXY, NO_PROXY, SSL_CERT_FILE, SSL_CERT_DIR: as httpx reads them
+  (an http:// service address reads none)
 
 exit codes:
   0    success
