@@ -21,11 +21,11 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
-from lingodoc.cli import _checkpoint, main
+from lingodoc.cli import _checkpoint, _commands, main
 from lingodoc.cli._checkpoint import Checkpoint, Finished, Header, read
 from lingodoc.cli._corpus import (
     CsvCorpus,
@@ -987,6 +987,174 @@ def test_another_error_exits_1_and_says_the_checkpoint_keeps_the_finished_texts(
     # The output is untouched, and no temporary file is left.
     assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "the previous output\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt", checkpoint.name]
+
+
+# -- a full disk: exit code 6, the work kept, --resume finishes it ------------------------------
+
+
+def filling_open(room: int, code: int) -> Callable[..., IO[Any]]:
+    """``open`` for the output (a descriptor): a disk that takes ``room`` bytes, then ``code``."""
+    left = [room]
+
+    class Filling(io.FileIO):
+        def write(self, data: Any) -> int:
+            if not left[0]:
+                raise OSError(code, os.strerror(code))
+            written = super().write(bytes(data)[: left[0]])  # as the system does: what fits
+            left[0] -= written
+            return written
+
+    def opener(fd: int | str, mode: str, *, closefd: bool = True, **text: Any) -> IO[Any]:
+        if isinstance(fd, str):  # the input, read
+            return open(fd, mode, closefd=closefd, **text)
+        stream = io.BufferedWriter(Filling(fd, "w", closefd=closefd))
+        return stream if "b" in mode else io.TextIOWrapper(stream, **text)
+
+    return opener
+
+
+def batch_in_process(server: EmulatorServer, *args: str) -> int:
+    return main(["batch", *args, "--api-key", server.api_key, "--base-url", server.base_url])
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("in.txt", "".join(f"{text}\n" for text in phrases(30))),
+        ("in.jsonl", "".join(f'{{"id": {i}, "text": "{t}"}}\n' for i, t in enumerate(phrases(30)))),
+        ("in.csv", "id,text\r\n" + "".join(f"{i},{t}\r\n" for i, t in enumerate(phrases(30)))),
+    ],
+)
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT])  # the disk, or the quota on it
+def test_a_full_disk_writing_the_output_exits_6_and_resume_writes_it_exactly(
+    server: EmulatorServer,
+    emulator: Recorder,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    text: str,
+    code: int,
+) -> None:
+    source, out = tmp_path / name, tmp_path / f"out{Path(name).suffix}"
+    source.write_text(text, encoding="utf-8")
+    command = (str(source), "--to", "de", "-o", str(out), "--batch-size", "10", "-q")
+    assert batch_in_process(server, *command) == 0  # without the fault: what it must write
+    expected = out.read_bytes()
+    out.write_text("the previous output\n", encoding="utf-8")
+    emulator.forget()
+    capsys.readouterr()
+
+    monkeypatch.setattr(_commands, "open", filling_open(100, code), raising=False)
+    assert batch_in_process(server, *command) == 6
+    checkpoint = tmp_path / "out.txt.checkpoint".replace(".txt", Path(name).suffix)
+    assert capsys.readouterr().err == (
+        f"lingodoc: error: cannot write {out}: {os.strerror(code)}; 30 of 30 texts are done, kept "
+        f"in {checkpoint}: once space is freed, add --resume to the same command to go on "
+        "without sending them again\n"
+    )
+    assert len(checkpoint_lines(checkpoint)) == 30
+    assert out.read_text(encoding="utf-8") == "the previous output\n"  # untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(  # no temporary file left
+        [name, out.name, checkpoint.name]
+    )
+
+    monkeypatch.undo()  # space freed
+    emulator.forget()
+    assert batch_in_process(server, *command, "--resume") == 0
+    assert out.read_bytes() == expected
+    assert emulator.sent() == []  # every text came from the checkpoint
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, out.name])
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="/dev/full: a disk always full")
+def test_a_full_disk_on_stdout_exits_6_and_resume_prints_it_all(
+    cli: RunCLI, emulator: Recorder, env: dict[str, str], tmp_path: Path
+) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(phrases(30)), encoding="utf-8")
+    args = [sys.executable, "-m", "lingodoc", "batch", str(source), "--to", "de", "-q"]
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            args, stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=WAIT, check=False
+        )
+    checkpoint = tmp_path / "in.txt.de.checkpoint"
+    assert (result.returncode, result.stderr) == (  # nothing more, such as Python at exit
+        6,
+        "lingodoc: error: cannot write stdout: No space left on device; 30 of 30 texts are "
+        f"done, kept in {checkpoint}: once space is freed, add --resume to the same command "
+        "to go on without sending them again\n",
+    )
+    emulator.forget()
+    run = cli(*args[3:], "--resume")
+    assert run.code == 0, run.err
+    assert run.out.splitlines() == [de(text) for text in phrases(30)]
+    assert emulator.sent() == []
+    assert not checkpoint.exists()
+
+
+@pytest.mark.parametrize(("room", "kept"), [(700, 20), (0, 0)])
+def test_a_full_disk_writing_the_checkpoint_exits_6_keeping_whole_batches(
+    server: EmulatorServer,
+    emulator: Recorder,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    room: int,
+    kept: int,
+) -> None:
+    # Two batches of 10 lines take 620 bytes: the third fits in part, and is cut off again.
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("\n".join(phrases(50)), encoding="utf-8")
+    command = (str(source), "--to", "de", "-o", str(out), "--batch-size", "10",
+               "--concurrency", "1", "-q")  # fmt: skip
+    monkeypatch.setattr(_checkpoint, "os", FillingDisk(room))
+    assert batch_in_process(server, *command) == 6
+    checkpoint = tmp_path / "out.txt.checkpoint"
+    what = (
+        f"{kept} of 50 texts are done, kept in {checkpoint}: once space is freed, add --resume "
+        "to the same command to go on without sending them again"
+        if kept
+        else "free some space, then run the same command again"  # nothing kept: no file
+    )
+    assert capsys.readouterr().err == (
+        f"lingodoc: error: cannot write the checkpoint {checkpoint}: No space left on device; "
+        f"{what}\n"
+    )
+    if kept:
+        assert checkpoint_lines(checkpoint) == {i: de(t) for i, t in enumerate(phrases(kept))}
+    else:
+        assert not checkpoint.exists()
+    assert not out.exists()
+
+    monkeypatch.undo()  # space freed
+    emulator.forget()
+    assert batch_in_process(server, *command, "--resume") == 0
+    assert out.read_text(encoding="utf-8").splitlines() == [de(t) for t in phrases(50)]
+    assert emulator.sent() == phrases(50)[kept:]  # what was kept is not sent again
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]
+
+
+def test_a_full_disk_before_anything_is_sent_exits_6(
+    server: EmulatorServer,
+    emulator: Recorder,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("Hello\n", encoding="utf-8")
+    monkeypatch.setattr(_commands.tempfile, "mkstemp", full)  # the output's temporary file
+    assert batch_in_process(server, str(source), "--to", "de", "-o", str(out)) == 6
+    assert capsys.readouterr().err == (
+        f"lingodoc: error: cannot write {out}: No space left on device; free some space, then "
+        "run the same command again\n"
+    )
+    assert emulator.requests == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
 
 
 def test_waiting_for_the_rate_limit_goes_on_after_the_reset(

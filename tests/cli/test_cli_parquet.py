@@ -8,6 +8,7 @@ and the command without pyarrow.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -18,12 +19,20 @@ from typing import Any
 
 import pytest
 
-from lingodoc.cli import _corpus, main
+from lingodoc.cli import _commands, _corpus, main
 from lingodoc.cli._corpus import read_parquet
-from lingodoc.emulator import translate_text
+from lingodoc.emulator import EmulatorServer, translate_text
 from tests.cli import test_cli_batch
 from tests.cli.conftest import RunCLI
-from tests.cli.test_cli_batch import Recorder, checkpoint_lines, de, phrases, upper
+from tests.cli.test_cli_batch import (
+    Recorder,
+    batch_in_process,
+    checkpoint_lines,
+    de,
+    filling_open,
+    phrases,
+    upper,
+)
 
 # Run apart (pyarrow's import and files cost seconds): .ci/run runs them after the suite.
 pytestmark = pytest.mark.parquet
@@ -198,6 +207,40 @@ def test_a_rate_limit_stop_keeps_a_checkpoint_and_resume_sends_only_what_is_left
     result = pq.read_table(out)
     assert result.column("text_de").to_pylist() == [de(text) for text in texts]
     assert result.column("id").to_pylist() == list(range(30))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet", "out.parquet"]
+
+
+def test_a_full_disk_writing_the_output_exits_6_and_resume_writes_it_exactly(
+    server: EmulatorServer,
+    emulator: Recorder,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    source, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    write_table(source, {"id": list(range(30)), "text": phrases(30)}, row_group_size=7)
+    command = (str(source), "--to", "de", "-o", str(out), "--batch-size", "10", "-q")
+    assert batch_in_process(server, *command) == 0  # without the fault: what it must write
+    expected = out.read_bytes()
+    out.unlink()
+    emulator.forget()
+
+    # pyarrow's writes go through the file object, whose refusal it raises as it is.
+    monkeypatch.setattr(_commands, "open", filling_open(100, errno.ENOSPC), raising=False)
+    assert batch_in_process(server, *command) == 6
+    checkpoint = tmp_path / "out.parquet.checkpoint"
+    assert capsys.readouterr().err == (
+        f"lingodoc: error: cannot write {out}: No space left on device; 30 of 30 texts are "
+        f"done, kept in {checkpoint}: once space is freed, add --resume to the same command "
+        "to go on without sending them again\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet", checkpoint.name]
+
+    monkeypatch.undo()  # space freed
+    emulator.forget()
+    assert batch_in_process(server, *command, "--resume") == 0
+    assert out.read_bytes() == expected
+    assert emulator.sent() == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet", "out.parquet"]
 
 

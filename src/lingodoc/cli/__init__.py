@@ -21,8 +21,10 @@ from lingodoc.cli._errors import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    STDOUT,
     Explained,
     Kept,
+    WriteError,
     as_json,
     explain,
 )
@@ -121,9 +123,9 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns:
         The exit code: 0 success, 1 an error of the service or the network (or of
-        writing a batch's checkpoint), 2 wrong
-        usage or configuration, 3 the translation failed, 4 the wait timed out,
-        5 the rate limit stopped a batch, 130 interrupted, 141 stdout closed early.
+        writing a batch's checkpoint), 2 wrong usage or configuration, 3 the translation
+        failed, 4 the wait timed out, 5 the rate limit stopped a batch, 6 a full disk
+        stopped a batch, 130 interrupted, 141 stdout closed early.
     """
     parser = build_parser()
     tokens = sys.argv[1:] if argv is None else argv
@@ -177,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         explained = explain(exc, args, base_url)
         if args.verbose:
             _print_traceback(exc)
+        if isinstance(exc, WriteError) and exc.file == STDOUT:
+            _stdout_to_devnull()  # what stdout holds of the output cannot be written either
         if args.json:  # in JSON, the service's message as it came (line breaks escaped)
             _print_json(exc, explained)
         line = " ".join(explained.line.split())  # one line: the server's line breaks as spaces

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from typing import IO, Any
 
 from lingodoc._signals import ctrl_c_held
-from lingodoc.cli._errors import CheckpointError, UsageError
+from lingodoc.cli._errors import NO_SPACE, CheckpointError, UsageError
 
 try:
     import fcntl
@@ -274,7 +274,8 @@ class Checkpoint:
         """Create the file with its header (whole, or not at all) and open it to append.
 
         Raises:
-            UsageError: If it cannot be written.
+            CheckpointError: If the disk is full.
+            UsageError: If it cannot be written otherwise.
         """
         temporary = None
         try:
@@ -292,6 +293,8 @@ class Checkpoint:
             if temporary is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(temporary)
+            if exc.errno in NO_SPACE:
+                raise CheckpointError(f"the checkpoint {path}", exc) from exc
             raise UsageError(f"cannot write the checkpoint {path}: {exc.strerror or exc}") from exc
 
     @classmethod
@@ -368,7 +371,7 @@ class Checkpoint:
             raise
 
     def _error(self, exc: OSError) -> CheckpointError:
-        return CheckpointError(f"cannot write the checkpoint {self.path}: {exc.strerror or exc}")
+        return CheckpointError(f"the checkpoint {self.path}", exc)
 
     def close(self) -> None:
         """Close the file (kept)."""

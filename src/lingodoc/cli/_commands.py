@@ -36,7 +36,16 @@ from lingodoc.cli._corpus import (
     read_corpus,
     read_parquet,
 )
-from lingodoc.cli._errors import EXIT_OK, EXIT_USAGE, CheckpointError, Kept, UsageError
+from lingodoc.cli._errors import (
+    EXIT_OK,
+    EXIT_USAGE,
+    NO_SPACE,
+    STDOUT,
+    CheckpointError,
+    Kept,
+    UsageError,
+    WriteError,
+)
 from lingodoc.cli._progress import BulkProgressDisplay, Progress
 from lingodoc.cli._visible import visible
 
@@ -101,6 +110,10 @@ class Output:
     over the target) and renamed at the end: a reader never sees half an output, and an
     interrupted run leaves the previous file as it was. The temporary file is made before
     anything is sent, so an output that cannot be written is refused at once.
+
+    Raises:
+        WriteError: If the disk is full, making the file or writing it (or stdout).
+        UsageError: If the file cannot be made otherwise.
     """
 
     def __init__(self, path: str | None) -> None:
@@ -115,24 +128,37 @@ class Output:
                 dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
             )
         except OSError as exc:
+            if exc.errno in NO_SPACE:
+                raise WriteError(path, exc) from exc
             raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
     def write(self, write: Callable[[IO[str]], None]) -> None:
         """Write the output with ``write``, then put the file in place."""
-        if self.path is None or self._temporary is None or self._fd is None:
-            write(sys.stdout)
-            sys.stdout.flush()
-            return
-        with (
-            self._replacing() as fd,
-            open(fd, "w", encoding="utf-8", newline="", closefd=False) as stream,
-        ):
-            write(stream)
+        with self._no_space():
+            if self.path is None or self._temporary is None or self._fd is None:
+                write(sys.stdout)
+                sys.stdout.flush()
+                return
+            with (
+                self._replacing() as fd,
+                open(fd, "w", encoding="utf-8", newline="", closefd=False) as stream,
+            ):
+                write(stream)
 
     def write_binary(self, write: Callable[[IO[bytes]], None]) -> None:
         """Write a binary output (Parquet, to a file only) with ``write``, then put it in place."""
-        with self._replacing() as fd, open(fd, "wb", closefd=False) as stream:
+        with self._no_space(), self._replacing() as fd, open(fd, "wb", closefd=False) as stream:
             write(stream)
+
+    @contextlib.contextmanager
+    def _no_space(self) -> Iterator[None]:
+        """Raise a full disk met writing the output as a `WriteError` that names the output."""
+        try:
+            yield
+        except OSError as exc:  # a write, a flush, the sync (pyarrow's too: it raises them as is)
+            if exc.errno not in NO_SPACE:
+                raise
+            raise WriteError(self.path or STDOUT, exc) from exc
 
     @contextlib.contextmanager
     def _replacing(self) -> Iterator[int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 from dataclasses import dataclass, replace
@@ -15,6 +16,8 @@ from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
 EXIT_OK, EXIT_API_ERROR, EXIT_USAGE, EXIT_FAILED, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 # `lingodoc batch` stopped by the rate limit: not an error to report, a reason to come back.
 EXIT_RATE_LIMITED = 5
+# `lingodoc batch` stopped by a full disk: its work is kept, to finish once there is room.
+EXIT_DISK_FULL = 6
 # 128 + the signal, as shells report a process that a signal stopped.
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141
 
@@ -23,8 +26,27 @@ class UsageError(Exception):
     """A mistake in the command line found after parsing (exit code 2)."""
 
 
-class CheckpointError(Exception):
-    """The checkpoint could not be written to during a run (exit code 1): a full disk."""
+# The errors of a write that finds no room: the disk is full, or the user's quota on it.
+NO_SPACE = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+STDOUT = "stdout"
+
+
+class WriteError(Exception):
+    """A file of `lingodoc batch` could not be written (exit code 1, or 6 if the disk is full).
+
+    Attributes:
+        file: What could not be written: a path, ``the checkpoint PATH`` or `STDOUT`.
+        no_space: Whether the disk (or the quota on it) was full.
+    """
+
+    def __init__(self, file: str, error: OSError) -> None:
+        super().__init__(f"cannot write {file}: {error.strerror or error}")
+        self.file = file
+        self.no_space = error.errno in NO_SPACE
+
+
+class CheckpointError(WriteError):
+    """The checkpoint could not be written to during a run: a full disk, a file size limit."""
 
 
 @dataclass
@@ -41,8 +63,8 @@ class Kept:
     total: int
     checkpoint: str | None
 
-    def sentence(self) -> str:
-        """Say what is kept and how to go on; empty if nothing was done."""
+    def sentence(self, when: str = "") -> str:
+        """Say what is kept and how to go on, ``when`` (``"once ..., "``); empty if none is."""
         if not self.done:
             return ""
         count = f"{self.done:,} of {self.total:,} texts"
@@ -52,8 +74,8 @@ class Kept:
                 "checkpoint unless --output or --checkpoint is given"
             )
         return (
-            f"{count} are done, kept in {self.checkpoint}: add --resume to the same command "
-            "to go on without sending them again"
+            f"{count} are done, kept in {self.checkpoint}: {when}add --resume to the same "
+            "command to go on without sending them again"
         )
 
 
@@ -151,14 +173,25 @@ def explain(exc: Exception, args: argparse.Namespace, base_url: str) -> Explaine
     """Return the exit code, the problem and what to do about an error.
 
     After a `lingodoc batch` that stopped early (``args.kept``), what to do also says what
-    is kept, and a stop by the rate limit has an exit code and a message of its own.
+    is kept; a stop by the rate limit, or by a full disk, has an exit code and a message of
+    its own.
     """
     kept: Kept | None = getattr(args, "kept", None)
+    if isinstance(exc, WriteError) and exc.no_space:
+        return disk_full(exc, kept)
     if kept is None:
         return _explain(exc, args, base_url)
     if isinstance(exc, lingodoc.RateLimited):
         return rate_limit_stop(exc, kept)
     return _explain(exc, args, base_url).also(kept.sentence())
+
+
+def disk_full(exc: WriteError, kept: Kept | None) -> Explained:
+    """Say which file a full disk refused, what is kept, and how to finish once there is room."""
+    if kept is not None and kept.done and kept.checkpoint is not None:
+        return Explained(EXIT_DISK_FULL, str(exc), kept.sentence("once space is freed, "))
+    again = "free some space, then run the same command again"
+    return Explained(EXIT_DISK_FULL, str(exc), again).also(kept.sentence() if kept else "")
 
 
 def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> Explained:
@@ -169,7 +202,7 @@ def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> Explain
     usage = (lingodoc.ConfigurationError, lingodoc.InvalidArgument, lingodoc.InvalidArgumentType)
     if isinstance(exc, (*usage, UsageError)):
         return Explained(EXIT_USAGE, str(exc))
-    if isinstance(exc, CheckpointError):
+    if isinstance(exc, WriteError):
         return Explained(EXIT_API_ERROR, str(exc))
     if not isinstance(exc, lingodoc.LingodocError):
         return Explained(
