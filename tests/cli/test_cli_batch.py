@@ -922,6 +922,26 @@ def test_a_rate_limit_stop_reading_stdin_without_a_checkpoint_says_nothing_is_ke
     assert "10 of 20 texts were translated but are not kept" in run.error
 
 
+def test_with_json_a_stopped_batch_has_the_services_message_and_what_is_kept_apart(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    checkpoint = tmp_path / "run.checkpoint"
+    emulator.rate_limit = 1
+    run = cli("--json", "batch", "-", "--to", "de", "--checkpoint", str(checkpoint),
+              "--batch-size", "10", "--concurrency", "1", stdin="\n".join(phrases(20)))  # fmt: skip
+    assert (run.code, run.out.startswith("{")) == (5, True), run.err
+    error = json.loads(run.out)
+    assert re.fullmatch(r"req_[0-9a-f]{24}", error.pop("request_id"))
+    message = r"Rate limit of 1 requests per hour reached; retry in \d+ s\."  # the service's
+    assert re.fullmatch(message, error.pop("message"))
+    assert error == {
+        "code": "RATE_LIMITED",
+        "hint": run.error.removeprefix("lingodoc: error: the rate limit stopped the batch: "),
+        "status": 429,
+    }
+    assert error["hint"].startswith(f"10 of 20 texts are done, kept in {checkpoint}; ")
+
+
 def _file_size_limit(size: int) -> None:
     import resource
 
