@@ -341,12 +341,13 @@ def test_with_json_a_connection_error_has_the_problem_as_message(cli: RunCLI) ->
     message = printed.pop("message")
     assert printed == {
         "code": None,
-        "hint": "is the service (or `lingodoc emulator`) running, and is LINGODOC_BASE_URL "
-        "(or --base-url) right?",
+        "hint": "is the service (or `lingodoc emulator`) running, and is the address "
+        f"{base_url} (LINGODOC_BASE_URL or --base-url) right?",
         "request_id": None,
         "status": None,
     }
-    assert message.startswith(f"cannot reach {base_url} (")  # then the network's words
+    # The SDK's message: the address tried, then the network's words.
+    assert message.startswith(f"GET /documents failed: cannot connect to {base_url[:-3]} (")
     assert run.error == f"lingodoc: error: {message}; {printed['hint']}"
 
 
