@@ -517,7 +517,7 @@ def test_spent_window_answers_429_until_it_resets() -> None:
     assert remaining == ["2", "1", "0"]
     status, code, message = error(spent)
     assert (status, code) == (429, "RATE_LIMITED")
-    assert "3 requests per hour" in message
+    assert message == "Rate limit of 3 requests per hour reached; retry in 3500 s."
     assert spent.headers["retry-after"] == "3500"
     assert spent.headers["x-ratelimit-remaining"] == "0"
     assert spent.headers["x-ratelimit-reset"] == "3500"
@@ -526,6 +526,21 @@ def test_spent_window_answers_429_until_it_resets() -> None:
     assert renewed.status_code == 200
     assert renewed.headers["x-ratelimit-remaining"] == "2"
     assert renewed.headers["x-ratelimit-reset"] == "3600"
+
+
+@pytest.mark.parametrize(("limit", "words"), [(1, "1 request"), (1000, "1,000 requests")])
+def test_the_429_message_counts_the_limit_in_words(limit: int, words: str) -> None:
+    em = Emulator(rate_limit=limit, clock=FakeClock(start=START))
+    headers = {"Authorization": f"Bearer {em.api_key}"}
+    statuses = {em.handle("GET", "/v1/documents", headers, b"").status for _ in range(limit)}
+    with http(em) as client:
+        spent = client.get("/documents")
+    assert statuses == {200}
+    assert error(spent) == (
+        429,
+        "RATE_LIMITED",
+        f"Rate limit of {words} per hour reached; retry in 3600 s.",
+    )
 
 
 def test_reset_can_be_sent_as_a_unix_time() -> None:

@@ -32,6 +32,7 @@ from lingodoc.emulator._state import (
     Key,
     RequestRecord,
     State,
+    count,
     iso,
     mask,
 )
@@ -179,7 +180,7 @@ class Router:
             raise Fail(
                 429,
                 "RATE_LIMITED",
-                f"Rate limit of {limit} requests per hour reached; retry in {wait} s.",
+                f"Rate limit of {count(limit, 'request')} per hour reached; retry in {wait} s.",
                 {"Retry-After": str(wait)},
             )
 

@@ -132,6 +132,11 @@ def iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def count(number: int, noun: str) -> str:
+    """``1 request``, ``2 requests``, ``1,000 requests``: a count for a message."""
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
 def mask(key: str) -> str:
     """Name a key in a message without giving it away: `` ending in 'WXYZ'``, or ``""``.
 
