@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import queue
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -35,7 +37,8 @@ def start_command_line(
 ) -> tuple[subprocess.Popen[str], str, int, list[str]]:
     """Run the emulator (``code``, or ``python -m lingodoc.emulator``).
 
-    Returns the process, its URL and port, and the six lines of the banner it prints.
+    Returns the process, its URL and port, and the lines it prints on start, up to the one
+    that exports the key.
     """
     args = ["-c", code] if code else ["-m", "lingodoc.emulator", "--port", "0", "--quiet"]
     process = subprocess.Popen(
@@ -50,7 +53,10 @@ def start_command_line(
 
     def read_banner() -> None:
         assert process.stdout is not None
-        banner.put([process.stdout.readline() for _ in range(6)])
+        lines = [process.stdout.readline()]
+        while "LINGODOC_API_KEY=" not in lines[-1] and lines[-1] and len(lines) < 20:
+            lines.append(process.stdout.readline())
+        banner.put(lines)
 
     threading.Thread(target=read_banner, daemon=True).start()
     try:
@@ -90,8 +96,8 @@ def test_command_line_prints_url_and_key_and_stops_cleanly(stop: signal.Signals)
     finally:
         stderr = stop_command_line(process, stop, within=20)
     assert response.json()["data"]["translated_text"] == "Bienvenue"
-    assert banner[4].strip() == f"export LINGODOC_BASE_URL={url}"
-    assert banner[5].strip() == f"export LINGODOC_API_KEY={key[1]}"
+    assert banner[-2].strip() == f"export LINGODOC_BASE_URL={url}"
+    assert banner[-1].strip() == f"export LINGODOC_API_KEY={key[1]}"
     assert process.returncode == 0
     assert "Traceback" not in stderr
     assert "stopped" in stderr
@@ -216,6 +222,65 @@ def run_in_process(command: str, args: list[str]) -> object:
     thread.join(10)
     assert outcome, f"{command} {' '.join(args)} did not stop: it serves"
     return outcome[0]
+
+
+KEY = "ld_0123456789abcdef0123456789abcdef"
+DEFAULT_LIMIT = [
+    "Rate limit: 1,000 requests an hour per key (plan pro, the default)",
+    "  for more: --plan ultra (10,000 an hour) or --rate-limit N",
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(
+    ("args", "middle"),
+    [
+        ([], DEFAULT_LIMIT),
+        (["--plan", "ultra"], ["Rate limit: 10,000 requests an hour per key (plan ultra)"]),
+        (
+            ["--plan", "team"],
+            ["Rate limit: 5,000 requests an hour per key (plan team, 1 seat)"],
+        ),
+        (
+            ["--plan", "business", "--seats", "2", "--api-key", KEY],
+            ["Rate limit: 40,000 requests an hour per key (plan business, 2 seats)"],
+        ),
+        (["--rate-limit", "1"], ["Rate limit: 1 request an hour per key (--rate-limit 1)"]),
+        (
+            ["--plan", "ultra", "--rate-limit", "2500"],
+            ["Rate limit: 2,500 requests an hour per key (--rate-limit 2500)"],
+        ),
+    ],
+)
+def test_start_up_lines_say_the_rate_limit_and_how_to_keep_the_key(
+    command: str,
+    args: list[str],
+    middle: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(secrets, "token_hex", lambda size: KEY[3:])  # the random key
+
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt  # Ctrl-C as soon as it has started
+
+    monkeypatch.setattr(emulator_command, "time", SimpleNamespace(sleep=interrupted))
+    assert COMMANDS[command]([*args, "--port", "0", "--quiet"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # A random key, which a restart would change; one given with --api-key is kept already.
+    keep = [] if "--api-key" in args else [f"To keep this key after a restart: --api-key {KEY}"]
+    url = re.fullmatch(r"lingodoc emulator running at (\S+) \(Ctrl-C to stop\)", lines[0])
+    assert url is not None, lines
+    assert lines == [
+        lines[0],
+        f"API key (Full Access): {KEY}",
+        *keep,
+        *middle,
+        "",
+        "To point the SDK and the CLI at it:",
+        f"  export LINGODOC_BASE_URL={url[1]}",
+        f"  export LINGODOC_API_KEY={KEY}",
+    ]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -13,6 +13,7 @@ from types import FrameType
 
 from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
 from lingodoc.emulator._emulator import PLAN_LIMITS, Emulator
+from lingodoc.emulator._state import count
 
 
 def _port(text: str) -> int:
@@ -50,11 +51,14 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
     parser.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=8787, help="port, 0 for any (default: 8787)")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
-    parser.add_argument("--api-key", help="value of the ready-made key (default: random)")
+    parser.add_argument(
+        "--api-key",
+        help="value of the ready-made key (default: random; pass the one printed to keep it "
+        "after a restart)",
+    )
     parser.add_argument(
         "--plan",
         choices=sorted(PLAN_LIMITS),
-        default="pro",
         help=f"the plan, which sets the requests per hour and key: {limits}, team and "
         "business per seat (default: pro)",
     )
@@ -83,7 +87,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
 
     try:
         emulator = Emulator(
-            plan=args.plan,
+            plan=args.plan or "pro",
             seats=args.seats,
             rate_limit=args.rate_limit,
             reset_style=args.reset_style,
@@ -116,7 +120,9 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
             started = True
             print(
                 f"lingodoc emulator running at {server.base_url} (Ctrl-C to stop)\n"
-                f"API key (Full Access): {server.api_key}\n\n"
+                f"API key (Full Access): {server.api_key}\n"
+                f"{_keep_key(args.api_key, server.api_key)}"
+                f"Rate limit: {_limit(args, emulator.rate_limit)}\n\n"
                 "To point the SDK and the CLI at it:\n"
                 f"  {export} LINGODOC_BASE_URL={server.base_url}\n"
                 f"  {export} LINGODOC_API_KEY={server.api_key}",
@@ -137,6 +143,23 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
         for stop, handler in previous.items():
             signal.signal(stop, handler)
     return 0
+
+
+def _keep_key(given: str | None, key: str) -> str:
+    """The line that says how to keep a random key after a restart; none for a given key."""
+    return "" if given is not None else f"To keep this key after a restart: --api-key {key}\n"
+
+
+def _limit(args: argparse.Namespace, limit: int) -> str:
+    """The rate limit in use, where it comes from and, by default, how to change it."""
+    per_key = f"{count(limit, 'request')} an hour per key"
+    if args.rate_limit is not None:
+        return f"{per_key} (--rate-limit {args.rate_limit})"
+    if args.plan is None:
+        more = f"--plan ultra ({PLAN_LIMITS['ultra']:,} an hour) or --rate-limit N"
+        return f"{per_key} (plan pro, the default)\n  for more: {more}"
+    seats = f", {count(args.seats, 'seat')}" if args.plan in ("team", "business") else ""
+    return f"{per_key} (plan {args.plan}{seats})"
 
 
 def _cannot_listen(host: str, port: int, error: OSError) -> str:
