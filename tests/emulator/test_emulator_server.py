@@ -6,7 +6,10 @@ import contextlib
 import json
 import os
 import re
+import select
 import socket
+import subprocess
+import sys
 import ssl
 import threading
 import time
@@ -363,3 +366,90 @@ def test_serve_answers_through_handle_so_a_subclass_sees_every_request() -> None
         result = client.translate("cat", source_language="en", target_language="fr")
     assert result.translated_text == "chat"
     assert em.handled == ["POST /v1/translate"]
+
+
+# A served emulator that runs out of file descriptors, in a process of its own: its limit is
+# lowered, then taken up by open files until the parent says "free". "cpu" asks for the CPU
+# time the process has used.
+OUT_OF_DESCRIPTORS = """
+import os, resource, sys
+from lingodoc.emulator import Emulator
+
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+with Emulator().serve() as server:
+    held = []
+    while len(held) < 64:
+        try:
+            held.append(open(os.devnull, "rb"))
+        except OSError:
+            break
+    print(server.port, server.api_key, len(held), flush=True)
+    for line in sys.stdin:
+        if line.strip() == "cpu":
+            times = os.times()
+            print(times.user + times.system, flush=True)
+        elif line.strip() == "free":
+            for held_file in held:
+                held_file.close()
+            print("freed", flush=True)
+        else:
+            break
+"""
+
+
+def ask(process: subprocess.Popen[str], command: str | None = None) -> str:
+    """Send ``command`` (if any) to the process, and return the line it answers."""
+    assert process.stdin is not None and process.stdout is not None
+    if command is not None:
+        process.stdin.write(command + "\n")
+        process.stdin.flush()
+    ready, _, _ = select.select([process.stdout], [], [], 20)
+    assert ready, f"no answer to {command!r}"
+    return process.stdout.readline().strip()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="resource.setrlimit is POSIX only")
+@pytest.mark.parametrize(
+    "wait",
+    [
+        0.0,
+        # Seconds out of descriptors, over which the CPU it uses is measured: a real wait, so
+        # run apart with -m stress.
+        pytest.param(3.0, marks=pytest.mark.stress),
+    ],
+    ids=["answered", "idle"],
+)
+def test_out_of_descriptors_it_waits_idle_and_answers_once_they_are_freed(wait: float) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-c", OUT_OF_DESCRIPTORS],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    ) as process:
+        try:
+            port, key, held = ask(process).split()
+            assert int(held) < 64  # opened until none was left
+            with socket.create_connection(("127.0.0.1", int(port)), timeout=20) as connection:
+                connection.sendall(
+                    f"GET /v1/documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
+                    "Connection: close\r\n\r\n".encode()
+                )
+                # The connection waits in the listening socket's queue: accepting it fails.
+                used = -float(ask(process, "cpu"))
+                time.sleep(wait)
+                used += float(ask(process, "cpu"))
+                assert ask(process, "free") == "freed"
+                answer = b""
+                while chunk := connection.recv(65536):
+                    answer += chunk
+        finally:
+            try:
+                process.communicate(timeout=20)  # its stdin closed: it stops
+            except subprocess.TimeoutExpired:
+                process.kill()
+                raise
+    assert process.returncode == 0
+    assert answer.startswith(b"HTTP/1.1 200")
+    # Retrying the accept at once would take the whole wait in CPU time.
+    assert used < max(0.2 * wait, 0.5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import re
 import selectors
 import signal
@@ -18,6 +19,10 @@ from typing import Any
 from lingodoc.emulator._routing import Answers, Reply, Router
 
 _MAX_BODY = 16 * 1024 * 1024
+# accept() errors that leave the connection waiting: out of descriptors (the process's or the
+# system's) or of kernel memory. Its listening socket stays ready, so the accept loop pauses.
+_OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+_ACCEPT_PAUSE = 0.1  # seconds
 _DIGITS = re.compile(r"[0-9]+")
 _HEX_DIGITS = re.compile(rb"[0-9A-Fa-f]+")
 
@@ -144,19 +149,35 @@ class _Server(ThreadingHTTPServer):
         name = f"lingodoc-emulator-{self.port}"
         self.loop = threading.Thread(target=self.serve_forever, name=name, daemon=True)
         self._wake, self._waker = socket.socketpair()  # stop() writes to _waker
+        # Made here, in the caller's thread: made in the loop's, it could meet a process out of
+        # descriptors by then and end the loop before it ever accepts.
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self, selectors.EVENT_READ)
+        self._selector.register(self._wake, selectors.EVENT_READ)
         self._connections: set[socket.socket] = set()
         self._workers: set[threading.Thread] = set()
         self._lock = threading.Lock()
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
         """Accept connections until stop(), which wakes it at once (no polling interval)."""
-        with selectors.DefaultSelector() as selector:
-            selector.register(self, selectors.EVENT_READ)
-            selector.register(self._wake, selectors.EVENT_READ)
-            while not self.stopping.is_set():
-                ready = [key.fileobj for key, _ in selector.select()]
-                if self in ready and not self.stopping.is_set():
-                    self.handle_request()
+        while not self.stopping.is_set():
+            ready = [key.fileobj for key, _ in self._selector.select()]
+            if self in ready and not self.stopping.is_set():
+                self.handle_request()
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        """Accept a connection; out of descriptors, pause before the accept loop tries again.
+
+        The connection stays in the listening socket's queue, so that socket stays ready:
+        without the pause, the loop would retry at once, at full CPU, until a descriptor is
+        freed. The caller (``handle_request``) drops the error, and the next accept takes it.
+        """
+        try:
+            return super().get_request()
+        except OSError as error:
+            if error.errno in _OUT_OF_RESOURCES:
+                self.stopping.wait(_ACCEPT_PAUSE)
+            raise
 
     def process_request(self, request: Any, client_address: Any) -> None:
         args = (request, client_address)
@@ -190,6 +211,7 @@ class _Server(ThreadingHTTPServer):
             with suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
         self.server_close()
+        self._selector.close()
         self._wake.close()
         self._waker.close()
         for thread in threads:
