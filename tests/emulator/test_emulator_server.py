@@ -8,20 +8,22 @@ import os
 import re
 import select
 import socket
+import ssl
 import subprocess
 import sys
-import ssl
 import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 import lingodoc
-from lingodoc.emulator import Emulator, Reply
+from lingodoc.emulator import MAX_BODY_BYTES, Emulator, Reply
+from tests.emulator.conftest import http
 
 SRC = str(Path(lingodoc.__file__).resolve().parents[1])
 TRANSLATE = {"text": "Welcome", "source_language": "en", "target_language": "fr"}
@@ -175,6 +177,88 @@ def assert_refused_and_closed(tail: bytes) -> None:
         answer = exchange(server.port, b"POST /v1/translate HTTP/1.1\r\nHost: x\r\n" + tail)
     assert answer.startswith(b"HTTP/1.1 400")
     assert b'"code": "VALIDATION_ERROR"' in answer
+
+
+def body_of(size: int) -> bytes:
+    """A request of /translate ``size`` bytes long: TRANSLATE, then spaces (still JSON)."""
+    request = json.dumps(TRANSLATE).encode()
+    return request + b" " * (size - len(request))
+
+
+@pytest.mark.parametrize("face", ["in-process", "Content-Length", "chunked"])
+def test_a_body_over_the_limit_is_413_in_the_envelope_and_one_at_the_limit_passes(
+    face: str,
+) -> None:
+    em = Emulator()
+    with contextlib.ExitStack() as stack:
+        base_url = None if face == "in-process" else stack.enter_context(em.serve()).base_url
+        client = stack.enter_context(http(em, base_url=base_url, timeout=30))
+        answers = []
+        for size in (MAX_BODY_BYTES, MAX_BODY_BYTES + 1):
+            body = body_of(size)
+            # An iterator is sent chunked, in two chunks.
+            content = iter([body[:1000], body[1000:]]) if face == "chunked" else body
+            answers.append(
+                client.post(
+                    "/translate", content=content, headers={"Content-Type": "application/json"}
+                )
+            )
+    at_the_limit, over = answers
+    assert at_the_limit.status_code == 200
+    assert at_the_limit.json()["data"]["translated_text"] == "Bienvenue"
+    assert over.status_code == 413
+    assert over.json() == {
+        "success": False,
+        "error": {
+            "code": "REQUEST_TOO_LARGE",
+            "message": "The request body is over the limit of 16,777,216 bytes (16 MiB).",
+        },
+    }
+    assert over.headers["x-request-id"].startswith("req_")
+    assert over.headers["x-ratelimit-limit"] == "1000"
+    if face != "in-process":
+        assert over.request.headers.get("transfer-encoding") == (
+            "chunked" if face == "chunked" else None
+        )
+        assert over.headers["connection"] == "close"  # the rest of it was never read
+    assert [r.status for r in em.requests] == [200]  # a body refused unread is not recorded
+
+
+class ThreadsEmulator(Emulator):
+    """Records the thread that answers each request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+
+    def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        self.threads.append(threading.current_thread().name)
+        return super().handle(method, target, headers, body)
+
+
+def test_large_bodies_are_read_and_answered_by_two_threads() -> None:
+    em = ThreadsEmulator()
+    large = body_of(2 * 1024 * 1024)
+    with (
+        em.serve() as server,
+        http(em, base_url=server.base_url, timeout=30) as client,
+        ThreadPoolExecutor(max_workers=6) as pool,
+    ):
+        headers = {"Content-Type": "application/json"}
+
+        def post(content: Any) -> int:
+            return client.post("/translate", content=content, headers=headers).status_code
+
+        chunked = [iter([large]), iter([large])]  # sent chunked
+        statuses = list(pool.map(post, [large] * 6 + chunked))
+        small = post(json.dumps(TRANSLATE).encode())
+    assert [*statuses, small] == [200] * 9
+    *large_threads, small_thread = em.threads
+    assert {name.rsplit("_", 1)[0] for name in large_threads} == {
+        f"lingodoc-emulator-{server.port}-large-body"
+    }
+    assert len(set(large_threads)) <= 2
+    assert "large-body" not in small_thread  # on its connection's own thread
 
 
 def test_a_length_repeated_with_the_same_value_is_read() -> None:
@@ -399,7 +483,8 @@ with Emulator().serve() as server:
 
 def ask(process: subprocess.Popen[str], command: str | None = None) -> str:
     """Send ``command`` (if any) to the process, and return the line it answers."""
-    assert process.stdin is not None and process.stdout is not None
+    assert process.stdin is not None
+    assert process.stdout is not None
     if command is not None:
         process.stdin.write(command + "\n")
         process.stdin.flush()
@@ -453,3 +538,56 @@ def test_out_of_descriptors_it_waits_idle_and_answers_once_they_are_freed(wait: 
     assert answer.startswith(b"HTTP/1.1 200")
     # Retrying the accept at once would take the whole wait in CPU time.
     assert used < max(0.2 * wait, 0.5)
+
+
+SERVED = """
+import sys
+from lingodoc.emulator import Emulator
+
+with Emulator().serve() as server:
+    print(server.port, server.api_key, flush=True)
+    sys.stdin.read()  # until the test closes it
+"""
+
+
+def memory_mib(pid: int) -> tuple[int, int]:
+    """A process's peak and current resident memory, in MiB (Linux)."""
+    status = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
+    fields = dict(line.split(":", 1) for line in status.splitlines())
+    return int(fields["VmHWM"].split()[0]) // 1024, int(fields["VmRSS"].split()[0]) // 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+@pytest.mark.stress  # 384 MiB sent at once: run apart, with -m stress
+def test_many_large_bodies_at_once_are_answered_within_a_bounded_memory() -> None:
+    clients = 24
+    body = body_of(MAX_BODY_BYTES)
+    with subprocess.Popen(
+        [sys.executable, "-c", SERVED],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    ) as process:
+        try:
+            port, key = ask(process).split()
+            before, _ = memory_mib(process.pid)
+            with (
+                httpx.Client(
+                    base_url=f"http://127.0.0.1:{port}/v1",
+                    headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+                    limits=httpx.Limits(max_connections=clients),
+                    timeout=120,
+                ) as client,
+                ThreadPoolExecutor(max_workers=clients) as pool,
+            ):
+                responses = list(
+                    pool.map(lambda _: client.post("/translate", content=body), range(clients))
+                )
+            peak, _ = memory_mib(process.pid)
+        finally:
+            process.communicate(timeout=20)
+    assert [r.status_code for r in responses] == [200] * clients
+    # Read all at once, by as many threads, the bodies alone would take 384 MiB, and the C
+    # allocator would keep much of it; the server reads and answers two at a time.
+    assert peak - before < 256, (before, peak)

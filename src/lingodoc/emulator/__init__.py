@@ -35,13 +35,14 @@ from __future__ import annotations
 
 from lingodoc.emulator._emulator import PLAN_LIMITS, Emulator, EmulatorServer
 from lingodoc.emulator._handlers import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
-from lingodoc.emulator._routing import Reply
+from lingodoc.emulator._routing import MAX_BODY_BYTES, Reply
 from lingodoc.emulator._state import Clock, FaultKind, Permission, RequestRecord
 from lingodoc.emulator._translate import SUPPORTED_LANGUAGES, WORDS, translate_text
 from lingodoc.emulator._transport import EmulatorTransport
 
 __all__ = [
     "MAX_BATCH_ITEMS",
+    "MAX_BODY_BYTES",
     "MAX_TEXT_CHARS",
     "PLAN_LIMITS",
     "SUPPORTED_LANGUAGES",

@@ -37,6 +37,15 @@ from lingodoc.emulator._state import (
     mask,
 )
 
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""Longest request body, in bytes (16 MiB): a longer one is answered 413 ``REQUEST_TOO_LARGE``.
+
+Well above the longest valid request: a batch of ``MAX_BATCH_ITEMS`` texts of
+``MAX_TEXT_CHARS`` characters, each escaped in JSON as its longest (a character outside the
+Basic Multilingual Plane as ``\\ud83d\\ude00``, 12 bytes), is some 12 MB.
+"""
+BODY_TOO_LARGE = f"The request body is over the limit of {MAX_BODY_BYTES:,} bytes (16 MiB)."
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -90,6 +99,8 @@ class Router:
 
         It is recorded in the state's log, and raises nothing: an emulator bug is a 500.
         """
+        if len(body) > MAX_BODY_BYTES:  # as the server refuses it, before reading it all
+            return self.error_reply(413, "REQUEST_TOO_LARGE", BODY_TOO_LARGE)
         # An absolute-form target (http://host/v1/...) is reduced to its path.
         path = target.split("?", 1)[0] if target.startswith("/") else urlsplit(target).path
         method, headers = method.upper(), {name.lower(): value for name, value in headers.items()}

@@ -11,14 +11,20 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from lingodoc.emulator._routing import Answers, Reply, Router
+from lingodoc.emulator._routing import BODY_TOO_LARGE, MAX_BODY_BYTES, Answers, Reply, Router
 
-_MAX_BODY = 16 * 1024 * 1024
+# Bodies over this, and chunked ones (of unknown length), are read and answered by a pool of
+# LARGE_BODY_THREADS threads. That caps the large bodies held at once, and keeps their memory
+# in those threads: the C allocator keeps what a thread frees for that thread's reuse, so
+# large bodies read by any of many threads would leave the process that much larger.
+_LARGE_BODY = 1024 * 1024
+LARGE_BODY_THREADS = 2
 # accept() errors that leave the connection waiting: out of descriptors (the process's or the
 # system's) or of kernel memory. Its listening socket stays ready, so the accept loop pauses.
 _OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
@@ -39,6 +45,10 @@ def _chunk_size(line: bytes) -> int:
     return int(size, 16)
 
 
+class _TooLarge(Exception):
+    """A request body over ``MAX_BODY_BYTES``."""
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "lingodoc-emulator"
@@ -55,20 +65,41 @@ class _Handler(BaseHTTPRequestHandler):
         raise AttributeError(name)
 
     def _serve(self) -> None:
-        router = self.server.router
-        body = self._read_body()
-        if body is None:
-            # Where this body ends is unknown, so the connection cannot be reused.
+        reply, unread = self._answer()
+        if unread:
+            # Where the request ends is unknown, so the connection cannot be reused.
             self.close_connection = True
-            message = "Unsupported or malformed body framing, or a body over 16 MiB."
-            reply = router.error_reply(400, "VALIDATION_ERROR", message)
-        else:
-            headers = dict(self.headers.items())
-            reply = self.server.answers.handle(self.command, self.path, headers, body)
         if reply.disconnect or (reply.delay and self.server.stopping.wait(reply.delay)):
             self.close_connection = True
             return
         self._send(reply)
+
+    def _answer(self) -> tuple[Reply, bool]:
+        """Read the body and answer; the flag says whether some of the request was left unread."""
+        router = self.server.router
+        try:
+            length = self._body_length()
+            if length is not None and length > MAX_BODY_BYTES:
+                raise _TooLarge
+            if length is None or length > _LARGE_BODY:
+                return self.server.large_bodies.submit(self._read_and_handle, length).result()
+            return self._read_and_handle(length)
+        except _TooLarge:
+            return router.error_reply(413, "REQUEST_TOO_LARGE", BODY_TOO_LARGE), True
+        except ValueError:
+            message = "Unsupported or malformed body framing."
+            return router.error_reply(400, "VALIDATION_ERROR", message), True
+
+    def _read_and_handle(self, length: int | None) -> tuple[Reply, bool]:
+        """Read a body of ``length`` bytes (``None``: chunked) and answer; see `_answer`.
+
+        Raises:
+            _TooLarge: If a chunked body grows over the limit.
+            ValueError: On a chunk size that is not hex digits.
+        """
+        body = self.rfile.read(length) if length is not None else self._read_chunks()
+        headers = dict(self.headers.items())
+        return self.server.answers.handle(self.command, self.path, headers, body), False
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """Answer http.server's own refusals (a garbled or huge request line...) in the envelope."""
@@ -91,35 +122,46 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(reply.body)
 
-    def _read_body(self) -> bytes | None:
-        try:
-            encoding = ", ".join(self.headers.get_all("Transfer-Encoding", [])).strip().lower()
-            if not encoding:
-                # Digits only, and one value (repeated, at most): int() would also take
-                # "+60", "6_0" or " 60 ", and of two lengths either could be the real one.
-                lengths = {
-                    value.strip()
-                    for field in self.headers.get_all("Content-Length", ["0"])
-                    for value in field.split(",")
-                }
-                if len(lengths) != 1 or not _DIGITS.fullmatch(next(iter(lengths))):
-                    return None
-                length = int(lengths.pop())
-                return self.rfile.read(length) if length <= _MAX_BODY else None
-            if encoding != "chunked":  # gzip and the like: where the body ends is unknown
-                return None
-            chunks, total = [], 0
-            while (size := _chunk_size(self.rfile.readline(100))) > 0:
-                total += size
-                if total > _MAX_BODY:
-                    return None
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline(100)
-            while self.rfile.readline(100).strip():  # trailer fields, up to the blank line
-                pass
-            return b"".join(chunks)
-        except ValueError:
+    def _body_length(self) -> int | None:
+        """The body's length as Content-Length gives it (0 without one); ``None`` if chunked.
+
+        Raises:
+            ValueError: On another transfer coding (gzip...: where the body ends is unknown)
+                or a Content-Length that is not one number.
+        """
+        encoding = ", ".join(self.headers.get_all("Transfer-Encoding", [])).strip().lower()
+        if encoding == "chunked":
             return None
+        if encoding:
+            raise ValueError("unsupported transfer coding")
+        # Digits only, and one value (repeated, at most): int() would also take "+60", "6_0"
+        # or " 60 ", and of two lengths either could be the real one.
+        lengths = {
+            value.strip()
+            for field in self.headers.get_all("Content-Length", ["0"])
+            for value in field.split(",")
+        }
+        if len(lengths) != 1 or not _DIGITS.fullmatch(next(iter(lengths))):
+            raise ValueError("malformed Content-Length")
+        return int(lengths.pop())
+
+    def _read_chunks(self) -> bytes:
+        """Read a chunked body.
+
+        Raises:
+            _TooLarge: As soon as it grows over the limit.
+            ValueError: On a chunk size that is not hex digits.
+        """
+        chunks, total = [], 0
+        while (size := _chunk_size(self.rfile.readline(100))) > 0:
+            total += size
+            if total > MAX_BODY_BYTES:
+                raise _TooLarge
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline(100)
+        while self.rfile.readline(100).strip():  # trailer fields, up to the blank line
+            pass
+        return b"".join(chunks)
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.log_requests:
@@ -147,6 +189,7 @@ class _Server(ThreadingHTTPServer):
         self.log_requests = log_requests
         self.stopping = threading.Event()
         name = f"lingodoc-emulator-{self.port}"
+        self.large_bodies = ThreadPoolExecutor(LARGE_BODY_THREADS, f"{name}-large-body")
         self.loop = threading.Thread(target=self.serve_forever, name=name, daemon=True)
         self._wake, self._waker = socket.socketpair()  # stop() writes to _waker
         # Made here, in the caller's thread: made in the loop's, it could meet a process out of
@@ -193,8 +236,9 @@ class _Server(ThreadingHTTPServer):
         super().shutdown_request(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that hangs up (say, after its read timeout) is no error of ours.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
+        # A client that hangs up (say, after its read timeout) is no error of ours, nor is a
+        # request cut short by stop().
+        if not isinstance(sys.exc_info()[1], ConnectionError) and not self.stopping.is_set():
             super().handle_error(request, client_address)
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -212,6 +256,7 @@ class _Server(ThreadingHTTPServer):
                 connection.shutdown(socket.SHUT_RDWR)
         self.server_close()
         self._selector.close()
+        self.large_bodies.shutdown()  # quick: their connections are shut down
         self._wake.close()
         self._waker.close()
         for thread in threads:
