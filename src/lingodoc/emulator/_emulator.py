@@ -426,7 +426,9 @@ class Emulator:
         """Answer one request.
 
         This is what both faces call: the in-process transport and the HTTP server. It raises
-        nothing: whatever goes wrong is an answer (an emulator bug a 500 ``INTERNAL_ERROR``).
+        nothing: whatever goes wrong is an answer (an emulator bug a 500 ``INTERNAL_ERROR``,
+        a body over [`MAX_BODY_BYTES`][lingodoc.emulator.MAX_BODY_BYTES] a 413
+        ``REQUEST_TOO_LARGE``, which is not recorded).
 
         Args:
             method: The HTTP method.

@@ -20,11 +20,11 @@ from typing import Any
 from lingodoc.emulator._routing import BODY_TOO_LARGE, MAX_BODY_BYTES, Answers, Reply, Router
 
 # Bodies over this, and chunked ones (of unknown length), are read and answered by a pool of
-# LARGE_BODY_THREADS threads. That caps the large bodies held at once, and keeps their memory
+# _LARGE_BODY_THREADS threads. That caps the large bodies held at once, and keeps their memory
 # in those threads: the C allocator keeps what a thread frees for that thread's reuse, so
 # large bodies read by any of many threads would leave the process that much larger.
 _LARGE_BODY = 1024 * 1024
-LARGE_BODY_THREADS = 2
+_LARGE_BODY_THREADS = 2
 # accept() errors that leave the connection waiting: out of descriptors (the process's or the
 # system's) or of kernel memory. Its listening socket stays ready, so the accept loop pauses.
 _OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
@@ -82,16 +82,17 @@ class _Handler(BaseHTTPRequestHandler):
             if length is not None and length > MAX_BODY_BYTES:
                 raise _TooLarge
             if length is None or length > _LARGE_BODY:
-                return self.server.large_bodies.submit(self._read_and_handle, length).result()
-            return self._read_and_handle(length)
+                answer = self.server.large_bodies.submit(self._read_and_handle, length)
+                return answer.result(), False
+            return self._read_and_handle(length), False
         except _TooLarge:
             return router.error_reply(413, "REQUEST_TOO_LARGE", BODY_TOO_LARGE), True
         except ValueError:
             message = "Unsupported or malformed body framing."
             return router.error_reply(400, "VALIDATION_ERROR", message), True
 
-    def _read_and_handle(self, length: int | None) -> tuple[Reply, bool]:
-        """Read a body of ``length`` bytes (``None``: chunked) and answer; see `_answer`.
+    def _read_and_handle(self, length: int | None) -> Reply:
+        """Read a body of ``length`` bytes (``None``: chunked) and answer the request.
 
         Raises:
             _TooLarge: If a chunked body grows over the limit.
@@ -99,7 +100,7 @@ class _Handler(BaseHTTPRequestHandler):
         """
         body = self.rfile.read(length) if length is not None else self._read_chunks()
         headers = dict(self.headers.items())
-        return self.server.answers.handle(self.command, self.path, headers, body), False
+        return self.server.answers.handle(self.command, self.path, headers, body)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """Answer http.server's own refusals (a garbled or huge request line...) in the envelope."""
@@ -189,7 +190,7 @@ class _Server(ThreadingHTTPServer):
         self.log_requests = log_requests
         self.stopping = threading.Event()
         name = f"lingodoc-emulator-{self.port}"
-        self.large_bodies = ThreadPoolExecutor(LARGE_BODY_THREADS, f"{name}-large-body")
+        self.large_bodies = ThreadPoolExecutor(_LARGE_BODY_THREADS, f"{name}-large-body")
         self.loop = threading.Thread(target=self.serve_forever, name=name, daemon=True)
         self._wake, self._waker = socket.socketpair()  # stop() writes to _waker
         # Made here, in the caller's thread: made in the loop's, it could meet a process out of
