@@ -932,7 +932,7 @@ def test_with_json_a_stopped_batch_has_the_services_message_and_what_is_kept_apa
     assert (run.code, run.out.startswith("{")) == (5, True), run.err
     error = json.loads(run.out)
     assert re.fullmatch(r"req_[0-9a-f]{24}", error.pop("request_id"))
-    message = r"Rate limit of 1 requests per hour reached; retry in \d+ s\."  # the service's
+    message = r"Rate limit of 1 request per hour reached; retry in \d+ s\."  # the service's
     assert re.fullmatch(message, error.pop("message"))
     assert error == {
         "code": "RATE_LIMITED",
