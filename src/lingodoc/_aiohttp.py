@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from lingodoc import _tracing
 from lingodoc._constants import AIOHTTP_MAX_IN_FLIGHT, DEFAULT_TIMEOUT
 from lingodoc._exceptions import ConfigurationError
 from lingodoc._http import ssl_context
@@ -79,8 +80,16 @@ class _Transport(httpx.AsyncBaseTransport):
 
         self.transport = transport
         self.errors = (httpx.TransportError, aiohttp.ClientError)
+        self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if _tracing.http_on():  # in a span, as httpx's own transport is
+            traced: httpx.AsyncBaseTransport = _tracing.http_spans(self)
+            return await traced.handle_async_request(request)
+        return await self.send(request)
+
+    async def send(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` through httpx-aiohttp, its errors as httpx's."""
         try:
             response = await self.transport.handle_async_request(request)
         except self.errors as exc:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 import tenacity
 
-from lingodoc import _bulk, _cache, _callbacks, _clock, _deadline, _endpoints, _workers
+from lingodoc import _bulk, _cache, _callbacks, _clock, _deadline, _endpoints, _tracing, _workers
 from lingodoc._base_client import HALTED, BaseClient, Halted
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
@@ -159,7 +159,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate(text, source_language, target_language, style, options)
-        return await self._translate(call, [call.json["text"]], cache)
+        with _tracing.call("translate", call.json):
+            return await self._translate(call, [call.json["text"]], cache)
 
     async def translate_batch(
         self,
@@ -200,7 +201,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate_batch(texts, source_language, target_language, options)
-        return await self._translate(call, call.json["texts"], cache)
+        with _tracing.call("translate_batch", call.json):
+            return await self._translate(call, call.json["texts"], cache)
 
     async def _translate(self, call: Call[T], texts: list[str], use: object) -> T:
         """Send ``call``; with the client's cache (``use``: ``cache=``), only the texts missed."""
@@ -296,13 +298,15 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             on_progress=on_progress, done=done, options=options, rate_limit=self.rate_limit,
             awaits=self._shared.is_async,
         )  # fmt: skip
-        cache_keys = self._cache_keys(bulk.template(), cache)
-        if cache_keys is not None:
-            store, keys = cache_keys
-            for uids, keyed in bulk.look_ups(store, keys):
-                bulk.found(uids, keyed, await store.async_look_up(keyed))
-        await _workers.async_run_workers(self._bulk_worker, bulk)
-        return bulk.result()
+        template = bulk.template()
+        with _tracing.call("translate_many", template.json, texts):
+            cache_keys = self._cache_keys(template, cache)
+            if cache_keys is not None:
+                store, keys = cache_keys
+                for uids, keyed in bulk.look_ups(store, keys):
+                    bulk.found(uids, keyed, await store.async_look_up(keyed))
+            await _workers.async_run_workers(self._bulk_worker, bulk)
+            return bulk.result()
 
     async def _bulk_worker(self, bulk: _bulk.Bulk) -> None:
         try:
@@ -364,7 +368,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         call = _endpoints.translate_document(
             document_id, target_language, style, use_translation_memory, options
         )
-        return await self._send(call)
+        with _tracing.call("translate_document", call.json):
+            return await self._send(call)
 
     async def get_translation(
         self,
@@ -395,7 +400,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             APIConnectionError: If the service cannot be reached.
         """
         options = call_options(timeout, extra_headers, extra_query)
-        return await self._send(_endpoints.get_translation(translation_id, options))
+        call = _endpoints.get_translation(translation_id, options)
+        with _tracing.call("get_translation"):
+            return await self._send(call)
 
     async def wait_for_translation(
         self,
@@ -452,13 +459,14 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             job_or_id, call_options(None, extra_headers, extra_query),
             poll_interval=poll_interval, timeout=timeout, on_progress=on_progress,
         )  # fmt: skip
-        try:
-            outcome = await self._poll(waiter)
-        except LingodocError as exc:  # such as the client closed meanwhile
-            outcome = exc
-        if isinstance(outcome, LingodocError):
-            raise_scrubbed(outcome)
-        return outcome
+        with _tracing.call("wait_for_translation"):
+            try:
+                outcome = await self._poll(waiter)
+            except LingodocError as exc:  # such as the client closed meanwhile
+                outcome = exc
+            if isinstance(outcome, LingodocError):
+                raise_scrubbed(outcome)
+            return outcome
 
     async def _poll(self, waiter: Waiter) -> TranslationStatus | LingodocError:
         # The statuses in this frame are as the server sent them (they may echo the key):
@@ -502,7 +510,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             APIConnectionError: If the service cannot be reached.
         """
         options = call_options(timeout, extra_headers, extra_query)
-        return await self._send(_endpoints.list_documents(options))
+        call = _endpoints.list_documents(options)
+        with _tracing.call("list_documents"):
+            return await self._send(call)
 
     async def request(
         self,
@@ -541,7 +551,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             APIConnectionError: If the service cannot be reached.
         """
         options = call_options(timeout, extra_headers)
-        return await self._send(_endpoints.raw(method, path, json, params, options))
+        call = _endpoints.raw(method, path, json, params, options)
+        with _tracing.call("request"):
+            return await self._send(call)
 
     async def _send(
         self,
@@ -619,6 +631,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         async with self._shared.async_turn() as send:
             if send is None or self._is_halted(failed, stop):
                 return HALTED
+            _tracing.attempted()
             seconds, what = self._attempt_timeout(call, request, deadline)
             started = time.perf_counter()
             response = None

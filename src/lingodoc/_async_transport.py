@@ -27,7 +27,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from lingodoc import _deadline
+from lingodoc import _deadline, _tracing
 from lingodoc._constants import KEEPALIVE_EXPIRY
 from lingodoc._framing import Framing
 
@@ -149,6 +149,7 @@ class Transport(httpx.AsyncBaseTransport):
         self.backend = _Backend()
         self.verify, self.proxy = verify, proxy
         self.is_closed = False
+        self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
         # What sends the requests: httpcore's pool, or what stands for one (`_http`).
         self.pool: Any = httpcore.AsyncConnectionPool(
             ssl_context=verify,
@@ -160,6 +161,13 @@ class Transport(httpx.AsyncBaseTransport):
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request``, in a span while OpenTelemetry's httpx instrumentation is on."""
+        if _tracing.http_on():
+            traced: httpx.AsyncBaseTransport = _tracing.http_spans(self)
+            return await traced.handle_async_request(request)
+        return await self.send(request)
+
+    async def send(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through the pool, as ``httpx.AsyncHTTPTransport`` does."""
         url = request.url
         core_request = httpcore.Request(

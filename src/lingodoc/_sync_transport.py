@@ -26,7 +26,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from lingodoc import _deadline
+from lingodoc import _deadline, _tracing
 from lingodoc._constants import KEEPALIVE_EXPIRY
 from lingodoc._framing import Framing
 
@@ -148,6 +148,7 @@ class Transport(httpx.BaseTransport):
         self.backend = _Backend()
         self.verify, self.proxy = verify, proxy
         self.is_closed = False
+        self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
         # What sends the requests: httpcore's pool, or what stands for one (`_http`).
         self.pool: Any = httpcore.ConnectionPool(
             ssl_context=verify,
@@ -159,6 +160,13 @@ class Transport(httpx.BaseTransport):
         )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request``, in a span while OpenTelemetry's httpx instrumentation is on."""
+        if _tracing.http_on():
+            traced: httpx.BaseTransport = _tracing.http_spans(self)
+            return traced.handle_request(request)
+        return self.send(request)
+
+    def send(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through the pool, as ``httpx.HTTPTransport`` does."""
         url = request.url
         core_request = httpcore.Request(

@@ -53,13 +53,16 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
     report(bulk.on_progress, bulk.start())
     if bulk.workers == 0:
         return
+    import contextvars
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(bulk.workers, thread_name_prefix="lingodoc-many")
     try:
         with ctrl_c_held():
             for _ in range(bulk.workers):
-                pool.submit(worker, bulk)
+                # In this thread's context, as a task is in its spawner's: the call's span
+                # (_tracing) is the parent of the worker's requests'.
+                pool.submit(contextvars.copy_context().run, worker, bulk)
         while bulk.running and not bulk.stopped:  # a failed batch stops the rest
             try:
                 # In 0.2 s slices: else a Ctrl-C just before get() waits for the next event.

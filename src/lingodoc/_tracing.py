@@ -1,0 +1,133 @@
+"""OpenTelemetry: a span per call, and the httpx instrumentation's span per attempt.
+
+lingodoc never imports OpenTelemetry. An application that records spans has imported its
+API (setting a tracer provider takes it), and one that turned the httpx instrumentation on
+has imported that: each is looked up in ``sys.modules``, so without them tracing costs a
+dict lookup per call and per attempt.
+
+The SDK's own transports, and ``DefaultAioHttpClient``'s, are not ``httpx.HTTPTransport``,
+whose method the instrumentation wraps: while it is on, they send through the
+instrumentation's own public transport (`http_spans`), which makes the same spans as it
+does for a plain httpx client, in the semantic conventions it is set to. A caller's
+``http_client`` needs nothing of the SDK's: its ``HTTPTransport`` is wrapped already.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from lingodoc._version import __version__
+
+_API = "opentelemetry.trace"
+_HTTPX = "opentelemetry.instrumentation.httpx"
+
+# The attempts of the call whose span is current: counted by `attempted`. next() on an
+# itertools.count is atomic, so translate_many's threads count without a lock.
+_attempts: contextvars.ContextVar[itertools.count[int] | None] = contextvars.ContextVar(
+    "lingodoc_attempts", default=None
+)
+_tracer: Any = None  # lingodoc's tracer, once the API is imported
+_NO_SPAN = contextlib.nullcontext()
+
+
+def call(
+    name: str, body: Mapping[str, Any] | None = None, texts: Sequence[str] | None = None
+) -> contextlib.AbstractContextManager[object]:
+    """The span of a call of the method ``name``: ``with`` it around the whole call.
+
+    ``body``: the JSON body of its requests (their languages, ``text`` or ``texts``);
+    ``texts``: those of a ``translate_many``. A span of kind INTERNAL: the HTTP spans of
+    its attempts, its children, are the CLIENT spans; an exception escaping it is recorded.
+    Nothing when the application has not imported OpenTelemetry's API.
+    """
+    trace = sys.modules.get(_API)
+    if trace is None:
+        return _NO_SPAN
+    global _tracer
+    if _tracer is None:  # a proxy until the application sets its tracer provider
+        _tracer = trace.get_tracer("lingodoc", __version__)
+    return _span(trace, f"lingodoc.{name}", _attributes(body, texts))
+
+
+def _attributes(body: Mapping[str, Any] | None, texts: Sequence[str] | None) -> dict[str, Any]:
+    """The attributes of a call's span: its languages, and the size of its texts."""
+    attributes: dict[str, Any] = {}
+    body = body or {}
+    for language in ("source_language", "target_language"):
+        if language in body:
+            attributes[f"lingodoc.{language}"] = body[language]
+    if "text" in body:
+        texts = [body["text"]]
+    elif texts is None and "texts" in body:
+        texts = body["texts"]
+    if texts is not None:
+        attributes["lingodoc.texts"] = len(texts)
+        attributes["lingodoc.characters"] = sum(map(len, texts))
+    return attributes
+
+
+@contextlib.contextmanager
+def _span(trace: Any, name: str, attributes: dict[str, Any]) -> Iterator[object]:
+    attempts = itertools.count()
+    kind = trace.SpanKind.INTERNAL
+    with _tracer.start_as_current_span(name, kind=kind, attributes=attributes) as span:
+        token = _attempts.set(attempts)
+        try:
+            yield span
+        finally:
+            _attempts.reset(token)
+            span.set_attribute("lingodoc.attempts", next(attempts))
+
+
+def attempted() -> None:
+    """Count an attempt of the call whose span is current, if any."""
+    attempts = _attempts.get()
+    if attempts is not None:
+        next(attempts)
+
+
+def http_on() -> bool:
+    """Whether OpenTelemetry's httpx instrumentation is on (``instrument()`` was called)."""
+    module = sys.modules.get(_HTTPX)
+    if module is None:
+        return False
+    instrumentor = getattr(module, "HTTPXClientInstrumentor", None)  # None: being imported
+    return instrumentor is not None and bool(instrumentor().is_instrumented_by_opentelemetry)
+
+
+class _Untraced:
+    """What the instrumentation's transport wraps: a transport's ``send``, without a span.
+
+    The instrumentation's transport calls only ``handle_request`` (or its async twin).
+    """
+
+    __slots__ = ("handle_async_request", "handle_request")
+
+    def __init__(self, send: Any) -> None:
+        self.handle_request = self.handle_async_request = send
+
+
+def http_spans(transport: Any) -> Any:
+    """The instrumentation's transport around ``transport.send``: made once, kept on it.
+
+    Call it only while `http_on`. Its spans are the instrumentation's, in its semantic
+    conventions, from the global tracer provider: a ``tracer_provider`` or hooks passed to
+    ``instrument()`` are not known to it.
+    """
+    traced = transport.traced
+    if traced is None:
+        instrumentation = sys.modules[_HTTPX]  # imported: http_on said so
+        untraced = _Untraced(transport.send)
+        if isinstance(transport, httpx.AsyncBaseTransport):
+            traced = instrumentation.AsyncOpenTelemetryTransport(untraced)
+        else:
+            traced = instrumentation.SyncOpenTelemetryTransport(untraced)
+        transport.traced = traced  # two threads may both make one: either will do
+    return traced

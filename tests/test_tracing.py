@@ -1,0 +1,329 @@
+"""OpenTelemetry: a span per call, and one HTTP client span per attempt when httpx is instrumented.
+
+Against the emulator served on loopback, so that the SDK's own transports (and
+DefaultAioHttpClient's) send for real. The global tracer provider can be set once per
+process: the module sets it (or joins one already set) and drops its spans after.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry import trace
+from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+import lingodoc
+from lingodoc.emulator import Emulator, EmulatorServer
+from tests.conftest import call, close, http_client_for
+
+pytestmark = pytest.mark.aiohttp  # client_class runs on DefaultAioHttpClient too
+
+TEXTS = ["Hello", "world", "Good", "day", "Cat", "Dog"]
+
+
+@pytest.fixture(scope="module")
+def exporter() -> Iterator[InMemorySpanExporter]:
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield exporter
+    exporter.shutdown()  # it keeps no span of the later tests of this process
+
+
+@pytest.fixture
+def spans(exporter: InMemorySpanExporter) -> InMemorySpanExporter:
+    exporter.clear()
+    return exporter
+
+
+@pytest.fixture
+def instrumented() -> Iterator[None]:
+    HTTPXClientInstrumentor().instrument()
+    yield
+    HTTPXClientInstrumentor().uninstrument()
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Emulator:
+    return Emulator(rate_limit=10**6)
+
+
+@pytest.fixture(scope="module")
+def served(emulator: Emulator) -> Iterator[EmulatorServer]:
+    with emulator.serve() as running:
+        yield running
+
+
+@pytest.fixture
+def server(served: EmulatorServer, emulator: Emulator) -> EmulatorServer:
+    emulator.clear_faults()
+    return served
+
+
+@pytest.fixture
+async def client(
+    client_class: type[lingodoc.Client], server: EmulatorServer
+) -> AsyncIterator[lingodoc.Client | lingodoc.AsyncClient]:
+    instance = client_class(server.api_key, base_url=server.base_url)
+    yield instance
+    await close(instance)
+
+
+def http_spans(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
+    return [span for span in exporter.get_finished_spans() if span.kind is SpanKind.CLIENT]
+
+
+def span_named(exporter: InMemorySpanExporter, name: str) -> ReadableSpan:
+    (found,) = [span for span in exporter.get_finished_spans() if span.name == name]
+    return found
+
+
+def attributes(span: ReadableSpan) -> Mapping[str, Any]:
+    return span.attributes or {}
+
+
+def parent_of(span: ReadableSpan) -> int | None:
+    return None if span.parent is None else span.parent.span_id
+
+
+def raw_span(url: str) -> ReadableSpan:
+    """The span the instrumentation gives a plain httpx request to ``url``."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with httpx.Client() as http:
+        HTTPXClientInstrumentor.instrument_client(http, tracer_provider=provider)
+        http.post(url, json={})
+    (span,) = exporter.get_finished_spans()
+    return span
+
+
+async def test_a_retried_call_records_one_http_span_per_attempt_under_its_own(
+    client: lingodoc.Client, server: EmulatorServer, spans: InMemorySpanExporter, instrumented: None
+) -> None:
+    server.emulator.inject("server_error", status=503)  # then the retry passes
+    await call(client, "translate", "Hello world", source_language="en", target_language="de")
+    own = span_named(spans, "lingodoc.translate")
+    assert own.kind is SpanKind.INTERNAL
+    assert own.status.status_code is StatusCode.UNSET
+    assert dict(attributes(own)) == {
+        "lingodoc.source_language": "en",
+        "lingodoc.target_language": "de",
+        "lingodoc.texts": 1,
+        "lingodoc.characters": 11,
+        "lingodoc.attempts": 2,
+    }
+    attempts = http_spans(spans)
+    url = f"{server.base_url}/translate"
+    assert [(s.name, dict(attributes(s))) for s in attempts] == [
+        ("POST", {"http.method": "POST", "http.url": url, "http.status_code": status})
+        for status in (503, 200)
+    ]
+    assert [parent_of(s) for s in attempts] == [own.context.span_id] * 2
+    assert {s.context.trace_id for s in attempts} == {own.context.trace_id}
+    # The spans of a plain httpx request, in the conventions the instrumentation is set to.
+    assert [set(attributes(s)) for s in attempts] == [set(attributes(raw_span(url)))] * 2
+
+
+async def test_a_callers_http_client_gets_the_instrumentations_span_and_no_second(
+    client_class: type[lingodoc.Client], server: EmulatorServer, spans: InMemorySpanExporter,
+    instrumented: None,
+) -> None:  # fmt: skip
+    server.emulator.inject("server_error", status=503)
+    http = http_client_for(client_class)
+    client = client_class(server.api_key, base_url=server.base_url, http_client=http)
+    try:
+        await call(client, "translate", "Hello", source_language="en", target_language="de")
+    finally:
+        await close(client)
+        await call(http, "aclose" if isinstance(http, httpx.AsyncClient) else "close")
+    own = span_named(spans, "lingodoc.translate")
+    attempts = http_spans(spans)
+    assert [attributes(s)["http.status_code"] for s in attempts] == [503, 200]
+    assert [parent_of(s) for s in attempts] == [own.context.span_id] * 2
+
+
+@pytest.mark.asyncio_only  # aiohttp runs on asyncio alone
+async def test_a_default_aiohttp_client_sending_through_its_send_records_one_span(
+    server: EmulatorServer, spans: InMemorySpanExporter, instrumented: None
+) -> None:
+    # With headers of its own, requests go through its send(), not straight to its transport.
+    http = lingodoc.DefaultAioHttpClient(headers={"X-Team": "docs"})
+    async with lingodoc.AsyncClient(
+        server.api_key, base_url=server.base_url, http_client=http
+    ) as client:
+        await client.translate("Hello", source_language="en", target_language="de")
+    (attempt,) = http_spans(spans)
+    assert attributes(attempt)["http.status_code"] == 200
+    assert parent_of(attempt) == span_named(spans, "lingodoc.translate").context.span_id
+
+
+async def test_without_the_instrumentation_only_the_call_has_a_span(
+    client: lingodoc.Client, spans: InMemorySpanExporter
+) -> None:
+    await call(client, "translate", "Hello", source_language="en", target_language="de")
+    (only,) = spans.get_finished_spans()
+    assert only.name == "lingodoc.translate"
+    assert attributes(only)["lingodoc.attempts"] == 1
+
+
+async def test_each_method_has_its_span(
+    client: lingodoc.Client, spans: InMemorySpanExporter, instrumented: None
+) -> None:
+    await call(
+        client, "translate_batch", ["Hello", "Cat"], source_language="en", target_language="fr"
+    )
+    job = await call(client, "translate_document", "doc_welcome", target_language="de")
+    await call(client, "get_translation", job.translation_id)
+    await call(client, "list_documents")
+    await call(client, "request", "GET", "/documents")
+    names = [s.name for s in spans.get_finished_spans() if s.kind is SpanKind.INTERNAL]
+    assert names == [
+        "lingodoc.translate_batch", "lingodoc.translate_document", "lingodoc.get_translation",
+        "lingodoc.list_documents", "lingodoc.request",
+    ]  # fmt: skip
+    batch = attributes(span_named(spans, "lingodoc.translate_batch"))
+    assert (batch["lingodoc.texts"], batch["lingodoc.characters"]) == (2, 8)
+    assert (batch["lingodoc.source_language"], batch["lingodoc.target_language"]) == ("en", "fr")
+    document = attributes(span_named(spans, "lingodoc.translate_document"))
+    assert dict(document) == {"lingodoc.target_language": "de", "lingodoc.attempts": 1}
+    assert len(http_spans(spans)) == 5
+
+
+async def test_a_failed_call_has_an_error_span_with_its_exception(
+    client_class: type[lingodoc.Client], server: EmulatorServer, spans: InMemorySpanExporter,
+    instrumented: None,
+) -> None:  # fmt: skip
+    client = client_class("ld_not_a_key_of_this_emulator", base_url=server.base_url)
+    try:
+        with pytest.raises(lingodoc.Unauthorized):
+            await call(client, "translate", "Hello", source_language="en", target_language="de")
+    finally:
+        await close(client)
+    own = span_named(spans, "lingodoc.translate")
+    assert own.status.status_code is StatusCode.ERROR
+    (event,) = own.events
+    assert event.name == "exception"
+    assert (event.attributes or {})["exception.type"] == "lingodoc.Unauthorized"
+    assert attributes(own)["lingodoc.attempts"] == 1
+    (attempt,) = http_spans(spans)
+    assert attributes(attempt)["http.status_code"] == 401
+
+
+def every_string(span: ReadableSpan) -> Iterator[str]:
+    """The name, attribute values, events and status of ``span``, as text."""
+    yield span.name
+    yield str(span.status.description)
+    mappings: list[Mapping[str, Any]] = [attributes(span), span.resource.attributes]
+    for event in span.events:
+        yield event.name
+        mappings.append(event.attributes or {})
+    for mapping in mappings:
+        for name, value in mapping.items():
+            yield f"{name}={value}"
+
+
+@pytest.mark.parametrize("headers", ["not-captured", "captured-sanitized", "captured"])
+async def test_the_key_is_in_no_span_unless_its_header_is_captured_unsanitized(
+    client_class: type[lingodoc.Client], server: EmulatorServer, spans: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch, headers: str,
+) -> None:  # fmt: skip
+    if headers != "not-captured":  # every request header: the caution of the docs
+        monkeypatch.setenv("OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_CLIENT_REQUEST", ".*")
+    if headers == "captured-sanitized":  # what the docs advise
+        sanitized = "OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_SANITIZE_FIELDS"
+        monkeypatch.setenv(sanitized, "Authorization")
+    HTTPXClientInstrumentor().instrument()
+    client = client_class(server.api_key, base_url=server.base_url)
+    try:
+        await call(client, "translate", "Hello", source_language="en", target_language="de")
+        with pytest.raises(lingodoc.NotFound):  # an error, and its exception recorded
+            await call(client, "get_translation", "tr_missing")
+    finally:
+        HTTPXClientInstrumentor().uninstrument()
+        await close(client)
+    recorded = spans.get_finished_spans()
+    assert len(recorded) == 4
+    found = [text for span in recorded for text in every_string(span) if server.api_key in text]
+    captured = "http.request.header.authorization="
+    expected = [True, True] if headers == "captured" else []  # the header of each request
+    assert [text.startswith(captured) for text in found] == expected
+
+
+async def test_translate_many_is_the_parent_of_its_batches_from_threads_or_tasks(
+    client: lingodoc.Client, spans: InMemorySpanExporter, instrumented: None
+) -> None:
+    await call(
+        client, "translate_many", TEXTS, source_language="en", target_language="de",
+        batch_size=1, max_concurrency=3,
+    )  # fmt: skip
+    own = span_named(spans, "lingodoc.translate_many")
+    assert (attributes(own)["lingodoc.texts"], attributes(own)["lingodoc.attempts"]) == (6, 6)
+    assert attributes(own)["lingodoc.characters"] == sum(map(len, TEXTS))
+    batches = http_spans(spans)
+    assert [parent_of(s) for s in batches] == [own.context.span_id] * len(TEXTS)
+
+
+async def test_wait_for_translation_is_the_parent_of_its_polls(
+    client: lingodoc.Client, spans: InMemorySpanExporter, instrumented: None
+) -> None:
+    job = await call(client, "translate_document", "doc_welcome", target_language="fr")
+    spans.clear()
+    await call(client, "wait_for_translation", job, poll_interval=2.0)
+    own = span_named(spans, "lingodoc.wait_for_translation")
+    polls = http_spans(spans)
+    assert len(polls) >= 2  # the job takes 6 s on the fake clock
+    assert attributes(own)["lingodoc.attempts"] == len(polls)
+    assert {parent_of(s) for s in polls} == {own.context.span_id}
+
+
+class DictCache:
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+
+    def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
+        return {key: self.data[key] for key in keys if key in self.data}
+
+    def set_many(self, items: Mapping[str, str]) -> None:
+        self.data.update(items)
+
+
+async def test_a_call_the_cache_answers_has_its_span_and_no_attempt(
+    client_class: type[lingodoc.Client], server: EmulatorServer, spans: InMemorySpanExporter,
+    instrumented: None,
+) -> None:  # fmt: skip
+    client = client_class(server.api_key, base_url=server.base_url, cache=DictCache())
+    try:
+        for _ in range(2):
+            await call(client, "translate", "Hello", source_language="en", target_language="de")
+    finally:
+        await close(client)
+    calls = [s for s in spans.get_finished_spans() if s.name == "lingodoc.translate"]
+    assert [attributes(s)["lingodoc.attempts"] for s in calls] == [1, 0]
+    assert len(http_spans(spans)) == 1
+
+
+def test_a_program_that_never_imports_opentelemetry_does_not_load_it() -> None:
+    code = (
+        "import sys\n"
+        "from lingodoc.emulator import Emulator\n"
+        "with Emulator().client() as client:\n"
+        "    client.translate('Hello', source_language='en', target_language='de')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "[]"
