@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +18,7 @@ from lingodoc._constants import (
     is_loopback,
 )
 from lingodoc._exceptions import ConfigurationError, cut, shown
+from lingodoc._http import named_proxy
 from lingodoc._response import ACCEPT_ENCODING
 
 # What the missing key's error adds: where keys come from (the spec: the account settings),
@@ -145,18 +145,6 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
     return str(url).rstrip("/")
 
 
-def _named_proxy(url: httpx.URL, *, all_proxy: bool = True) -> str | None:
-    """The proxy URL the environment names for ``url``, as written; ``None`` if none or bypassed.
-
-    ``all_proxy``: ``ALL_PROXY`` counts too, as for httpx (aiohttp reads no such variable).
-    """
-    proxies = urllib.request.getproxies_environment()
-    named = proxies.get(url.scheme) or (proxies.get("all") if all_proxy else None)
-    # Not in typeshed, but in urllib.request since Python 3.2 (what urllib itself uses).
-    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
-    return None if not named or bypass(url.host, proxies) else named
-
-
 def _origin(url: httpx.URL) -> str:
     """``scheme://host:port`` of ``url``, the port written even where it is the default."""
     host = f"[{url.host}]" if ":" in url.host else url.host
@@ -180,7 +168,7 @@ def destination(
     own = http_client is None or aiohttp
     if (http_client is not None and not http_client.trust_env) or (own and target.scheme == "http"):
         return where
-    named = _named_proxy(target, all_proxy=not aiohttp)
+    named = named_proxy(target, all_proxy=not aiohttp)
     if named is None:
         return where
     try:
@@ -195,7 +183,7 @@ def destination(
 def environment_proxy(http_client: httpx.Client | httpx.AsyncClient, url: str) -> str | None:
     """The proxy variables that would send ``http_client``'s requests for ``url`` to a proxy."""
     # An http_client's own proxy= or mounts= is its maker's choice, and not publicly visible.
-    if not http_client.trust_env or _named_proxy(httpx.URL(url)) is None:
+    if not http_client.trust_env or named_proxy(httpx.URL(url)) is None:
         return None
     names = sorted(
         name

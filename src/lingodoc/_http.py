@@ -76,16 +76,25 @@ def ssl_context(trust_env: bool) -> ssl.SSLContext:
     )
 
 
+def named_proxy(url: httpx.URL, *, all_proxy: bool = True) -> str | None:
+    """The proxy URL the environment names for ``url``, as written; ``None`` if none or bypassed.
+
+    ``all_proxy``: ``ALL_PROXY`` counts too, as for httpx (aiohttp reads no such variable).
+    """
+    proxies = urllib.request.getproxies_environment()
+    named = proxies.get(url.scheme) or (proxies.get("all") if all_proxy else None)
+    # Not in typeshed, but in urllib.request since Python 3.2 (what urllib itself uses).
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    return None if not named or bypass(url.host, proxies) else named
+
+
 def proxy_for(url: httpx.URL) -> httpcore.Proxy | ConfigurationError | None:
     """The proxy the environment names for ``url`` (httpx's variables, ``NO_PROXY`` too).
 
     Or the error, returned: this frame holds the proxy's URL, which may hold a password.
     """
-    proxies = urllib.request.getproxies_environment()
-    named = proxies.get(url.scheme) or proxies.get("all")
-    # Not in typeshed, but in urllib.request since Python 3.2 (what urllib itself uses).
-    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
-    if not named or bypass(url.host, proxies):
+    named = named_proxy(url)
+    if named is None:
         return None
     import httpcore
 
