@@ -445,7 +445,7 @@ class Client(BaseClient[httpx.Client]):
             InvalidArgument: If ``poll_interval``, ``timeout``, the id or a header is not
                 usable.
             InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is a
-                coroutine function and the client cannot it.
+                coroutine function that the client cannot run.
             APIError: For an error other than 429 while polling (``UnexpectedResponse``
                 for the status of another translation).
             APIConnectionError: If the service cannot be reached.
