@@ -16,6 +16,7 @@ import pytest
 
 import lingodoc
 from lingodoc.cli import _stdout_to_devnull, main
+from lingodoc.cli._errors import NoKey
 from lingodoc.cli._parser import build_parser, settle_timeouts
 from lingodoc.emulator import Emulator, EmulatorServer, Reply
 from lingodoc.testing import fake_clock
@@ -39,7 +40,11 @@ def test_missing_api_key_names_the_variable_and_the_flag(
 ) -> None:
     run = cli("translate", "Hello", "--to", "de", env=child_env(LINGODOC_BASE_URL=server.base_url))
     assert (run.code, run.out) == (2, "")
-    assert run.error == "lingodoc: error: no API key: set LINGODOC_API_KEY or pass --api-key"
+    assert run.error == (
+        "lingodoc: error: no API key: set LINGODOC_API_KEY or pass --api-key; create one in "
+        "your lingodoc account settings; to try lingodoc without one, run `lingodoc demo`, or "
+        "`lingodoc emulator` in another terminal and export what it prints"
+    )
     assert emulator.requests == []
 
 
@@ -310,27 +315,33 @@ def test_with_json_an_error_of_the_service_has_its_message_and_the_hint_apart(
 
 
 @pytest.mark.parametrize(
-    ("args", "exit_code", "code", "message"),
+    ("args", "exit_code", "code", "message", "hint"),
     [
         (["translate", "Hello", "--to", "deu"], 2, "INVALID_LANGUAGE",  # refused locally
-         "--to must be a two-letter ISO 639-1 code such as 'en', not 'deu'"),
+         "--to must be a two-letter ISO 639-1 code such as 'en', not 'deu'", None),
         (["batch", "-", "--to", "de", "--format", "csv"], 2, None,  # not the service's
          "--json is for plain lines; csv output is the input's format, with the "
-         "translations added"),
+         "translations added", None),
         (["documents", "--api-key", ""], 2, None,
-         "no API key: set LINGODOC_API_KEY or pass --api-key"),
+         "no API key: set LINGODOC_API_KEY or pass --api-key", NoKey.hint),
     ],
 )  # fmt: skip
 def test_with_json_an_error_without_a_service_message_has_the_problem_as_message(
-    cli: RunCLI, env: dict[str, str], args: list[str], exit_code: int, code: str, message: str
+    cli: RunCLI,
+    env: dict[str, str],
+    args: list[str],
+    exit_code: int,
+    code: str,
+    message: str,
+    hint: str | None,
 ) -> None:
     no_key = {"LINGODOC_API_KEY": ""} if "" in args else {}
     run = cli("--json", *args, stdin="", env={**env, **no_key})
     assert run.code == exit_code, run.err
     assert json.loads(run.out) == {
-        "code": code, "hint": None, "message": message, "request_id": None, "status": None
+        "code": code, "hint": hint, "message": message, "request_id": None, "status": None
     }  # fmt: skip
-    assert run.error == f"lingodoc: error: {message}"
+    assert run.error == f"lingodoc: error: {message}" + (f"; {hint}" if hint else "")
 
 
 def test_with_json_a_connection_error_has_the_problem_as_message(cli: RunCLI) -> None:

@@ -24,6 +24,7 @@ from lingodoc.cli._errors import (
     STDOUT,
     Explained,
     Kept,
+    NoKey,
     WriteError,
     as_json,
     explain,
@@ -41,7 +42,7 @@ def _client(args: argparse.Namespace) -> lingodoc.Client:
     url = args.base_url or os.environ.get(BASE_URL_ENV, "").strip()
     # Checked here rather than left to Client(), to name the flags rather than the arguments.
     if not key:
-        raise lingodoc.ConfigurationError(f"no API key: set {API_KEY_ENV} or pass --api-key")
+        raise NoKey(f"no API key: set {API_KEY_ENV} or pass --api-key")
     if not url:
         raise lingodoc.ConfigurationError(
             f"no service address: set {BASE_URL_ENV} (the address up to and including /v1; "

@@ -26,6 +26,15 @@ class UsageError(Exception):
     """A mistake in the command line found after parsing (exit code 2)."""
 
 
+class NoKey(UsageError):
+    """No API key given (exit code 2): the line says where keys come from, and the emulator."""
+
+    hint = (
+        "create one in your lingodoc account settings; to try lingodoc without one, run "
+        "`lingodoc demo`, or `lingodoc emulator` in another terminal and export what it prints"
+    )
+
+
 # The errors of a write that finds no room: the disk is full, or the user's quota on it.
 NO_SPACE = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
 STDOUT = "stdout"
@@ -199,6 +208,8 @@ def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> Explain
         return Explained(
             EXIT_USAGE, f"the input is not UTF-8 text ({exc.reason} at byte {exc.start})"
         )
+    if isinstance(exc, NoKey):
+        return Explained(EXIT_USAGE, str(exc), exc.hint)
     usage = (lingodoc.ConfigurationError, lingodoc.InvalidArgument, lingodoc.InvalidArgumentType)
     if isinstance(exc, (*usage, UsageError)):
         return Explained(EXIT_USAGE, str(exc))
