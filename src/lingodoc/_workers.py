@@ -70,7 +70,8 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
             except queue.Empty:
                 continue
             report(bulk.on_progress, progress)
-            keep(bulk, progress)
+            if progress is not None:  # None: a worker ended (not the run: keep(None) stores all)
+                keep(bulk, progress)
         while (progress := bulk.record_next()) is not None:  # stopped: those answered before
             report(bulk.on_progress, progress)
     finally:
@@ -148,7 +149,8 @@ async def async_run_workers(
                 while bulk.running and not bulk.stopped:  # a failed batch stops the rest
                     progress = bulk.take(await events.get())
                     await async_report(bulk.on_progress, progress)
-                    await async_keep(bulk, progress)
+                    if progress is not None:  # None: a worker ended, not the run
+                        await async_keep(bulk, progress)
                 while (progress := bulk.record_next()) is not None:
                     await async_report(bulk.on_progress, progress)
             except Exception as exc:  # from on_progress: raised below, outside the group
