@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -493,6 +493,26 @@ def ask(process: subprocess.Popen[str], command: str | None = None) -> str:
     return process.stdout.readline().strip()
 
 
+@contextlib.contextmanager
+def child(script: str) -> Iterator[subprocess.Popen[str]]:
+    """A Python process running ``script``, spoken to with `ask`; it stops as its stdin closes."""
+    with subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    ) as process:
+        try:
+            yield process
+        finally:
+            try:
+                process.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                raise
+
+
 @pytest.mark.skipif(os.name != "posix", reason="resource.setrlimit is POSIX only")
 @pytest.mark.parametrize(
     "wait",
@@ -505,35 +525,22 @@ def ask(process: subprocess.Popen[str], command: str | None = None) -> str:
     ids=["answered", "idle"],
 )
 def test_out_of_descriptors_it_waits_idle_and_answers_once_they_are_freed(wait: float) -> None:
-    with subprocess.Popen(
-        [sys.executable, "-c", OUT_OF_DESCRIPTORS],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=subprocess_env(),
-    ) as process:
-        try:
-            port, key, held = ask(process).split()
-            assert int(held) < 64  # opened until none was left
-            with socket.create_connection(("127.0.0.1", int(port)), timeout=20) as connection:
-                connection.sendall(
-                    f"GET /v1/documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
-                    "Connection: close\r\n\r\n".encode()
-                )
-                # The connection waits in the listening socket's queue: accepting it fails.
-                used = -float(ask(process, "cpu"))
-                time.sleep(wait)
-                used += float(ask(process, "cpu"))
-                assert ask(process, "free") == "freed"
-                answer = b""
-                while chunk := connection.recv(65536):
-                    answer += chunk
-        finally:
-            try:
-                process.communicate(timeout=20)  # its stdin closed: it stops
-            except subprocess.TimeoutExpired:
-                process.kill()
-                raise
+    with child(OUT_OF_DESCRIPTORS) as process:
+        port, key, held = ask(process).split()
+        assert int(held) < 64  # opened until none was left
+        with socket.create_connection(("127.0.0.1", int(port)), timeout=20) as connection:
+            connection.sendall(
+                f"GET /v1/documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
+                "Connection: close\r\n\r\n".encode()
+            )
+            # The connection waits in the listening socket's queue: accepting it fails.
+            used = -float(ask(process, "cpu"))
+            time.sleep(wait)
+            used += float(ask(process, "cpu"))
+            assert ask(process, "free") == "freed"
+            answer = b""
+            while chunk := connection.recv(65536):
+                answer += chunk
     assert process.returncode == 0
     assert answer.startswith(b"HTTP/1.1 200")
     # Retrying the accept at once would take the whole wait in CPU time.
@@ -562,31 +569,22 @@ def memory_mib(pid: int) -> tuple[int, int]:
 def test_many_large_bodies_at_once_are_answered_within_a_bounded_memory() -> None:
     clients = 24
     body = body_of(MAX_BODY_BYTES)
-    with subprocess.Popen(
-        [sys.executable, "-c", SERVED],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=subprocess_env(),
-    ) as process:
-        try:
-            port, key = ask(process).split()
-            before, _ = memory_mib(process.pid)
-            with (
-                httpx.Client(
-                    base_url=f"http://127.0.0.1:{port}/v1",
-                    headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-                    limits=httpx.Limits(max_connections=clients),
-                    timeout=120,
-                ) as client,
-                ThreadPoolExecutor(max_workers=clients) as pool,
-            ):
-                responses = list(
-                    pool.map(lambda _: client.post("/translate", content=body), range(clients))
-                )
-            peak, _ = memory_mib(process.pid)
-        finally:
-            process.communicate(timeout=20)
+    with child(SERVED) as process:
+        port, key = ask(process).split()
+        before, _ = memory_mib(process.pid)
+        with (
+            httpx.Client(
+                base_url=f"http://127.0.0.1:{port}/v1",
+                headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+                limits=httpx.Limits(max_connections=clients),
+                timeout=120,
+            ) as client,
+            ThreadPoolExecutor(max_workers=clients) as pool,
+        ):
+            responses = list(
+                pool.map(lambda _: client.post("/translate", content=body), range(clients))
+            )
+        peak, _ = memory_mib(process.pid)
     assert [r.status_code for r in responses] == [200] * clients
     # Read all at once, by as many threads, the bodies alone would take 384 MiB, and the C
     # allocator would keep much of it; the server reads and answers two at a time.
