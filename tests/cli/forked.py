@@ -14,6 +14,7 @@ subprocesses. POSIX only: elsewhere :func:`run_forked` starts `python -m lingodo
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -22,9 +23,11 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 AVAILABLE = hasattr(os, "fork")
@@ -61,9 +64,9 @@ def _run_command(args: list[str], env: dict[str, str], files: list[str]) -> None
 def serve() -> None:
     """The server: for each request (a JSON line on stdin), fork a child that runs it.
 
-    Answers each with two JSON lines on stdout: the child's pid, then its exit code.
+    Answers each with two JSON lines on stdout, both carrying the request's ``id``: the
+    child's pid, then its exit code.
     """
-    import contextlib
     import importlib
     import pkgutil
 
@@ -86,71 +89,131 @@ def serve() -> None:
                 _run_command(request["args"], request["env"], request["files"])
             finally:
                 os._exit(70)
-        out.write(json.dumps({"pid": pid}) + "\n")
+        out.write(json.dumps({"id": request["id"], "pid": pid}) + "\n")
         out.flush()
         _, status = os.waitpid(pid, 0)
-        out.write(json.dumps({"code": os.waitstatus_to_exitcode(status)}) + "\n")
+        out.write(json.dumps({"id": request["id"], "code": os.waitstatus_to_exitcode(status)}))
+        out.write("\n")
         out.flush()
 
 
-class _Server:
-    """The one server of this test process, started at the first run."""
+def _start_server() -> subprocess.Popen[bytes]:
+    src = str(Path(__import__("lingodoc").__file__).resolve().parents[1])
+    path = os.pathsep.join([str(ROOT), src, os.environ.get("PYTHONPATH", "")])
+    return subprocess.Popen(
+        [sys.executable, "-c", "from tests.cli.forked import serve; serve()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        bufsize=0,  # unbuffered: select() on the pipe sees every byte not yet read
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": path},
+    )
 
-    def __init__(self) -> None:
+
+class Server:
+    """The server of forked runs, started at the first run, and what it answers.
+
+    Its records are read from an unbuffered pipe into :attr:`pending`, and a record is taken
+    from there before the pipe is waited on: two records can arrive in one read. Each run
+    has an id, and a record of another run (one that timed out) is dropped, so that a run
+    never takes another's exit code.
+
+    ``start`` makes the server process, ``kill`` sends a signal to a pid, and ``wait`` is
+    how long the server may take to answer beside a run's own time (it only forks, waits
+    and writes, so a minute is a machine stalled): the runner's own tests
+    (tests/cli/test_forked_runner.py) replace them.
+    """
+
+    def __init__(
+        self,
+        start: Callable[[], subprocess.Popen[bytes]] = _start_server,
+        kill: Callable[[int, int], None] = os.kill,
+        wait: float = 60.0,
+    ) -> None:
         self.lock = threading.Lock()
-        self.process: subprocess.Popen[str] | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.pending = b""
+        self.runs = 0
+        self._start = start
+        self._kill = kill
+        self._wait = wait
 
-    def start(self) -> subprocess.Popen[str]:
+    def started(self) -> subprocess.Popen[bytes]:
         if self.process is None or self.process.poll() is not None:
-            src = str(Path(__import__("lingodoc").__file__).resolve().parents[1])
-            path = os.pathsep.join([str(ROOT), src, os.environ.get("PYTHONPATH", "")])
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", "from tests.cli.forked import serve; serve()"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-                cwd=ROOT,
-                env={**os.environ, "PYTHONPATH": path},
-            )
+            self.process = self._start()
+            self.pending = b""
         return self.process
 
     def stop(self) -> None:
         """End the server (at the end of the test run): it exits at the end of its input."""
         if self.process is not None:
-            assert self.process.stdin is not None
-            self.process.stdin.close()
-            self.process.wait(20)
-            assert self.process.stdout is not None
-            self.process.stdout.close()
-
-    def answer(self, stream: IO[str], timeout: float) -> dict[str, Any] | None:
-        if not select.select([stream], [], [], timeout)[0]:
-            return None
-        line = stream.readline()
-        assert line, "the server of forked runs stopped"
-        answer: dict[str, Any] = json.loads(line)
-        return answer
-
-    def run(self, request: dict[str, Any], timeout: float) -> int:
-        with self.lock:
-            process = self.start()
+            process, self.process = self.process, None
             assert process.stdin is not None
             assert process.stdout is not None
-            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.close()
+            try:
+                process.wait(self._wait)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            process.stdout.close()
+
+    def _record(self, run: int, key: str, timeout: float) -> Any:
+        """The value of ``key`` in run ``run``'s next record; ``None`` if none in ``timeout``."""
+        assert self.process is not None
+        assert self.process.stdout is not None
+        stream = self.process.stdout
+        deadline = time.monotonic() + timeout
+        while True:
+            line, newline, rest = self.pending.partition(b"\n")
+            if newline:
+                self.pending = rest
+                record: dict[str, Any] = json.loads(line)
+                if record["id"] == run:
+                    return record[key]
+                continue  # a record of a run that timed out
+            left = max(0.0, deadline - time.monotonic())
+            if not select.select([stream], [], [], left)[0]:
+                return None
+            read = stream.read(65536)
+            assert read, "the server of forked runs stopped"
+            self.pending += read
+
+    def run(self, request: dict[str, Any], timeout: float) -> int:
+        """Run ``request`` (args, env, files); its exit code.
+
+        Raises:
+            AssertionError: The run took longer than ``timeout`` seconds (it is killed), or
+                the server did not answer.
+        """
+        with self.lock:
+            process = self.started()
+            assert process.stdin is not None
+            self.runs += 1
+            run = self.runs
+            process.stdin.write(json.dumps({**request, "id": run}).encode() + b"\n")
             process.stdin.flush()
-            started = self.answer(process.stdout, 20)
-            assert started is not None, "the server of forked runs did not answer"
-            ended = self.answer(process.stdout, timeout)
-            if ended is None:
-                os.kill(started["pid"], signal.SIGKILL)
-                self.answer(process.stdout, 20)
-                raise AssertionError(f"lingodoc {' '.join(request['args'])} ran past {timeout} s")
-            code: int = ended["code"]
+            pid = self._record(run, "pid", self._wait)
+            if pid is None:
+                self.stop()  # the next run starts a new server
+                raise AssertionError("the server of forked runs did not answer")
+            code = self._record(run, "code", timeout)
+            if code is None:
+                with contextlib.suppress(ProcessLookupError):  # it ended as its time ran out
+                    self._kill(pid, signal.SIGKILL)
+                code = self._record(run, "code", self._wait)
+                if code is None:
+                    self.stop()
+                    raise AssertionError("the server of forked runs did not answer")
+                if code == -signal.SIGKILL:
+                    command = " ".join(request["args"])
+                    raise AssertionError(f"lingodoc {command} ran past {timeout} s")
+            assert isinstance(code, int)
             return code
 
 
-_server = _Server()
+_server = Server()
 atexit.register(_server.stop)
 
 
