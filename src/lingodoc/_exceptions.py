@@ -63,18 +63,6 @@ def shown(value: object) -> str:
     return cut(text)
 
 
-class _Summary:
-    """A record in a repr, summed up as ``<...>`` rather than shown whole."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return f"<{self.text}>"
-
-
 def _repr(error: BaseException, **fields: object) -> str:
     """``Name(field=value, ...)`` with the fields that are set (not ``None`` or ``""``), cut."""
     shown = [
@@ -227,19 +215,13 @@ class APIError(LingodocError):
         self.retry_after = retry_after
 
     def _fields(self) -> dict[str, object]:
-        limit, summary = self.rate_limit, None
-        if limit is not None:
-            summary = _Summary(
-                f"RateLimit: {limit.remaining:,} of {limit.limit:,} left, "
-                f"resets at {limit.reset_at.isoformat()}"
-            )
         return {
             "code": self.code,
             "status_code": self.status_code,
             "message": self.message,
             "request_id": self.request_id,
             "retry_after": self.retry_after,
-            "rate_limit": summary,
+            "rate_limit": self.rate_limit,  # its repr sums it up: "<RateLimit: 5 of 10 left...>"
         }
 
     def __str__(self) -> str:
