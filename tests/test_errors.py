@@ -57,7 +57,7 @@ PASSWORD = "s3cretPassw0rd"
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 MISSING = object()
 FIELDS = ("status_code", "code", "message", "rate_limit", "request_id", "retry_after", "body",
-          "status", "timeout")  # fmt: skip
+          "status", "timeout", "hint")  # fmt: skip
 
 
 @pytest.fixture
@@ -541,7 +541,7 @@ LIMIT = RateLimit(limit=10, remaining=0, reset=60,
                   reset_at=datetime(2030, 1, 1, tzinfo=timezone.utc))  # fmt: skip
 BUILT = [
     LingodocError("this Client has been closed"),
-    ConfigurationError("no api key given"),
+    ConfigurationError("no api key given", hint="create a key"),
     APIConnectionError("POST /translate failed"),
     APITimeoutError("POST /translate timed out"),
     APIError("teapot", status_code=418, code="TEAPOT"),
@@ -552,7 +552,7 @@ BUILT = [
     NotFound("gone", status_code=404, code="NOT_FOUND"),
     RateLimited("wait", status_code=429, rate_limit=LIMIT, retry_after=12.5),
     ServerError("oops", status_code=503, retry_after=30.0),
-    UnexpectedResponse("not JSON", status_code=502, body="<html>"),
+    UnexpectedResponse("not JSON", status_code=502, body="<html>", hint="check base_url="),
     TranslationFailed(STATE),
     WaitTimeout(STATE, 30.0),
     WaitTimeout(None, 5.0),
@@ -718,6 +718,43 @@ async def test_repr_of_a_service_error_shows_code_status_and_request_id_not_the_
     assert repr(pickle.loads(pickle.dumps(caught.value))) == shown
 
 
+@pytest.mark.parametrize(
+    ("error", "first_line"),
+    [
+        (ConfigurationError("no base url given", hint="pass base_url="), "no base url given"),
+        (APIConnectionError("POST /translate failed", hint="pass base_url="),
+         "POST /translate failed"),
+        (UnexpectedResponse("not JSON", status_code=502, hint="pass base_url="),
+         "HTTP 502: not JSON"),
+        (TranslationFailed(STATE, hint="pass base_url="), "translation tr_1 failed"),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, LingodocError) else "",
+)  # fmt: skip
+def test_a_hint_follows_the_message_on_a_line_of_its_own(
+    error: LingodocError, first_line: str
+) -> None:
+    assert str(error) == f"{first_line}\nhint: pass base_url="
+    assert error.hint == "pass base_url="
+    # The message itself, as code that reads it gets it: without the hint.
+    assert error.args == (error.message,)
+    assert "hint" not in error.message
+    assert repr(error).endswith(", hint='pass base_url=')")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (str(copy), copy.hint, copy.message) == (str(error), error.hint, error.message)
+
+
+def test_without_a_hint_str_is_the_message_alone() -> None:
+    errors = [ConfigurationError("no key"), UnexpectedResponse("not JSON", status_code=502),
+              WaitTimeout(None, 5.0)]  # fmt: skip
+    assert [(str(e), e.hint) for e in errors] == [
+        ("no key", None), ("HTTP 502: not JSON", None),
+        ("the translation did not finish within 5 s", None),
+    ]  # fmt: skip
+    assert [e.message for e in errors] == [
+        "no key", "not JSON", "the translation did not finish within 5 s"
+    ]  # fmt: skip
+
+
 def test_repr_of_a_local_error_leaves_out_what_is_not_set() -> None:
     error = lingodoc.InvalidLanguage("bad code", code="INVALID_LANGUAGE")
     assert repr(error) == "InvalidLanguage(code='INVALID_LANGUAGE', message='bad code')"
@@ -735,7 +772,7 @@ def test_repr_of_a_local_error_leaves_out_what_is_not_set() -> None:
 FIELD_VALUES: dict[str, Any] = {
     "message": "it broke", "status_code": 429, "code": "RATE_LIMITED", "rate_limit": LIMIT,
     "request_id": "req_7", "retry_after": 12.5, "body": "<html>", "request_sent": False,
-    "status": STATE, "timeout": 30.0,
+    "status": STATE, "timeout": 30.0, "hint": "check it",
 }  # fmt: skip
 EXCEPTIONS = [
     obj
@@ -754,7 +791,9 @@ def with_every_field_set(cls: type[LingodocError]) -> LingodocError:
         if name != "self"
         and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
     }
-    error = cls(**{name: FIELD_VALUES[name] for name in names}) if names else cls("it broke")
+    # The base class takes its message as any exception does: positionally.
+    message = () if names & {"message", "status"} else ("it broke",)
+    error = cls(*message, **{name: FIELD_VALUES[name] for name in names})
     error.partial = lingodoc.PartialTranslations(None, ["Hallo"] * 1000 + [None])
     return error
 
@@ -770,7 +809,7 @@ def test_repr_of_every_exception_shows_each_field_set_and_sums_up_the_rest(
     assert shown.endswith(", partial=<PartialTranslations: 1,000 of 1,001 texts translated>)")
     fields = dict(vars(error))
     if not isinstance(error, WaitTimeout):  # whose message only repeats its fields
-        fields.setdefault("message", str(error))
+        fields.setdefault("message", error.message)
     for name, value in fields.items():
         if name == "status":  # a record: its scalar fields
             expected = ["translation_id='tr_1'", "state='failed'", "progress=40"]
