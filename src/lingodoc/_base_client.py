@@ -85,6 +85,10 @@ class BaseClient(Generic[HttpClientT]):
         cache: Cache | AsyncCache | None = None,
     ) -> None:
         configure_from_env()
+        absent = _config.missing(api_key, base_url)  # the two in one error, if both are
+        if absent is not None:
+            del api_key  # out of the locals that a traceback through __init__ may show
+            raise_scrubbed(absent)
         key = _config.api_key(api_key)
         del api_key  # out of the locals that a traceback through __init__ may show
         if isinstance(key, ConfigurationError):
