@@ -53,6 +53,9 @@ from tests.conftest import (
 from tests.reliability.fault_server import FaultServer
 
 MESSAGE = "Text exceeds 10,000 characters"
+NOT_THE_SERVICE = (
+    "is base_url= (or LINGODOC_BASE_URL) the service's address, up to and including /v1?"
+)
 PASSWORD = "s3cretPassw0rd"
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 MISSING = object()
@@ -274,7 +277,8 @@ async def test_body_that_is_not_the_envelope_is_unexpected_response(
     assert type(error) is UnexpectedResponse
     assert (error.status_code, error.request_id) == (status, "req_7")
     assert error.body == content.decode()
-    assert error.message
+    assert error.message.endswith(", in answer to POST https://api.lingodoc.test/v1/translate")
+    assert error.hint == NOT_THE_SERVICE
 
 
 @pytest.mark.parametrize("data", [{"foo": 1}, [1, 2], "text", {"translated_text": 5}])
@@ -287,6 +291,40 @@ async def test_data_of_the_wrong_shape_is_unexpected_response(
     assert error.status_code == 200
     assert error.body == json.dumps(data)
     assert "TextTranslation" in error.message
+    assert error.message.endswith(", in answer to POST https://api.lingodoc.test/v1/translate")
+    assert error.hint == NOT_THE_SERVICE
+
+
+async def test_an_answer_that_is_not_the_services_names_the_url_and_asks_about_base_url(
+    client_class: type[lingodoc.Client],
+) -> None:
+    # The service's host without /v1: its web server answers, not the service.
+    client = client_class(API_KEY, base_url="https://api.lingodoc.test", max_retries=0)
+    with respx.mock(base_url="https://api.lingodoc.test") as host:
+        host.post("/translate").respond(404, content=b"<html>Not Found</html>")
+        error = await translate_error(client)
+    await close(client)
+    assert str(error) == (
+        "HTTP 404: the response body is not JSON, in answer to POST "
+        "https://api.lingodoc.test/translate\n"
+        "hint: is base_url= (or LINGODOC_BASE_URL) the service's address, up to and including /v1?"
+    )
+
+
+async def test_the_url_an_unexpected_answer_names_has_no_query_and_no_key(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    api.get(f"/documents/{API_KEY}").respond(501, content=b"Not Implemented")
+    with pytest.raises(UnexpectedResponse) as caught:
+        await call(client, "request", "GET", f"/documents/{API_KEY}?sig=abc", params={"t": "s3"})
+    assert caught.value.message == (
+        "the response body is not JSON, in answer to GET "
+        f"https://api.lingodoc.test/v1/documents/****{API_KEY[-4:]}"
+    )
+    for text in (str(caught.value), repr(caught.value)):
+        assert_no_key(text)
+        assert "sig=" not in text
+        assert "s3" not in text
 
 
 async def test_data_of_the_wrong_shape_keeps_request_id_and_rate_limit(
