@@ -56,6 +56,14 @@ MESSAGE = "Text exceeds 10,000 characters"
 NOT_THE_SERVICE = (
     "is base_url= (or LINGODOC_BASE_URL) the service's address, up to and including /v1?"
 )
+SERVICE_UNREACHABLE = (
+    "is the service (or `lingodoc emulator`) running at that address, and is base_url= "
+    "(or LINGODOC_BASE_URL) right?"
+)
+PROXY_UNREACHABLE = (
+    "is the proxy running, and should requests to the service go through it? "
+    "(NO_PROXY names the hosts that should not)"
+)
 PASSWORD = "s3cretPassw0rd"
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 MISSING = object()
@@ -447,6 +455,9 @@ async def test_a_refused_connection_names_the_address_tried(
     tried = f"POST /translate failed: cannot connect to http://127.0.0.1:{refusing.port} ("
     assert str(error).startswith(tried)
     assert "proxy" not in str(error)
+    # What to check, on a line of its own.
+    assert error.hint == SERVICE_UNREACHABLE
+    assert str(error).endswith(f")\nhint: {SERVICE_UNREACHABLE}")
 
 
 @pytest.mark.aiohttp  # over real sockets: on DefaultAioHttpClient too
@@ -466,6 +477,7 @@ async def test_a_refused_proxy_of_the_environment_is_named_without_its_password(
     assert str(error).startswith(
         f"POST /translate failed: cannot connect to https://api.lingodoc.test:443 {through} ("
     )
+    assert error.hint == PROXY_UNREACHABLE  # the proxy refused, not the service
     for text in (
         str(error),
         repr(error),
@@ -504,7 +516,8 @@ async def test_the_address_named_is_the_one_the_sdk_sends_to(
     with respx.mock(base_url=base_url) as service:
         service.post("/translate").mock(side_effect=httpx.ConnectError("refused"))
         error = await translate_error(client)
-    assert str(error) == f"POST /translate failed: cannot connect to {where} (refused)"
+    assert error.message == f"POST /translate failed: cannot connect to {where} (refused)"
+    assert error.hint == (PROXY_UNREACHABLE if "proxy" in where else SERVICE_UNREACHABLE)
     await close(client)
 
 

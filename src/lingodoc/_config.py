@@ -171,6 +171,17 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
     return str(url).rstrip("/")
 
 
+# What an error that cannot connect hints: about the address it names, or its proxy.
+_SERVICE_UNREACHABLE = (
+    "is the service (or `lingodoc emulator`) running at that address, and is base_url= "
+    f"(or {BASE_URL_ENV}) right?"
+)
+_PROXY_UNREACHABLE = (
+    "is the proxy running, and should requests to the service go through it? (NO_PROXY "
+    "names the hosts that should not)"
+)
+
+
 def _origin(url: httpx.URL) -> str:
     """``scheme://host:port`` of ``url``, the port written even where it is the default."""
     host = f"[{url.host}]" if ":" in url.host else url.host
@@ -180,7 +191,7 @@ def _origin(url: httpx.URL) -> str:
 
 def destination(
     url: str, http_client: httpx.Client | httpx.AsyncClient | None, *, aiohttp: bool
-) -> str:
+) -> tuple[str, str]:
     """Where requests to ``url`` go, as a connection error says it: ``scheme://host:port``.
 
     Then ``through the proxy scheme://host:port`` (never its user or password) if the
@@ -188,22 +199,29 @@ def destination(
     take it for ``https://`` only. Another ``http_client`` that trusts the environment takes
     it unless it has a transport or proxy of its own, which httpx does not show: the proxy
     is named "if the http_client uses it".
+
+    Returns:
+        That, and the hint of an error that cannot connect there: about the service, or
+        about the proxy if one is named.
     """
     target = httpx.URL(url)
     where = _origin(target)
     own = http_client is None or aiohttp
     if (http_client is not None and not http_client.trust_env) or (own and target.scheme == "http"):
-        return where
+        return where, _SERVICE_UNREACHABLE
     named = named_proxy(target, all_proxy=not aiohttp)
     if named is None:
-        return where
+        return where, _SERVICE_UNREACHABLE
     try:
         proxy = httpx.URL(named if "://" in named else f"http://{named}")  # as httpx reads it
     except httpx.InvalidURL:  # no proxy the http client could have sent through
-        return where
+        return where, _SERVICE_UNREACHABLE
     if own:
-        return f"{where} through the proxy {_origin(proxy)}"
-    return f"{where} through the environment's proxy {_origin(proxy)} if the http_client uses it"
+        return f"{where} through the proxy {_origin(proxy)}", _PROXY_UNREACHABLE
+    return (
+        f"{where} through the environment's proxy {_origin(proxy)} if the http_client uses it",
+        _PROXY_UNREACHABLE,
+    )
 
 
 def environment_proxy(http_client: httpx.Client | httpx.AsyncClient, url: str) -> str | None:

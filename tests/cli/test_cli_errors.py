@@ -265,6 +265,9 @@ def test_connection_refused_names_the_address_and_asks_whether_the_service_runs(
         "; is the service (or `lingodoc emulator`) running, and is the address "
         f"{base_url} (LINGODOC_BASE_URL or --base-url) right?"
     )
+    # That hint alone: not the SDK's too, in its own terms.
+    assert run.error.count("lingodoc emulator") == 1
+    assert "hint:" not in run.error
 
 
 def test_no_answer_in_time_names_the_address_and_says_to_raise_the_timeout(
