@@ -141,16 +141,53 @@ def test_missing_setting_names_the_argument_and_the_variable(
         assert word in str(caught.value)
 
 
+TRY_THE_EMULATOR = (
+    "to try the SDK without an account, start the emulator: `lingodoc emulator` in another "
+    "terminal, then export the two variables it prints; or, in code, use "
+    "lingodoc.emulator.Emulator().client()"
+)
+
+
 def test_missing_key_says_where_to_get_one_and_how_to_try_the_emulator(
     client_class: type[lingodoc.Client],
 ) -> None:
-    message = str(refusal(client_class, base_url=BASE_URL))
-    assert "Create a key in your lingodoc account settings." in message
-    assert "`lingodoc emulator` in another terminal" in message
-    assert "lingodoc.emulator.Emulator().client()" in message
+    error = refusal(client_class, base_url=BASE_URL)
+    assert str(error) == (
+        "no api key given: pass api_key=... or set the LINGODOC_API_KEY environment variable\n"
+        f"hint: create a key in your lingodoc account settings; {TRY_THE_EMULATOR}"
+    )
     # The code it names works as written.
     with lingodoc.emulator.Emulator().client() as client:
         assert client.translate("Hello", source_language="en", target_language="de")
+
+
+def test_missing_base_url_says_what_it_is_and_how_to_try_the_emulator(
+    client_class: type[lingodoc.Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LINGODOC_API_KEY", API_KEY)
+    error = refusal(client_class)
+    assert str(error) == (
+        "no base url given: pass base_url=... or set the LINGODOC_BASE_URL environment "
+        "variable\nhint: base_url is the service's address, up to and including /v1; "
+        f"{TRY_THE_EMULATOR}"
+    )
+
+
+@pytest.mark.parametrize("blank", [None, "", "  "])
+def test_missing_key_and_base_url_are_one_error_naming_both(
+    client_class: type[lingodoc.Client], monkeypatch: pytest.MonkeyPatch, blank: str | None
+) -> None:
+    monkeypatch.setenv("LINGODOC_BASE_URL", " ")  # set, but blank: missing all the same
+    error = refusal(client_class, blank, base_url=blank)
+    assert error.message == (
+        "no api key and no base url given: "
+        "pass api_key=... or set the LINGODOC_API_KEY environment variable, "
+        "and pass base_url=... or set the LINGODOC_BASE_URL environment variable"
+    )
+    assert error.hint == (
+        "create a key in your lingodoc account settings; base_url is the service's address, "
+        f"up to and including /v1; {TRY_THE_EMULATOR}"
+    )
 
 
 @pytest.mark.parametrize("key", ["key with space", "key\nnewline", "caf\u00e9key1234567890", 12345])

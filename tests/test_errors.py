@@ -53,11 +53,22 @@ from tests.conftest import (
 from tests.reliability.fault_server import FaultServer
 
 MESSAGE = "Text exceeds 10,000 characters"
+NOT_THE_SERVICE = (
+    "is base_url= (or LINGODOC_BASE_URL) the service's address, up to and including /v1?"
+)
+SERVICE_UNREACHABLE = (
+    "is the service (or `lingodoc emulator`) running at that address, and is base_url= "
+    "(or LINGODOC_BASE_URL) right?"
+)
+PROXY_UNREACHABLE = (
+    "is the proxy running, and should requests to the service go through it? "
+    "(NO_PROXY names the hosts that should not)"
+)
 PASSWORD = "s3cretPassw0rd"
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 MISSING = object()
 FIELDS = ("status_code", "code", "message", "rate_limit", "request_id", "retry_after", "body",
-          "status", "timeout")  # fmt: skip
+          "status", "timeout", "hint")  # fmt: skip
 
 
 @pytest.fixture
@@ -274,7 +285,8 @@ async def test_body_that_is_not_the_envelope_is_unexpected_response(
     assert type(error) is UnexpectedResponse
     assert (error.status_code, error.request_id) == (status, "req_7")
     assert error.body == content.decode()
-    assert error.message
+    assert error.message.endswith(", in answer to POST https://api.lingodoc.test/v1/translate")
+    assert error.hint == NOT_THE_SERVICE
 
 
 @pytest.mark.parametrize("data", [{"foo": 1}, [1, 2], "text", {"translated_text": 5}])
@@ -287,6 +299,40 @@ async def test_data_of_the_wrong_shape_is_unexpected_response(
     assert error.status_code == 200
     assert error.body == json.dumps(data)
     assert "TextTranslation" in error.message
+    assert error.message.endswith(", in answer to POST https://api.lingodoc.test/v1/translate")
+    assert error.hint == NOT_THE_SERVICE
+
+
+async def test_an_answer_that_is_not_the_services_names_the_url_and_asks_about_base_url(
+    client_class: type[lingodoc.Client],
+) -> None:
+    # The service's host without /v1: its web server answers, not the service.
+    client = client_class(API_KEY, base_url="https://api.lingodoc.test", max_retries=0)
+    with respx.mock(base_url="https://api.lingodoc.test") as host:
+        host.post("/translate").respond(404, content=b"<html>Not Found</html>")
+        error = await translate_error(client)
+    await close(client)
+    assert str(error) == (
+        "HTTP 404: the response body is not JSON, in answer to POST "
+        "https://api.lingodoc.test/translate\n"
+        "hint: is base_url= (or LINGODOC_BASE_URL) the service's address, up to and including /v1?"
+    )
+
+
+async def test_the_url_an_unexpected_answer_names_has_no_query_and_no_key(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    api.get(f"/documents/{API_KEY}").respond(501, content=b"Not Implemented")
+    with pytest.raises(UnexpectedResponse) as caught:
+        await call(client, "request", "GET", f"/documents/{API_KEY}?sig=abc", params={"t": "s3"})
+    assert caught.value.message == (
+        "the response body is not JSON, in answer to GET "
+        f"https://api.lingodoc.test/v1/documents/****{API_KEY[-4:]}"
+    )
+    for text in (str(caught.value), repr(caught.value)):
+        assert_no_key(text)
+        assert "sig=" not in text
+        assert "s3" not in text
 
 
 async def test_data_of_the_wrong_shape_keeps_request_id_and_rate_limit(
@@ -409,6 +455,9 @@ async def test_a_refused_connection_names_the_address_tried(
     tried = f"POST /translate failed: cannot connect to http://127.0.0.1:{refusing.port} ("
     assert str(error).startswith(tried)
     assert "proxy" not in str(error)
+    # What to check, on a line of its own.
+    assert error.hint == SERVICE_UNREACHABLE
+    assert str(error).endswith(f")\nhint: {SERVICE_UNREACHABLE}")
 
 
 @pytest.mark.aiohttp  # over real sockets: on DefaultAioHttpClient too
@@ -428,6 +477,7 @@ async def test_a_refused_proxy_of_the_environment_is_named_without_its_password(
     assert str(error).startswith(
         f"POST /translate failed: cannot connect to https://api.lingodoc.test:443 {through} ("
     )
+    assert error.hint == PROXY_UNREACHABLE  # the proxy refused, not the service
     for text in (
         str(error),
         repr(error),
@@ -466,7 +516,8 @@ async def test_the_address_named_is_the_one_the_sdk_sends_to(
     with respx.mock(base_url=base_url) as service:
         service.post("/translate").mock(side_effect=httpx.ConnectError("refused"))
         error = await translate_error(client)
-    assert str(error) == f"POST /translate failed: cannot connect to {where} (refused)"
+    assert error.message == f"POST /translate failed: cannot connect to {where} (refused)"
+    assert error.hint == (PROXY_UNREACHABLE if "proxy" in where else SERVICE_UNREACHABLE)
     await close(client)
 
 
@@ -541,7 +592,7 @@ LIMIT = RateLimit(limit=10, remaining=0, reset=60,
                   reset_at=datetime(2030, 1, 1, tzinfo=timezone.utc))  # fmt: skip
 BUILT = [
     LingodocError("this Client has been closed"),
-    ConfigurationError("no api key given"),
+    ConfigurationError("no api key given", hint="create a key"),
     APIConnectionError("POST /translate failed"),
     APITimeoutError("POST /translate timed out"),
     APIError("teapot", status_code=418, code="TEAPOT"),
@@ -552,7 +603,7 @@ BUILT = [
     NotFound("gone", status_code=404, code="NOT_FOUND"),
     RateLimited("wait", status_code=429, rate_limit=LIMIT, retry_after=12.5),
     ServerError("oops", status_code=503, retry_after=30.0),
-    UnexpectedResponse("not JSON", status_code=502, body="<html>"),
+    UnexpectedResponse("not JSON", status_code=502, body="<html>", hint="check base_url="),
     TranslationFailed(STATE),
     WaitTimeout(STATE, 30.0),
     WaitTimeout(None, 5.0),
@@ -718,6 +769,43 @@ async def test_repr_of_a_service_error_shows_code_status_and_request_id_not_the_
     assert repr(pickle.loads(pickle.dumps(caught.value))) == shown
 
 
+@pytest.mark.parametrize(
+    ("error", "first_line"),
+    [
+        (ConfigurationError("no base url given", hint="pass base_url="), "no base url given"),
+        (APIConnectionError("POST /translate failed", hint="pass base_url="),
+         "POST /translate failed"),
+        (UnexpectedResponse("not JSON", status_code=502, hint="pass base_url="),
+         "HTTP 502: not JSON"),
+        (TranslationFailed(STATE, hint="pass base_url="), "translation tr_1 failed"),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, LingodocError) else "",
+)  # fmt: skip
+def test_a_hint_follows_the_message_on_a_line_of_its_own(
+    error: LingodocError, first_line: str
+) -> None:
+    assert str(error) == f"{first_line}\nhint: pass base_url="
+    assert error.hint == "pass base_url="
+    # The message itself, as code that reads it gets it: without the hint.
+    assert error.args == (error.message,)
+    assert "hint" not in error.message
+    assert repr(error).endswith(", hint='pass base_url=')")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (str(copy), copy.hint, copy.message) == (str(error), error.hint, error.message)
+
+
+def test_without_a_hint_str_is_the_message_alone() -> None:
+    errors = [ConfigurationError("no key"), UnexpectedResponse("not JSON", status_code=502),
+              WaitTimeout(None, 5.0)]  # fmt: skip
+    assert [(str(e), e.hint) for e in errors] == [
+        ("no key", None), ("HTTP 502: not JSON", None),
+        ("the translation did not finish within 5 s", None),
+    ]  # fmt: skip
+    assert [e.message for e in errors] == [
+        "no key", "not JSON", "the translation did not finish within 5 s"
+    ]  # fmt: skip
+
+
 def test_repr_of_a_local_error_leaves_out_what_is_not_set() -> None:
     error = lingodoc.InvalidLanguage("bad code", code="INVALID_LANGUAGE")
     assert repr(error) == "InvalidLanguage(code='INVALID_LANGUAGE', message='bad code')"
@@ -735,7 +823,7 @@ def test_repr_of_a_local_error_leaves_out_what_is_not_set() -> None:
 FIELD_VALUES: dict[str, Any] = {
     "message": "it broke", "status_code": 429, "code": "RATE_LIMITED", "rate_limit": LIMIT,
     "request_id": "req_7", "retry_after": 12.5, "body": "<html>", "request_sent": False,
-    "status": STATE, "timeout": 30.0,
+    "status": STATE, "timeout": 30.0, "hint": "check it",
 }  # fmt: skip
 EXCEPTIONS = [
     obj
@@ -754,7 +842,9 @@ def with_every_field_set(cls: type[LingodocError]) -> LingodocError:
         if name != "self"
         and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
     }
-    error = cls(**{name: FIELD_VALUES[name] for name in names}) if names else cls("it broke")
+    # The base class takes its message as any exception does: positionally.
+    message = () if names & {"message", "status"} else ("it broke",)
+    error = cls(*message, **{name: FIELD_VALUES[name] for name in names})
     error.partial = lingodoc.PartialTranslations(None, ["Hallo"] * 1000 + [None])
     return error
 
@@ -770,7 +860,7 @@ def test_repr_of_every_exception_shows_each_field_set_and_sums_up_the_rest(
     assert shown.endswith(", partial=<PartialTranslations: 1,000 of 1,001 texts translated>)")
     fields = dict(vars(error))
     if not isinstance(error, WaitTimeout):  # whose message only repeats its fields
-        fields.setdefault("message", str(error))
+        fields.setdefault("message", error.message)
     for name, value in fields.items():
         if name == "status":  # a record: its scalar fields
             expected = ["translation_id='tr_1'", "state='failed'", "progress=40"]

@@ -93,6 +93,26 @@ async def test_rate_limit_fields_have_the_contract_types(
     assert rate_limit.reset_at.utcoffset() == timedelta(0)
 
 
+async def test_rate_limit_prints_as_a_one_line_summary(
+    client: lingodoc.Client, api: respx.MockRouter
+) -> None:
+    api.post("/translate").side_effect = [
+        reply(rate_limit_headers(10_000, 9_998, 1_900_000_000)),
+        reply(rate_limit_headers(10_000, 9_997, 1_900_000_000), 400,
+              json.dumps(failure("TEXT_TOO_LONG", "too long")).encode()),
+    ]  # fmt: skip
+    rate_limit = (await translate(client)).rate_limit
+    summary = "<RateLimit: 9,998 of 10,000 left, resets at 2030-03-17T17:46:40+00:00>"
+    assert (str(rate_limit), repr(rate_limit), f"{rate_limit}") == (summary,) * 3
+    # An exception's repr shows the rate limit it carries in the same words.
+    with pytest.raises(lingodoc.TextTooLong) as caught:
+        await translate(client)
+    assert repr(caught.value) == (
+        "TextTooLong(code='TEXT_TOO_LONG', status_code=400, message='too long', rate_limit="
+        "<RateLimit: 9,997 of 10,000 left, resets at 2030-03-17T17:46:40+00:00>)"
+    )
+
+
 @pytest.mark.parametrize(
     "headers",
     [

@@ -132,6 +132,45 @@ async def test_connect_failures_raise_after_max_retries_plus_one_attempts(
     assert len(clock.sleeps) == 2
 
 
+ORIGIN = "https://api.lingodoc.test:443"
+
+
+@pytest.mark.parametrize(
+    ("failure", "message"),
+    [
+        (httpx.ConnectError("refused"),
+         f"POST /translate failed after 3 attempts over 31.5 s: cannot connect to {ORIGIN} "
+         "(refused)"),
+        (httpx.ConnectTimeout("connect timed out"),
+         f"POST /translate to {ORIGIN} timed out after 3 attempts over 31.5 s: connect timed out"),
+        (httpx.ReadTimeout("read timed out"),
+         f"POST /translate to {ORIGIN} timed out after 3 attempts over 31.5 s: read timed out"),
+        (httpx.RemoteProtocolError("server disconnected"),
+         f"POST /translate to {ORIGIN} failed after 3 attempts over 31.5 s: server disconnected"),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, Exception) else "",
+)  # fmt: skip
+async def test_a_network_error_after_retries_says_how_many_attempts_over_how_long(
+    client: Any,
+    api: respx.MockRouter,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: Exception,
+    message: str,
+) -> None:
+    monkeypatch.setattr(_retry.random, "uniform", lambda a, b: b)  # waits of 0.5 s, then 1 s
+
+    def slow_failure(request: httpx.Request) -> httpx.Response:
+        clock.advance(10)  # each attempt takes 10 s on the SDK's clock before it fails
+        raise failure
+
+    route = api.post("/translate").mock(side_effect=slow_failure)
+    with pytest.raises(lingodoc.APIConnectionError) as caught:
+        await run(client, TRANSLATE)
+    assert (len(route.calls), clock.sleeps) == (3, [0.5, 1.0])
+    assert caught.value.message == message  # 3 x 10 s, and the waits between: 31.5 s
+
+
 # 5xx, read timeouts and dropped connections: only where repeating is safe.
 
 

@@ -570,11 +570,12 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         self._check_open()
         check_http_loggers()  # mask the key in the http loggers made since the last call
         request = self._build_request(call)
-        outcome = await self._attempt(call, request, deadline, stop, None, 1)
+        began = _clock.current().monotonic()  # an error after retries says how long they took
+        outcome = await self._attempt(call, request, deadline, stop, None, 1, began)
         if isinstance(outcome, Halted):
             outcome = self._halt_error(call, None)
         elif isinstance(outcome, LingodocError) and self.max_retries:
-            outcome = await self._retry(call, request, deadline, stop, outcome)
+            outcome = await self._retry(call, request, deadline, stop, outcome, began)
         if isinstance(outcome, LingodocError):
             # Raised without the frames below: they hold the response as the server sent it.
             raise_scrubbed(outcome)
@@ -587,10 +588,12 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         deadline: float | None,
         stop: threading.Event | None,
         failed: LingodocError,
+        began: float,
     ) -> T | LingodocError:
         """The attempts after a first failure: tenacity's, the first failure replayed first.
 
-        So a call that succeeds at once never builds the retry machinery.
+        So a call that succeeds at once never builds the retry machinery. ``began``: the
+        first attempt's start, on the SDK clock.
         """
         sleep: Callable[[float], Any] = functools.partial(_clock.async_wait, stop)
         outcome: T | LingodocError = failed
@@ -600,7 +603,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             ):
                 number = attempt.retry_state.attempt_number
                 if number > 1:
-                    made = await self._attempt(call, request, deadline, stop, failed, number)
+                    made = await self._attempt(call, request, deadline, stop, failed, number, began)
                     if isinstance(made, Halted):
                         return self._halt_error(call, failed)
                     outcome = made
@@ -621,8 +624,11 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         stop: threading.Event | None,
         failed: LingodocError | None,
         number: int,
+        began: float,
     ) -> T | LingodocError | Halted:
         """One attempt, once it has its turn: the result, or its error (returned, not raised).
+
+        ``number``: the attempt's, from 1; ``began``: the first one's start, on the SDK clock.
 
         ``HALTED``: not made, as `_is_halted` says (the client closed, the run stopped). The
         response and its body are as the server sent them, key echoes and all: so this
@@ -647,7 +653,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                                 break
             except (httpx.HTTPError, TimeoutError, RuntimeError) as exc:
                 expired = seconds is not None and time.perf_counter() - started >= seconds
-                return self._connection_error(call, exc, number, started, what if expired else "")
+                return self._connection_error(
+                    call, exc, number, began, started, what if expired else ""
+                )
             finally:
                 if response is not None and not response.is_closed:  # (one built in memory is)
                     # Its answer is read, or given up: a failure to close it is not the call's.

@@ -85,6 +85,10 @@ class BaseClient(Generic[HttpClientT]):
         cache: Cache | AsyncCache | None = None,
     ) -> None:
         configure_from_env()
+        absent = _config.missing(api_key, base_url)  # the two in one error, if both are
+        if absent is not None:
+            del api_key  # out of the locals that a traceback through __init__ may show
+            raise_scrubbed(absent)
         key = _config.api_key(api_key)
         del api_key  # out of the locals that a traceback through __init__ may show
         if isinstance(key, ConfigurationError):
@@ -129,7 +133,9 @@ class BaseClient(Generic[HttpClientT]):
             self._http_client_type, http_client, new_transport=new_transport, direct=direct,
             aiohttp=aiohttp, max_in_flight=limit,
         )  # fmt: skip
-        self._destination = _config.destination(checked, http_client, aiohttp=aiohttp)
+        self._destination, self._unreachable_hint = _config.destination(
+            checked, http_client, aiohttp=aiohttp
+        )
         watch_http_logs(self._key_mask)  # after the http client made its loggers
         self._view_closed = self._is_copy = False
         self._cache = self._use_cache(cache)
@@ -369,12 +375,20 @@ class BaseClient(Generic[HttpClientT]):
         return seconds, what
 
     def _connection_error(
-        self, call: Call[Any], exc: Exception, number: int, started: float, expired: str
+        self,
+        call: Call[Any],
+        exc: Exception,
+        number: int,
+        began: float,
+        started: float,
+        expired: str,
     ) -> LingodocError:
         """The error for a failure of the http client, chained to a copy without the request.
 
         ``exc``: httpx's, ``TimeoutError`` (the attempt's deadline) or ``RuntimeError`` (a
-        closed http client, another event loop); ``expired``: the deadline, if it passed.
+        closed http client, another event loop); ``number``: the attempt's, from 1;
+        ``began``: the first attempt's start (SDK clock); ``started``: this one's
+        (``time.perf_counter``, for the log); ``expired``: the deadline, if it passed.
         """
         self._log(call, type(exc).__name__, number, started)
         detail = self._key_mask(str(exc)) or type(exc).__name__
@@ -382,19 +396,26 @@ class BaseClient(Generic[HttpClientT]):
             detail = f"the response took longer than {expired}"
         # Nothing left this machine: no connection was made, or none was free in time.
         sent = not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
+        # The last attempt's error ends the call: after retries, it says how many were made,
+        # and over how long, on the SDK's clock (the one tests replace).
+        after = ""
+        if number > 1:
+            after = f" after {number} attempts over {_clock.current().monotonic() - began:.1f} s"
         error: LingodocError
         to = f"{call.description} to {self._destination}"
         if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
-            error = APITimeoutError(f"{to} timed out: {detail}", request_sent=sent)
+            error = APITimeoutError(f"{to} timed out{after}: {detail}", request_sent=sent)
         elif isinstance(exc, RuntimeError):
             error = self._runtime_error(call, detail)
         elif isinstance(exc, httpx.ConnectError):
             error = APIConnectionError(
-                f"{call.description} failed: cannot connect to {self._destination} ({detail})",
+                f"{call.description} failed{after}: cannot connect to {self._destination} "
+                f"({detail})",
                 request_sent=sent,
+                hint=self._unreachable_hint,
             )
         else:
-            error = APIConnectionError(f"{to} failed: {detail}", request_sent=sent)
+            error = APIConnectionError(f"{to} failed{after}: {detail}", request_sent=sent)
         # The httpx exception holds the request, and so the Authorization header: chain a
         # copy of the same type and message without it. The attempt's deadline, passed
         # (TimeoutError of anyio.fail_after), reads as httpx's: the request may have gone.

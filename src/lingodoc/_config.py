@@ -21,35 +21,59 @@ from lingodoc._exceptions import ConfigurationError, cut, shown
 from lingodoc._http import named_proxy
 from lingodoc._response import ACCEPT_ENCODING
 
-# What the missing key's error adds: where keys come from (the spec: the account settings),
-# and the emulator, to try the SDK without one.
-_GET_A_KEY = (
-    ".\nCreate a key in your lingodoc account settings."
-    "\nTo try the SDK without one, start the emulator: `lingodoc emulator` in another "
-    "terminal,\nthen export the two variables it prints; or, in code, use "
-    "lingodoc.emulator.Emulator().client()."
+# The settings a client cannot do without, and the variable each falls back to.
+_REQUIRED = {"api_key": API_KEY_ENV, "base_url": BASE_URL_ENV}
+# What the error for a missing one hints, in this order: where keys come from (the spec:
+# the account settings), what the base URL is, and the emulator, which needs neither.
+_GET_A_KEY = "create a key in your lingodoc account settings"
+_WHAT_BASE_URL_IS = "base_url is the service's address, up to and including /v1"
+_TRY_THE_EMULATOR = (
+    "to try the SDK without an account, start the emulator: `lingodoc emulator` in another "
+    "terminal, then export the two variables it prints; or, in code, use "
+    "lingodoc.emulator.Emulator().client()"
 )
 
 
-def _setting(
-    value: object, argument: str, variable: str, more: str = ""
-) -> str | ConfigurationError:
-    """The argument, else the environment variable, stripped; or the error if none or no str.
+def _setting(value: object, argument: str) -> str | ConfigurationError | None:
+    """The argument, else its environment variable, stripped; ``None`` if neither is set.
 
-    ``more``: what the error says after naming both, if there is none.
+    The error if the argument is not a str.
     """
     if value is not None and not isinstance(value, str):
         return ConfigurationError(f"{argument} must be a str, not {type(value).__name__}")
-    text = ((os.environ.get(variable) if value is None else value) or "").strip()
-    return text or ConfigurationError(
-        f"no {argument.replace('_', ' ')} given: pass {argument}=... "
-        f"or set the {variable} environment variable{more}"
+    text = (os.environ.get(_REQUIRED[argument]) if value is None else value) or ""
+    return text.strip() or None
+
+
+def missing(api_key: object, base_url: object) -> ConfigurationError | None:
+    """The one error for the key, the base URL or both missing (no argument, no variable).
+
+    It names each missing one with its argument and variable, hints where to get them, and
+    how to try the SDK on the emulator instead; ``None`` if neither is missing.
+    """
+    given = {"api_key": api_key, "base_url": base_url}
+    absent = [argument for argument, value in given.items() if _setting(value, argument) is None]
+    return _missing_error(absent) if absent else None
+
+
+def _missing_error(absent: list[str]) -> ConfigurationError:
+    """The error for the settings ``absent`` (names of `_REQUIRED`), named in that order."""
+    nouns = " and no ".join(argument.replace("_", " ") for argument in absent)
+    where = ", and ".join(
+        f"pass {argument}=... or set the {_REQUIRED[argument]} environment variable"
+        for argument in absent
     )
+    hints = [_GET_A_KEY] if "api_key" in absent else []
+    hints += [_WHAT_BASE_URL_IS] if "base_url" in absent else []
+    hint = "; ".join([*hints, _TRY_THE_EMULATOR])
+    return ConfigurationError(f"no {nouns} given: {where}", hint=hint)
 
 
 def api_key(value: object) -> str | ConfigurationError:
     """Return the key to send (``api_key``, else ``LINGODOC_API_KEY``), or the error."""
-    key = _setting(value, "api_key", API_KEY_ENV, _GET_A_KEY)
+    key = _setting(value, "api_key")
+    if key is None:
+        return _missing_error(["api_key"])
     if isinstance(key, str) and not _validation.sendable_key(key):
         return ConfigurationError(
             f"api_key (or {API_KEY_ENV}) holds spaces or characters that cannot be "
@@ -97,7 +121,9 @@ def _shown_url(raw: str) -> str:
 
 def base_url(value: object, allowed_http_host: str | None) -> str | ConfigurationError:
     """Return the base URL (``base_url``, else ``LINGODOC_BASE_URL``), or the error."""
-    raw = _setting(value, "base_url", BASE_URL_ENV)
+    raw = _setting(value, "base_url")
+    if raw is None:
+        return _missing_error(["base_url"])
     if isinstance(raw, ConfigurationError):
         return raw
     address = _shown_url(raw)
@@ -145,6 +171,17 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
     return str(url).rstrip("/")
 
 
+# What an error that cannot connect hints: about the address it names, or its proxy.
+_SERVICE_UNREACHABLE = (
+    "is the service (or `lingodoc emulator`) running at that address, and is base_url= "
+    f"(or {BASE_URL_ENV}) right?"
+)
+_PROXY_UNREACHABLE = (
+    "is the proxy running, and should requests to the service go through it? (NO_PROXY "
+    "names the hosts that should not)"
+)
+
+
 def _origin(url: httpx.URL) -> str:
     """``scheme://host:port`` of ``url``, the port written even where it is the default."""
     host = f"[{url.host}]" if ":" in url.host else url.host
@@ -154,7 +191,7 @@ def _origin(url: httpx.URL) -> str:
 
 def destination(
     url: str, http_client: httpx.Client | httpx.AsyncClient | None, *, aiohttp: bool
-) -> str:
+) -> tuple[str, str]:
     """Where requests to ``url`` go, as a connection error says it: ``scheme://host:port``.
 
     Then ``through the proxy scheme://host:port`` (never its user or password) if the
@@ -162,22 +199,29 @@ def destination(
     take it for ``https://`` only. Another ``http_client`` that trusts the environment takes
     it unless it has a transport or proxy of its own, which httpx does not show: the proxy
     is named "if the http_client uses it".
+
+    Returns:
+        That, and the hint of an error that cannot connect there: about the service, or
+        about the proxy if one is named.
     """
     target = httpx.URL(url)
     where = _origin(target)
     own = http_client is None or aiohttp
     if (http_client is not None and not http_client.trust_env) or (own and target.scheme == "http"):
-        return where
+        return where, _SERVICE_UNREACHABLE
     named = named_proxy(target, all_proxy=not aiohttp)
     if named is None:
-        return where
+        return where, _SERVICE_UNREACHABLE
     try:
         proxy = httpx.URL(named if "://" in named else f"http://{named}")  # as httpx reads it
     except httpx.InvalidURL:  # no proxy the http client could have sent through
-        return where
+        return where, _SERVICE_UNREACHABLE
     if own:
-        return f"{where} through the proxy {_origin(proxy)}"
-    return f"{where} through the environment's proxy {_origin(proxy)} if the http_client uses it"
+        return f"{where} through the proxy {_origin(proxy)}", _PROXY_UNREACHABLE
+    return (
+        f"{where} through the environment's proxy {_origin(proxy)} if the http_client uses it",
+        _PROXY_UNREACHABLE,
+    )
 
 
 def environment_proxy(http_client: httpx.Client | httpx.AsyncClient, url: str) -> str | None:

@@ -21,7 +21,8 @@ LingodocError
 ```
 
 Every exception pickles with its fields, and its repr shows those that are set; none holds
-the API key (messages arrive redacted).
+the API key (messages arrive redacted, hints are the SDK's own words). ``str()`` is the
+message, then the hint, if any, on a line of its own: ``hint: ...``.
 """
 
 from __future__ import annotations
@@ -63,18 +64,6 @@ def shown(value: object) -> str:
     return cut(text)
 
 
-class _Summary:
-    """A record in a repr, summed up as ``<...>`` rather than shown whole."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return f"<{self.text}>"
-
-
 def _repr(error: BaseException, **fields: object) -> str:
     """``Name(field=value, ...)`` with the fields that are set (not ``None`` or ``""``), cut."""
     shown = [
@@ -102,11 +91,38 @@ def failure_reason(status: TranslationStatus) -> str | None:
 class LingodocError(Exception):
     """The base class of every exception lingodoc raises.
 
+    ``str()`` is the message, then the hint, if there is one, on a line of its own
+    (``hint: ...``).
+
+    Args:
+        *args: The message, as for any exception.
+        hint: What to do about it, if the SDK can tell.
+
     Attributes:
+        hint: What to do about the error, in the SDK's terms (``base_url=``,
+            ``LINGODOC_BASE_URL``...); ``None`` if the SDK has no advice. Never the API key.
         partial: From ``translate_many``, the [`PartialTranslations`][lingodoc.PartialTranslations].
     """
 
+    hint: str | None = None
     partial: PartialTranslations | None = None
+
+    def __init__(self, *args: object, hint: str | None = None) -> None:
+        super().__init__(*args)
+        self.hint = hint
+
+    @property
+    def message(self) -> str:
+        """The message, without the hint (and, for an ``APIError``, without code and status)."""
+        return super().__str__()
+
+    def __str__(self) -> str:
+        text = self._without_hint()
+        return f"{text}\nhint: {self.hint}" if self.hint else text
+
+    def _without_hint(self) -> str:
+        """What ``str()`` says before the hint."""
+        return self.message
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keyword-only fields, which the default cls(*self.args) would drop or refuse.
@@ -114,11 +130,11 @@ class LingodocError(Exception):
 
     def __repr__(self) -> str:
         # partial sums itself up: "<PartialTranslations: 5 of 10 texts translated>".
-        return _repr(self, **self._fields(), partial=self.partial)
+        return _repr(self, **self._fields(), hint=self.hint, partial=self.partial)
 
     def _fields(self) -> dict[str, object]:
-        """The fields ``repr`` shows, in order, before ``partial``."""
-        return {"message": str(self)}
+        """The fields ``repr`` shows, in order, before ``hint`` and ``partial``."""
+        return {"message": self.message}
 
 
 class PartialTranslations:
@@ -184,12 +200,12 @@ class APIConnectionError(LingodocError):
             it; ``True`` if it may have.
     """
 
-    def __init__(self, message: str, *, request_sent: bool = True) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, request_sent: bool = True, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
         self.request_sent = request_sent
 
     def _fields(self) -> dict[str, object]:
-        return {"message": str(self), "request_sent": self.request_sent}
+        return {"message": self.message, "request_sent": self.request_sent}
 
 
 class APITimeoutError(APIConnectionError):
@@ -217,9 +233,9 @@ class APIError(LingodocError):
         rate_limit: RateLimit | None = None,
         request_id: str | None = None,
         retry_after: float | None = None,
+        hint: str | None = None,
     ) -> None:
-        super().__init__(message)
-        self.message = message
+        super().__init__(message, hint=hint)
         self.status_code = status_code
         self.code = code
         self.rate_limit = rate_limit
@@ -227,22 +243,16 @@ class APIError(LingodocError):
         self.retry_after = retry_after
 
     def _fields(self) -> dict[str, object]:
-        limit, summary = self.rate_limit, None
-        if limit is not None:
-            summary = _Summary(
-                f"RateLimit: {limit.remaining:,} of {limit.limit:,} left, "
-                f"resets at {limit.reset_at.isoformat()}"
-            )
         return {
             "code": self.code,
             "status_code": self.status_code,
             "message": self.message,
             "request_id": self.request_id,
             "retry_after": self.retry_after,
-            "rate_limit": summary,
+            "rate_limit": self.rate_limit,  # its repr sums it up: "<RateLimit: 5 of 10 left...>"
         }
 
-    def __str__(self) -> str:
+    def _without_hint(self) -> str:
         if self.status_code is None:
             return f"{self.code or 'error'}: {self.message}"
         if self.code is None:
@@ -300,10 +310,11 @@ class TranslationFailed(LingodocError):
         status: The last [`TranslationStatus`][lingodoc.TranslationStatus] read.
     """
 
-    def __init__(self, status: TranslationStatus) -> None:
+    def __init__(self, status: TranslationStatus, *, hint: str | None = None) -> None:
         reason = failure_reason(status)
         super().__init__(
-            f"translation {status.translation_id} failed" + (f": {reason}" if reason else "")
+            f"translation {status.translation_id} failed" + (f": {reason}" if reason else ""),
+            hint=hint,
         )
         self.status = status
 
@@ -312,7 +323,7 @@ class TranslationFailed(LingodocError):
             "translation_id": self.status.translation_id,
             "state": str(self.status.status),
             "progress": self.status.progress,
-            "message": str(self),
+            "message": self.message,
         }
 
 
@@ -324,10 +335,12 @@ class WaitTimeout(LingodocError):
         timeout: The timeout, in seconds, that ran out.
     """
 
-    def __init__(self, status: TranslationStatus | None, timeout: float) -> None:
+    def __init__(
+        self, status: TranslationStatus | None, timeout: float, *, hint: str | None = None
+    ) -> None:
         where = f" (last state {status.status}, {status.progress}%)" if status else ""
         translation = f"translation {status.translation_id}" if status else "the translation"
-        super().__init__(f"{translation} did not finish within {timeout:g} s{where}")
+        super().__init__(f"{translation} did not finish within {timeout:g} s{where}", hint=hint)
         self.status = status
         self.timeout = timeout
 

@@ -85,6 +85,18 @@ class RateLimit(BaseModel, frozen=True):
     reset: int
     reset_at: datetime
 
+    def __repr__(self) -> str:
+        """``<RateLimit: 9,998 of 10,000 left, resets at 2030-01-01T00:00:00+00:00>``.
+
+        Summed up, as the repr of an exception that carries it shows it.
+        """
+        return (
+            f"<RateLimit: {self.remaining:,} of {self.limit:,} left, "
+            f"resets at {self.reset_at.isoformat()}>"
+        )
+
+    __str__ = __repr__
+
 
 def reset_delay(reset: int, now: float) -> float:
     """Return the seconds from ``now`` until the reset an ``X-RateLimit-Reset`` value names."""

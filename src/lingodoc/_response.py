@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 
 from lingodoc import _clock, _deadline, _lazy
+from lingodoc._constants import BASE_URL_ENV
 from lingodoc._endpoints import ShapeError
 from lingodoc._exceptions import (
     APIError,
     LingodocError,
     RateLimited,
     UnexpectedResponse,
+    cut,
     error_class,
 )
 
@@ -42,6 +44,11 @@ _READ_HEADERS = frozenset({
     b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset",
 })  # fmt: skip
 _RATE_LIMIT_HEADERS = (b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset")
+# An answer that is not the service's most often comes from another server at that address:
+# a web server at the host's root (a base URL without /v1), a proxy, a login page.
+_NOT_THE_SERVICE = (
+    f"is base_url= (or {BASE_URL_ENV}) the service's address, up to and including /v1?"
+)
 
 
 def _read_headers(headers: httpx.Headers) -> dict[bytes, list[str]]:
@@ -169,12 +176,13 @@ def read(
     }  # fmt: skip
     body = reader.body()
     if len(body) > MAX_BODY_BYTES:
-        error = UnexpectedResponse(
-            f"the response body is larger than {MAX_BODY_BYTES:,} bytes", **fields
-        )
-        return error, rate_limit
+        problem = f"the response body is larger than {MAX_BODY_BYTES:,} bytes"
+        return _unexpected(problem, request, redact, **fields), rate_limit
     try:
-        data = unwrap(status_code, headers, body, rate_limit, request_id, now=now, redact=redact)
+        data = unwrap(
+            status_code, headers, body, rate_limit, request_id,
+            now=now, redact=redact, request=request,
+        )  # fmt: skip
     except APIError as exc:
         return exc, rate_limit
     try:
@@ -182,12 +190,27 @@ def read(
         return call.parse(data, origin), rate_limit
     except ShapeError as exc:
         shape_error = exc
-    error = UnexpectedResponse(
+    error = _unexpected(
         redact(str(shape_error)),
+        request,
+        redact,
         body=excerpt(json.dumps(shape_error.data, default=str), redact),
         **fields,
     )
     return error, rate_limit
+
+
+def _unexpected(
+    problem: str, request: httpx.Request, redact: Callable[[str], str], **fields: Any
+) -> UnexpectedResponse:
+    """The error for an answer that is not the service's: it names the request it answered.
+
+    The URL without its query (which may hold secrets) or fragment, masked and cut; the hint
+    asks whether ``base_url`` is the service's address. ``fields``: `UnexpectedResponse`'s.
+    """
+    url = request.url.copy_with(query=None, fragment=None)
+    asked = cut(redact(f"{request.method} {url}"))
+    return UnexpectedResponse(f"{problem}, in answer to {asked}", hint=_NOT_THE_SERVICE, **fields)
 
 
 def _kept(
@@ -230,8 +253,11 @@ def unwrap(
     *,
     now: float,
     redact: Callable[[str], str],
+    request: httpx.Request,
 ) -> Any:
     """Return the ``data`` of a success envelope (``None`` for a bodiless 204).
+
+    ``request``: the one answered, which an `_unexpected` answer names.
 
     Raises:
         APIError: What the code, else the status, stands for; ``UnexpectedResponse`` if no envelope.
@@ -268,17 +294,14 @@ def unwrap(
             cls, problem = chosen, redact(message or "no message given")
         else:
             problem = f"a failure envelope came with status {status_code}"
-    exc = cls(
-        problem,
-        code=code,
-        status_code=status_code,
-        rate_limit=rate_limit,
-        request_id=request_id,
-        retry_after=_retry_after(headers, now, cls),
-    )
-    if isinstance(exc, UnexpectedResponse):
-        exc.body = excerpt(body[: BODY_EXCERPT_CHARS * 32].decode("utf-8", "replace"), redact)
-    raise exc  # outside any except block, so no chained exception keeps the raw body
+    fields: dict[str, Any] = {
+        "code": code, "status_code": status_code, "rate_limit": rate_limit,
+        "request_id": request_id, "retry_after": _retry_after(headers, now, cls),
+    }  # fmt: skip
+    if cls is UnexpectedResponse:
+        text = body[: BODY_EXCERPT_CHARS * 32].decode("utf-8", "replace")
+        raise _unexpected(problem, request, redact, body=excerpt(text, redact), **fields)
+    raise cls(problem, **fields)  # outside any except block: no chained exception keeps the body
 
 
 _NOT_JSON = object()

@@ -235,6 +235,23 @@ def test_a_server_error_says_to_try_again(cli: RunCLI, emulator: Emulator) -> No
     assert run.error.endswith("; try again later")
 
 
+def test_an_answer_that_is_not_the_services_names_the_url_and_gives_one_hint(
+    cli: RunCLI, emulator: Emulator, server: EmulatorServer
+) -> None:
+    def not_json(method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        return Reply(501, {"Content-Type": "text/plain"}, b"Not Implemented")
+
+    emulator.handle = not_json  # type: ignore[method-assign]
+    run = cli("documents")
+    assert run.code == 1
+    # The CLI's hint, in flag terms, and not the SDK's as well.
+    assert run.error == (
+        "lingodoc: error: the response body is not JSON, in answer to GET "
+        f"{server.base_url}/documents (501 error); is LINGODOC_BASE_URL the service's address "
+        "up to /v1?"
+    )
+
+
 def test_connection_refused_names_the_address_and_asks_whether_the_service_runs(
     cli: RunCLI,
 ) -> None:
@@ -248,6 +265,9 @@ def test_connection_refused_names_the_address_and_asks_whether_the_service_runs(
         "; is the service (or `lingodoc emulator`) running, and is the address "
         f"{base_url} (LINGODOC_BASE_URL or --base-url) right?"
     )
+    # That hint alone: not the SDK's too, in its own terms.
+    assert run.error.count("lingodoc emulator") == 1
+    assert "hint:" not in run.error
 
 
 def test_no_answer_in_time_names_the_address_and_says_to_raise_the_timeout(

@@ -490,7 +490,10 @@ async def test_a_gzip_bomb_as_an_error_body_is_cut_at_64_kib_without_inflating_i
     error, peak = await failure_with_peak_memory(connect(server, max_retries=0))
     assert peak < 2 * MB  # httpx would inflate each 64 KiB read whole, up to 64 MB at once
     assert type(error) is lingodoc.UnexpectedResponse
-    assert (error.status_code, error.message) == (500, "the response body is not JSON")
+    assert (error.status_code, error.message) == (
+        500,
+        f"the response body is not JSON, in answer to POST {server.base_url()}/translate",
+    )
 
 
 async def test_a_gzip_bomb_as_a_success_is_refused_past_32_mib(

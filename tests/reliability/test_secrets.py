@@ -337,9 +337,11 @@ async def test_client_reprs_show_only_the_last_four_characters(client_class: Cli
         {"max_retries": -1},
         {"default_headers": {"X-Name": "caf\u00e9"}},
         {"http_client": object()},
+        {"base_url": None},  # the key given, no base URL: the error for what is missing
     ],
-    ids=["http", "ftp", "query", "invalid", "timeout", "max_retries", "headers", "http_client"],
-)
+    ids=["http", "ftp", "query", "invalid", "timeout", "max_retries", "headers", "http_client",
+         "no-base-url"],
+)  # fmt: skip
 def test_configuration_errors_do_not_show_the_key(
     client_class: ClientClass, settings: dict[str, Any]
 ) -> None:

@@ -210,8 +210,11 @@ def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> Explain
         )
     if isinstance(exc, NoKey):
         return Explained(EXIT_USAGE, str(exc), exc.hint)
+    # The SDK's hint, if any, after its message (in str() it is on a line of its own).
     usage = (lingodoc.ConfigurationError, lingodoc.InvalidArgument, lingodoc.InvalidArgumentType)
-    if isinstance(exc, (*usage, UsageError)):
+    if isinstance(exc, usage):
+        return Explained(EXIT_USAGE, exc.message, exc.hint)
+    if isinstance(exc, UsageError):
         return Explained(EXIT_USAGE, str(exc))
     if isinstance(exc, WriteError):
         return Explained(EXIT_API_ERROR, str(exc))
@@ -235,19 +238,20 @@ def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> Explain
         # (`demo` does not).
         job = exc.status.translation_id if exc.status else getattr(args, "translation_id", None)
         resume = f": `lingodoc wait {job}` resumes" if job else ""
-        return Explained(EXIT_TIMEOUT, str(exc), f"it goes on{resume}")
-    # Each names the address it tried (and the proxy, if any).
+        return Explained(EXIT_TIMEOUT, exc.message, f"it goes on{resume}")
+    # Each names the address it tried (and the proxy, if any). The hint is the command's,
+    # in its flags' terms, instead of the SDK's.
     if isinstance(exc, lingodoc.APITimeoutError):
-        return Explained(EXIT_API_ERROR, str(exc), "raise --timeout")
+        return Explained(EXIT_API_ERROR, exc.message, "raise --timeout")
     if isinstance(exc, lingodoc.APIConnectionError):
         return Explained(
             EXIT_API_ERROR,
-            str(exc),
+            exc.message,
             f"is the service (or `lingodoc emulator`) running, and is the address "
             f"{base_url} ({BASE_URL_ENV} or --base-url) right?",
         )
     if not isinstance(exc, lingodoc.APIError):
-        return Explained(EXIT_API_ERROR, str(exc))
+        return Explained(EXIT_API_ERROR, exc.message, exc.hint)
     if exc.status_code is None:  # refused before sending, like a malformed --to
         # In the terms of the command line: "--to must be a two-letter ISO 639-1 code ..."
         message = exc.message.replace("target_language", "--to")
