@@ -122,6 +122,14 @@ def per_call_table(out: list[str], rows: list[tuple[str, str, dict[str, Any]]], 
         )
 
 
+def complete(gather: dict[str, Any]) -> bool:
+    """Whether every case of a gather got every answer, with no error, in every round."""
+    return all(
+        case["answers"]["min"] == gather["calls"] and not case["errors"]
+        for case in gather["cases"].values()
+    )
+
+
 def measured_apart(results: dict[str, Any]) -> str:
     """A sentence for the benchmarks measured after the rest (``--update``), or ``""``."""
     notes = []
@@ -304,25 +312,39 @@ def report(results: dict[str, Any], quick: bool) -> str:
         " httpcore's pool gets slower past about 16 connections in flight), and raw aiohttp;"
         " the bare rows are what `DefaultAioHttpClient` stands on. *vs*: requests per second"
         " over the floor's. CPU per call bounds what a busy async service gets through."
-        " Answers: in the worst round; errors: in all."
+        + (
+            ""
+            if all(map(complete, gather["gathers"]))
+            else " Answers: in the worst round; errors: in all."
+        )
     )
     for row in gather["gathers"]:
         add("")
-        add(f"{row['calls']:,} calls, {row['rounds']} round{'s' if row['rounds'] > 1 else ''}:")
-        add("")
         add(
-            "| case | requests per second | CPU per call | answers | errors | vs raw httpx"
-            " | vs raw aiohttp |"
+            f"{row['calls']:,} calls, {row['rounds']} round{'s' if row['rounds'] > 1 else ''}"
+            + (
+                ": every case got every answer, with no error, in every round."
+                if complete(row)
+                else ":"
+            )
         )
-        add("|---|---|---|---|---|---|---|")
+        add("")
+        columns = "" if complete(row) else " answers | errors |"
+        head = "| case | requests per second | CPU per call |"
+        add(f"{head}{columns} vs raw httpx | vs raw aiohttp |")
+        add("|---|---|---|---|---|" + ("" if complete(row) else "---|---|"))
         for name, case in row["cases"].items():
             errors = ", ".join(f"{kind}: {count}" for kind, count in case["errors"].items())
             floor = " (the floor)" if name in (f"raw httpx, pool {best}", "raw aiohttp") else ""
             cpu = cell(case["cpu_us_per_call"], ",.0f", " µs") if "cpu_us_per_call" in case else ""
+            lost = (
+                ""
+                if complete(row)
+                else f" {case['answers']['min']:,.0f} of {row['calls']:,} | {errors or 'none'} |"
+            )
             add(
-                f"| {name}{floor} | {cell(case['req_per_s'], ',.0f')} | {cpu}"
-                f" | {case['answers']['min']:,.0f} of {row['calls']:,} | {errors or 'none'}"
-                f" | {ratio(case['vs raw httpx'])} | {ratio(case['vs raw aiohttp'])} |"
+                f"| {name}{floor} | {cell(case['req_per_s'], ',.0f')} | {cpu} |{lost}"
+                f" {ratio(case['vs raw httpx'])} | {ratio(case['vs raw aiohttp'])} |"
             )
     add("")
 
