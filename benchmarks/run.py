@@ -122,6 +122,14 @@ def per_call_table(out: list[str], rows: list[tuple[str, str, dict[str, Any]]], 
         )
 
 
+def complete(gather: dict[str, Any]) -> bool:
+    """Whether every case of a gather got every answer, with no error, in every round."""
+    return all(
+        case["answers"]["min"] == gather["calls"] and not case["errors"]
+        for case in gather["cases"].values()
+    )
+
+
 def measured_apart(results: dict[str, Any]) -> str:
     """A sentence for the benchmarks measured after the rest (``--update``), or ``""``."""
     notes = []
@@ -155,15 +163,9 @@ def cache_section(add: Callable[[str], None], cache: dict[str, Any]) -> None:
     add("")
     add(
         f"**Every text cached.** {cache['texts']:,} distinct short texts, all of them already"
-        f" in the store, so that nothing is sent ({cached['requests']} requests in the timed"
-        " rounds). The baseline is the plainest store: a dict with `get_many` and `set_many`."
-        " `SQLiteCache` on a file in a temporary directory, `RedisCache` on"
-        f" {redis_server}; each filled by a first run of the same texts. The floor of a store"
-        f" is its lookups made by hand, the keys already computed, in the same"
-        f" {cached['lookups']:,} chunks of a request's worth: the same `SELECT ... IN (...)`"
-        " on a plain `sqlite3` connection, one `MGET` on a plain `redis.Redis`. Besides its"
-        " lookups, a run hashes every text into its key and puts the results in order, as"
-        " the dict's run does."
+        f" in the store, so that nothing is sent ({cached['requests']} requests). The baseline"
+        f" is a dict with `get_many` and `set_many`; `RedisCache` on {redis_server}. The floor"
+        " of a store is its lookups made by hand, the keys already computed."
     )
     add("")
     add("| store | time per run | texts per second | time / the dict's | the store's floor |")
@@ -181,14 +183,10 @@ def cache_section(add: Callable[[str], None], cache: dict[str, Any]) -> None:
     add(
         f"**A first run, the cache empty.** {cache['first_texts']:,} distinct texts against a"
         f" fresh emulator each round ({first['requests']:,} requests: every text sent once),"
-        " with no cache, then with each store empty (a new dict, a new SQLite file, a flushed"
-        " Redis): every text looked up and missed, every translation stored. The"
-        " emulator, the client and the store are made outside the timing. The SQLite floor"
-        " is a run without a cache plus what any SQLite cache must add, by hand on a plain"
-        " connection: a digest per text, a lookup per request's worth, one transaction"
-        " inserting every translation. In one process with the in-process emulator, whose"
-        " Python holds the GIL, that work cannot overlap with the requests; over a network"
-        " it hides behind them."
+        " with no cache, then with each store empty: every text looked up and missed, every"
+        " translation stored. The SQLite floor is a run without a cache plus what any SQLite"
+        " cache must add, made by hand. In one process with the in-process emulator, that work"
+        " cannot overlap with the requests; over a network it hides behind them."
     )
     add("")
     add("| cache | time per run | texts per second | time / without a cache |")
@@ -219,7 +217,8 @@ def report(results: dict[str, Any], quick: bool) -> str:
     out: list[str] = [
         "# Performance",
         "",
-        "Written by `nox -s bench` (`python benchmarks/run.py`); do not edit by hand."
+        "Written by `nox -s bench` (`python benchmarks/run.py`); do not edit by hand. How each"
+        " benchmark is built, and how to run them: [Contributing](contributing.md#benchmarks)."
         + (" **A `--quick` smoke run: these figures are not worth quoting.**" if quick else ""),
         "",
         f"Measured {info['date']} at commit {info.get('commit', '?')}, on {info['platform']},"
@@ -227,9 +226,9 @@ def report(results: dict[str, Any], quick: bool) -> str:
         f" the start and {results['load_end']:.2f} at the end), Python {info['python']};"
         f" {versions}.{measured_apart(results)}",
         "",
-        "Every row is measured beside its baseline in one run, in interleaved rounds. A cell is"
-        " `median (min-max)` over the rounds; a ratio is baseline time / lingodoc time (requests"
-        " per second: lingodoc / baseline), round by round: above 1, lingodoc is faster.",
+        "A cell is `median (min-max)` over rounds interleaved with the baseline's; a ratio is"
+        " baseline time / lingodoc time (requests per second: lingodoc / baseline): above 1,"
+        " lingodoc is faster.",
         "",
     ]
     add = out.append
@@ -239,25 +238,9 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add("")
     add(
         "One `translate()` at a time, nothing on the network, "
-        f"{rows['calls_per_round']:,} calls a round. Every answer is the service's success"
-        " envelope with its rate-limit and `X-Request-Id` headers."
+        f"{rows['calls_per_round']:,} calls a round, against the same call made with raw httpx:"
+        " on the SDK's own transport, and on an `http_client` of yours."
     )
-    add("")
-    add(
-        "- **Own transport**: `lingodoc.Client(key, base_url=...)` with no `http_client`, against"
-        " the fastest raw httpx call: an `httpx.Client()` sending one `httpx.Request` built once,"
-        " `json.loads(response.content)`. Both under `respx.mock`, which answers in place of"
-        " httpcore's connection pool: both clients and their transports run whole; the pool and"
-        " the connection and socket beneath it are left out, for both alike."
-    )
-    add(
-        "- **Your `http_client`**: `lingodoc.Client(..., http_client=httpx.Client(transport=T))`,"
-        " `T` an `httpx.MockTransport`, against a plain raw call on an `httpx.Client` with the"
-        " same transport and the `Authorization` header as a default header:"
-        " `client.post(url, json=payload).json()`."
-    )
-    add("")
-    add("The same for `AsyncClient` against `httpx.AsyncClient`.")
     add("")
     per_call_table(
         out,
@@ -279,13 +262,8 @@ def report(results: dict[str, Any], quick: bool) -> str:
         add("")
         add(
             "Each SDK's most common call against the same request made by hand on the HTTP"
-            " library it is built on (the floor): the request built once and sent again,"
-            " `json.loads` of the answer. lingodoc, OpenAI and Anthropic on the library's"
-            " `MockTransport` (lingodoc on httpx, the other two on httpx2), given as"
-            " `http_client`; DeepL (on requests) against a `requests.Session` sending a"
-            " `PreparedRequest`, both through requests' `HTTPAdapter` with its `send` answering"
-            " without a socket. Sync clients,"
-            f" {peers['calls_per_round']:,} calls a round."
+            f" library it is built on (the floor). Sync clients, {peers['calls_per_round']:,}"
+            " calls a round."
         )
         add("")
         add("| SDK | call | floor, per call | SDK, per call | overhead per call | floor / SDK |")
@@ -308,9 +286,8 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add("## Time to the first result")
     add("")
     add(
-        "A fresh process imports, builds a client and makes one call to a loopback server"
-        " (interpreter start-up left out; trio not installed). The floor is raw httpx with the"
-        " answer validated into a three-field pydantic model; plain raw httpx for reference."
+        "A fresh process imports, builds a client and makes one call to a loopback server. The"
+        " floor is raw httpx with the answer validated by pydantic."
     )
     add("")
     add("| case | time to the first result | baseline / lingodoc |")
@@ -328,37 +305,46 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add(f"## A naive gather, {gather['delay'] * 1000:.0f} ms away")
     add("")
     add(
-        "`asyncio.gather` of N `translate()` calls on one `AsyncClient`, against"
-        f" `benchmarks/_fast_server.py --delay {gather['delay']}` on loopback, a fresh client per"
-        " round: `lingodoc` is the default transport (the SDK's own, on httpcore's pool, 16 in"
-        " flight), `lingodoc + aiohttp` uses `DefaultAioHttpClient` (100 in flight). The floors:"
-        " raw httpx behind a semaphore as large as its pool, of the size with the best median in"
-        f" the first table (**{best}** this run: httpcore's pool gets slower past about 16"
-        " connections in flight); raw aiohttp, a `ClientSession` on a `TCPConnector(limit=100)`,"
-        " the request built once. What `DefaultAioHttpClient` stands on, without lingodoc, on"
-        " such a session: a bare `HttpxAiohttpClient`'s `post()`, and its `AiohttpTransport`"
-        " called directly (lingodoc + aiohttp cannot be faster than that transport)."
-        " *vs*: requests per second over the floor's. CPU per call: the"
-        " client process's CPU time over the gather, divided by the calls; it bounds what a busy"
-        " async service gets through. Answers: in the worst round; errors: in all."
+        "`asyncio.gather` of N `translate()` calls on one `AsyncClient`, to a server"
+        f" {gather['delay'] * 1000:.0f} ms away on loopback: `lingodoc` on its default transport"
+        " (16 in flight), `lingodoc + aiohttp` on `DefaultAioHttpClient` (100 in flight). The"
+        f" floors: raw httpx with the best pool size of the first table (**{best}** this run:"
+        " httpcore's pool gets slower past about 16 connections in flight), and raw aiohttp;"
+        " the bare rows are what `DefaultAioHttpClient` stands on. *vs*: requests per second"
+        " over the floor's. CPU per call bounds what a busy async service gets through."
+        + (
+            ""
+            if all(map(complete, gather["gathers"]))
+            else " Answers: in the worst round; errors: in all."
+        )
     )
     for row in gather["gathers"]:
         add("")
-        add(f"{row['calls']:,} calls, {row['rounds']} round{'s' if row['rounds'] > 1 else ''}:")
-        add("")
         add(
-            "| case | requests per second | CPU per call | answers | errors | vs raw httpx"
-            " | vs raw aiohttp |"
+            f"{row['calls']:,} calls, {row['rounds']} round{'s' if row['rounds'] > 1 else ''}"
+            + (
+                ": every case got every answer, with no error, in every round."
+                if complete(row)
+                else ":"
+            )
         )
-        add("|---|---|---|---|---|---|---|")
+        add("")
+        columns = "" if complete(row) else " answers | errors |"
+        head = "| case | requests per second | CPU per call |"
+        add(f"{head}{columns} vs raw httpx | vs raw aiohttp |")
+        add("|---|---|---|---|---|" + ("" if complete(row) else "---|---|"))
         for name, case in row["cases"].items():
             errors = ", ".join(f"{kind}: {count}" for kind, count in case["errors"].items())
             floor = " (the floor)" if name in (f"raw httpx, pool {best}", "raw aiohttp") else ""
             cpu = cell(case["cpu_us_per_call"], ",.0f", " µs") if "cpu_us_per_call" in case else ""
+            lost = (
+                ""
+                if complete(row)
+                else f" {case['answers']['min']:,.0f} of {row['calls']:,} | {errors or 'none'} |"
+            )
             add(
-                f"| {name}{floor} | {cell(case['req_per_s'], ',.0f')} | {cpu}"
-                f" | {case['answers']['min']:,.0f} of {row['calls']:,} | {errors or 'none'}"
-                f" | {ratio(case['vs raw httpx'])} | {ratio(case['vs raw aiohttp'])} |"
+                f"| {name}{floor} | {cell(case['req_per_s'], ',.0f')} | {cpu} |{lost}"
+                f" {ratio(case['vs raw httpx'])} | {ratio(case['vs raw aiohttp'])} |"
             )
     add("")
 
@@ -368,8 +354,7 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add(
         f"{many['texts']:,} short texts ({many['repeats']:.0%} repeats of earlier ones,"
         f" {many['blanks']:.0%} blank), batches of {many['batch_size']}, against the in-process"
-        " emulator, a new corpus each round. The minimum is ceil(distinct non-blank texts /"
-        " batch size) requests."
+        " emulator. The minimum is ceil(distinct non-blank texts / batch size) requests."
     )
     add("")
     add("| client | requests | minimum | requests / minimum | texts sent / distinct | results |")
@@ -390,8 +375,8 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add("")
     add(
         f"A fresh process builds one client, then {memory['clients']:,} more: the memory each"
-        " keeps (tracemalloc, and RSS, which also sees OpenSSL's) and the time to build one."
-        " httpx builds an SSL context per client; the SDK shares one."
+        " keeps and the time to build one. httpx builds an SSL context per client; the SDK"
+        " shares one."
     )
     add("")
     add("| client | Python memory (tracemalloc) | process memory (RSS) | time to build |")
@@ -401,23 +386,6 @@ def report(results: dict[str, Any], quick: bool) -> str:
             f"| `{name}()` | {cell(case['kib'], unit=' KiB')}"
             f" | {cell(case['rss_kib'], unit=' KiB')} | {cell(case['build_us'], unit=' µs')} |"
         )
-    add("")
-
-    add("## How to run")
-    add("")
-    add("```shell")
-    add("nox -s bench                        # every row; rewrites this page (~20 min)")
-    add("nox -s bench -- --quick             # a smoke run, a few rounds of each")
-    add("python benchmarks/run.py inprocess  # one benchmark, its JSON on stdout")
-    add("```")
-    add("")
-    add(
-        "The benchmarks are `inprocess`, `peers`, `first_result`, `gather`, `many`, `cache`"
-        " and `memory`. Servers listen on 127.0.0.1 only (`cache` starts a `redis-server` if"
-        " there is one, and needs the `redis` extra for its Redis rows), and every child"
-        " process has a time limit. Other load on the machine widens every range; compare"
-        " medians of one run."
-    )
     return "\n".join(out) + "\n"
 
 

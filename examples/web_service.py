@@ -67,7 +67,7 @@ async def lifespan(app: FastAPI) -> AsyncGenerator[None, None]:
 app = FastAPI(title="Translator", lifespan=lifespan)
 
 
-def lingodoc_client(request: Request) -> lingodoc.AsyncClient:
+def get_translator(request: Request) -> lingodoc.AsyncClient:
     """The shared client (a test puts its own in: ``app.dependency_overrides``)."""
     client: lingodoc.AsyncClient = request.app.state.lingodoc
     return client
@@ -89,7 +89,7 @@ class TranslateResponse(BaseModel):
 # --8<-- [start:endpoint]
 @app.post("/translate")
 async def translate(
-    body: TranslateRequest, client: Annotated[lingodoc.AsyncClient, Depends(lingodoc_client)]
+    body: TranslateRequest, client: Annotated[lingodoc.AsyncClient, Depends(get_translator)]
 ) -> TranslateResponse:
     with anyio.fail_after(TIME_LIMIT):  # past it, the call is cancelled: TimeoutError
         result = await client.translate(

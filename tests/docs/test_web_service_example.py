@@ -2,10 +2,10 @@
 
 The example's own run (a subprocess, end to end over uvicorn) is in test_examples_run.py.
 Here the FastAPI app is called through ``httpx.ASGITransport``, which runs no lifespan: the
-app's client is the ``lingodoc_async_client`` fixture's, put in with FastAPI's
-``app.dependency_overrides``, so the emulator's fault injection reaches it and the fake
-clock keeps the SDK's retries instant. This is also how an application's web service can be
-tested.
+app's client is the ``lingodoc_async_client`` fixture's, put in for the app's dependency
+``get_translator`` with FastAPI's ``app.dependency_overrides``, so the emulator's fault
+injection reaches it and the fake clock keeps the SDK's retries instant. This is also how an
+application's web service can be tested.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ async def http(
     web_service: ModuleType, lingodoc_async_client: lingodoc.AsyncClient
 ) -> AsyncIterator[httpx.AsyncClient]:
     app = web_service.app
-    app.dependency_overrides[web_service.lingodoc_client] = lambda: lingodoc_async_client
+    app.dependency_overrides[web_service.get_translator] = lambda: lingodoc_async_client
     try:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://service") as client:
@@ -155,7 +155,7 @@ async def test_a_translation_past_the_time_limit_is_cancelled_and_a_504(
             finally:
                 cancelled.append(True)
 
-    monkeypatch.setitem(web_service.app.dependency_overrides, web_service.lingodoc_client, Stuck)
+    monkeypatch.setitem(web_service.app.dependency_overrides, web_service.get_translator, Stuck)
     monkeypatch.setattr(web_service, "TIME_LIMIT", 0)  # past at once: no real waiting
     response = await translate(http)
     assert response.status_code == 504
