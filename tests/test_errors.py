@@ -526,8 +526,9 @@ async def test_other_network_failures_name_the_address_too(
 ) -> None:
     api.post("/translate").mock(side_effect=httpx.ReadTimeout("read timed out"))
     error = await translate_error(no_retry)
-    assert (
-        str(error) == "POST /translate to https://api.lingodoc.test:443 timed out: read timed out"
+    assert str(error) == (
+        "POST /translate to https://api.lingodoc.test:443 timed out: read timed out\n"
+        "hint: if the service is slow rather than stuck, raise timeout= (each attempt's limit)"
     )
     api.post("/translate").mock(side_effect=httpx.RemoteProtocolError("server disconnected"))
     error = await translate_error(no_retry)

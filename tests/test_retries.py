@@ -135,18 +135,28 @@ async def test_connect_failures_raise_after_max_retries_plus_one_attempts(
 ORIGIN = "https://api.lingodoc.test:443"
 
 
+UNREACHABLE = (
+    "is the service (or `lingodoc emulator`) running at that address, and is base_url= "
+    "(or LINGODOC_BASE_URL) right?"
+)
+SLOW = "if the service is slow rather than stuck, raise timeout= (each attempt's limit)"
+
+
 @pytest.mark.parametrize(
-    ("failure", "message"),
+    ("failure", "message", "hint"),
     [
         (httpx.ConnectError("refused"),
          f"POST /translate failed after 3 attempts over 31.5 s: cannot connect to {ORIGIN} "
-         "(refused)"),
+         "(refused)", UNREACHABLE),
         (httpx.ConnectTimeout("connect timed out"),
-         f"POST /translate to {ORIGIN} timed out after 3 attempts over 31.5 s: connect timed out"),
+         f"POST /translate to {ORIGIN} timed out after 3 attempts over 31.5 s: connect timed out",
+         UNREACHABLE),
         (httpx.ReadTimeout("read timed out"),
-         f"POST /translate to {ORIGIN} timed out after 3 attempts over 31.5 s: read timed out"),
+         f"POST /translate to {ORIGIN} timed out after 3 attempts over 31.5 s: read timed out",
+         SLOW),
         (httpx.RemoteProtocolError("server disconnected"),
-         f"POST /translate to {ORIGIN} failed after 3 attempts over 31.5 s: server disconnected"),
+         f"POST /translate to {ORIGIN} failed after 3 attempts over 31.5 s: server disconnected",
+         None),
     ],
     ids=lambda value: type(value).__name__ if isinstance(value, Exception) else "",
 )  # fmt: skip
@@ -157,6 +167,7 @@ async def test_a_network_error_after_retries_says_how_many_attempts_over_how_lon
     monkeypatch: pytest.MonkeyPatch,
     failure: Exception,
     message: str,
+    hint: str | None,
 ) -> None:
     monkeypatch.setattr(_retry.random, "uniform", lambda a, b: b)  # waits of 0.5 s, then 1 s
 
@@ -169,6 +180,8 @@ async def test_a_network_error_after_retries_says_how_many_attempts_over_how_lon
         await run(client, TRANSLATE)
     assert (len(route.calls), clock.sleeps) == (3, [0.5, 1.0])
     assert caught.value.message == message  # 3 x 10 s, and the waits between: 31.5 s
+    assert caught.value.hint == hint
+    assert str(caught.value) == message + (f"\nhint: {hint}" if hint else "")
 
 
 # 5xx, read timeouts and dropped connections: only where repeating is safe.

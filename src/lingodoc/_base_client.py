@@ -42,6 +42,8 @@ Self = TypeVar("Self", bound="BaseClient[Any]")
 # For aiohttp: no timeout of its own for any step (None for each, as httpx-aiohttp reads them).
 _NO_STEP_TIMEOUTS: Mapping[str, float | None] = MappingProxyType({})
 
+# What a timeout once connected hints (the command line says it as "raise --timeout").
+_SLOW_ANSWER = "if the service is slow rather than stuck, raise timeout= (each attempt's limit)"
 # An attempt cut short by a poll's deadline still gets this long: the poll made at the
 # deadline is a last look, not a certain timeout.
 MIN_ATTEMPT_TIME = 1.0
@@ -403,8 +405,14 @@ class BaseClient(Generic[HttpClientT]):
             after = f" after {number} attempts over {_clock.current().monotonic() - began:.1f} s"
         error: LingodocError
         to = f"{call.description} to {self._destination}"
-        if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
-            error = APITimeoutError(f"{to} timed out{after}: {detail}", request_sent=sent)
+        if isinstance(exc, httpx.ConnectTimeout):  # no answer to connecting: is it there?
+            error = APITimeoutError(
+                f"{to} timed out{after}: {detail}", request_sent=sent, hint=self._unreachable_hint
+            )
+        elif isinstance(exc, (httpx.TimeoutException, TimeoutError)):
+            error = APITimeoutError(
+                f"{to} timed out{after}: {detail}", request_sent=sent, hint=_SLOW_ANSWER
+            )
         elif isinstance(exc, RuntimeError):
             error = self._runtime_error(call, detail)
         elif isinstance(exc, httpx.ConnectError):
