@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/run.py [--quick] [--output PATH] [--json PATH] [--from-json PATH]
     python benchmarks/run.py --from-json PATH --update NAME [--json PATH]
-    python benchmarks/run.py inprocess|peers|first_result|gather|many|cache|memory [--quick]
+    python benchmarks/run.py inprocess|peers|first_result|gather|many|cache|memory|waits [--quick]
 
 With no name it runs every benchmark, each in a fresh interpreter, and writes the page; a
 name runs that benchmark alone and prints its JSON. ``--quick`` is a smoke run with few
@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], int]] = {
     "many": ("bench_many.py", ["--rounds", "2", "--texts", "2000"], 600),
     "cache": ("bench_cache.py", ["--rounds", "2", "--texts", "5000", "--first-texts", "2000"], 900),
     "memory": ("bench_memory.py", ["--rounds", "1", "--clients", "20"], 900),
+    "waits": ("bench_waits.py", ["--rounds", "2", "--calls", "5"], 300),
 }
 VERSIONS = (
     "httpx", "httpcore", "aiohttp", "httpx-aiohttp", "pydantic", "tenacity", "anyio", "respx",
@@ -403,6 +404,31 @@ def report(results: dict[str, Any], quick: bool) -> str:
         )
     add("")
 
+    waits = results.get("waits")
+    if waits:
+        add("## Waits that should cost nothing")
+        add("")
+        add(
+            "What the suite checks without timing it (a timed test fails on a crowded machine),"
+            f" {waits['rounds']} rounds: leaving `with Emulator().serve():` with a keep-alive"
+            " connection open (its accept loop is woken, not polled, and the connection shut);"
+            " `RedisCache.get_many` with nothing listening at the cache's URL, its first call"
+            " (one try, refused, one warning) and the calls after it within `retry_after` (no"
+            " try); and a new cache's first call to a server that accepts and never answers,"
+            f" over its `socket_timeout` of {waits['socket_timeout']:g} s (1: cut right there)."
+        )
+        add("")
+        add("| case | time |")
+        add("|---|---|")
+        add(f"| emulator stop | {cell(waits['emulator_stop_ms'], ',.2f', ' ms')} |")
+        add(f"| Redis refused, first call | {cell(waits['refused_first_ms'], ',.2f', ' ms')} |")
+        add(f"| Redis refused, later calls | {cell(waits['refused_later_us'], unit=' µs')} |")
+        add(
+            f"| Redis silent, first call / `socket_timeout` |"
+            f" {ratio(waits['silent_over_timeout'])} |"
+        )
+        add("")
+
     add("## How to run")
     add("")
     add("```shell")
@@ -412,9 +438,10 @@ def report(results: dict[str, Any], quick: bool) -> str:
     add("```")
     add("")
     add(
-        "The benchmarks are `inprocess`, `peers`, `first_result`, `gather`, `many`, `cache`"
-        " and `memory`. Servers listen on 127.0.0.1 only (`cache` starts a `redis-server` if"
-        " there is one, and needs the `redis` extra for its Redis rows), and every child"
+        "The benchmarks are `inprocess`, `peers`, `first_result`, `gather`, `many`, `cache`,"
+        " `memory` and `waits`. Servers listen on 127.0.0.1 only (`cache` starts a"
+        " `redis-server` if there is one, and needs the `redis` extra for its Redis rows; `waits`"
+        " needs it too), and every child"
         " process has a time limit. Other load on the machine widens every range; compare"
         " medians of one run."
     )
