@@ -841,14 +841,20 @@ def test_a_second_ctrl_c_still_keeps_what_was_answered_before_it(
     in_flight = threading.Barrier(3)
     release_first, release_second = threading.Event(), threading.Event()
     started = iter(range(1_000))
-    # Set once a worker has handed an answered batch back to the run.
-    handed_back = threading.Event()
-    record = _bulk.Bulk.done
+    # Set once the run hands out no further batch (the first Ctrl-C is taken), and once a
+    # worker has handed an answered batch back to it.
+    stopped, handed_back = threading.Event(), threading.Event()
+    stop, record = _bulk.Bulk.stop, _bulk.Bulk.done
+
+    def stopping(bulk: _bulk.Bulk) -> None:
+        stop(bulk)
+        stopped.set()
 
     def recorded(bulk: _bulk.Bulk, batch: Any, result: Any) -> None:
         record(bulk, batch, result)
         handed_back.set()
 
+    monkeypatch.setattr(_bulk.Bulk, "stop", stopping)
     monkeypatch.setattr(_bulk.Bulk, "done", recorded)
 
     def handle(method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
@@ -864,6 +870,8 @@ def test_a_second_ctrl_c_still_keeps_what_was_answered_before_it(
     def press_ctrl_c_twice() -> None:
         in_flight.wait(WAIT)
         ctrl_c()
+        # Taken before the second (two SIGINTs close together are one KeyboardInterrupt).
+        stopped.wait(WAIT)
         release_first.set()
         handed_back.wait(WAIT)  # the first batch answered, and recorded by its worker
         ctrl_c()
