@@ -171,5 +171,6 @@ def test_pytest_fixtures_run_on_a_fake_clock_unless_told_not_to(pytester: pytest
     (real / "conftest.py").write_text(textwrap.dedent(REAL_CLOCK_CONFTEST))
     (real / "test_real.py").write_text(textwrap.dedent(REAL_CLOCK_TESTS))
     # In a subprocess: this test's own fake clock must not be the one the fixtures find.
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=60)
+    # A whole pytest run: 4 s idle, 14 s crowded (test_doc_snippets gives its runs 120 s too).
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
     result.assert_outcomes(passed=3)
