@@ -20,7 +20,7 @@ import pytest
 
 import lingodoc
 from lingodoc.cli._progress import BulkProgressDisplay, Progress, bulk_status, eta, progress_bar
-from lingodoc.emulator import Emulator, EmulatorServer, Reply
+from lingodoc.emulator import Emulator, Reply
 from lingodoc.testing import FakeClock
 from tests.cli.conftest import RunCLI
 from tests.waiting import PATIENCE
@@ -132,9 +132,7 @@ def test_without_a_terminal_a_line_per_change_on_stderr(cli: RunCLI) -> None:
 
 
 @pytest.mark.skipif(os.name != "posix", reason="needs a pseudo-terminal")
-def test_on_a_terminal_a_bar_on_stderr_and_clean_json_on_stdout(
-    server: EmulatorServer, env: dict[str, str]
-) -> None:
+def test_on_a_terminal_a_bar_on_stderr_and_clean_json_on_stdout(env: dict[str, str]) -> None:
     import pty
 
     leader, follower = pty.openpty()
