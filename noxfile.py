@@ -182,7 +182,7 @@ def bench(session: nox.Session) -> None:
 
     Arguments after -- go to benchmarks/run.py, such as `--quick` for a smoke run or a
     single benchmark's name (`inprocess`, `peers`, `first_result`, `gather`, `many`,
-    `memory`, `cache`) to print its JSON. aiohttp and redis-py come with the package's
+    `memory`, `cache`, `waits`) to print its JSON. aiohttp and redis-py come with the package's
     `aiohttp` and `redis` extras (the cache benchmark starts a `redis-server` if there is
     one); respx (the in-process rows) as the `test` group pins it; the peers are their
     newest releases.

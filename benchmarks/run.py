@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/run.py [--quick] [--output PATH] [--json PATH] [--from-json PATH]
     python benchmarks/run.py --from-json PATH --update NAME [--json PATH]
-    python benchmarks/run.py inprocess|peers|first_result|gather|many|cache|memory [--quick]
+    python benchmarks/run.py inprocess|peers|first_result|gather|many|cache|memory|waits [--quick]
 
 With no name it runs every benchmark, each in a fresh interpreter, and writes the page; a
 name runs that benchmark alone and prints its JSON. ``--quick`` is a smoke run with few
@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], int]] = {
     "many": ("bench_many.py", ["--rounds", "2", "--texts", "2000"], 600),
     "cache": ("bench_cache.py", ["--rounds", "2", "--texts", "5000", "--first-texts", "2000"], 900),
     "memory": ("bench_memory.py", ["--rounds", "1", "--clients", "20"], 900),
+    "waits": ("bench_waits.py", ["--rounds", "2", "--calls", "5"], 300),
 }
 VERSIONS = (
     "httpx", "httpcore", "aiohttp", "httpx-aiohttp", "pydantic", "tenacity", "anyio", "respx",
@@ -386,6 +387,29 @@ def report(results: dict[str, Any], quick: bool) -> str:
             f"| `{name}()` | {cell(case['kib'], unit=' KiB')}"
             f" | {cell(case['rss_kib'], unit=' KiB')} | {cell(case['build_us'], unit=' µs')} |"
         )
+    add("")
+
+    waits = results.get("waits")
+    if waits:
+        add("## Waits that should cost nothing")
+        add("")
+        add(
+            f"Median of {waits['rounds']} rounds: leaving `with Emulator().serve():` with a"
+            " keep-alive connection open; `RedisCache.get_many` with nothing listening, its first"
+            " call and those within `retry_after`; a first call to a Redis that never answers,"
+            f" over its `socket_timeout` of {waits['socket_timeout']:g} s (1: cut right there)."
+        )
+        add("")
+        add("| case | time |")
+        add("|---|---|")
+        add(f"| emulator stop | {cell(waits['emulator_stop_ms'], ',.2f', ' ms')} |")
+        add(f"| Redis refused, first call | {cell(waits['refused_first_ms'], ',.2f', ' ms')} |")
+        add(f"| Redis refused, later calls | {cell(waits['refused_later_us'], unit=' µs')} |")
+        add(
+            f"| Redis silent, first call / `socket_timeout` |"
+            f" {ratio(waits['silent_over_timeout'])} |"
+        )
+        add("")
     return "\n".join(out) + "\n"
 
 

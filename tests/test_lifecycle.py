@@ -2,8 +2,8 @@
 
 First with respx (no sockets); then over real loopback connections to the emulator, with the
 sockets counted by the operating system (``/proc/self/fd``: tests/reliability/sockets.py, Linux
-only). There the calls in flight when a client is closed wait for answers that the emulator's
-``slow`` fault holds back for ``SLOW`` seconds (a real wait, short): they end when it ends.
+only). There the calls in flight when a client is closed wait for answers that the emulator
+holds back until the test has closed it (`Holding`), however slow the machine.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import asyncio
 import gc
 import random
 import threading
-import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -23,7 +22,7 @@ import pytest
 import respx
 
 import lingodoc
-from lingodoc.emulator import Emulator, EmulatorServer
+from lingodoc.emulator import Emulator, EmulatorServer, Reply
 from lingodoc.testing import FakeClock, fake_clock
 from tests.conftest import API_KEY, BASE_URL, call, close, envelope, failure, pool_of
 from tests.reliability.sockets import (
@@ -32,8 +31,8 @@ from tests.reliability.sockets import (
     client_connections,
     expected_for,
     text_for,
-    wait_until,
 )
+from tests.waiting import PATIENCE, async_wait_until, wait_until
 
 STATUS = {"translation_id": "tr_1", "status": "processing", "progress": 5}
 OTHER_LOOP = "was first used in another event loop"
@@ -529,19 +528,40 @@ def test_the_loop_is_told_apart_by_run_for_asyncio_and_trio() -> None:
 
 # Over real sockets, against the emulator on loopback.
 SENDERS = 16
-SLOW = 0.5
 CLOSED = "has been closed; create a new one to send requests"
 
 
-@pytest.fixture
-def emulator() -> Emulator:
-    return Emulator(rate_limit=10**9)
+class Holding(Emulator):
+    """The emulator, answering the next ``hold`` POST /translate only once ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(rate_limit=10**9)
+        self.hold = 0
+        self.release = threading.Event()
+        self._lock = threading.Lock()
+
+    def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        reply = super().handle(method, target, headers, body)  # in emulator.requests from here
+        if (method, target) == ("POST", "/v1/translate"):
+            with self._lock:
+                held, self.hold = self.hold > 0, max(0, self.hold - 1)
+            if held:
+                self.release.wait(PATIENCE)
+        return reply
 
 
 @pytest.fixture
-def server(emulator: Emulator) -> Iterator[EmulatorServer]:
+def emulator() -> Holding:
+    return Holding()
+
+
+@pytest.fixture
+def server(emulator: Holding) -> Iterator[EmulatorServer]:
     with emulator.serve() as running:
-        yield running
+        try:
+            yield running
+        finally:
+            emulator.release.set()  # a test that failed holding answers leaves none behind
 
 
 def arrived(emulator: Emulator, count: int) -> bool:
@@ -557,12 +577,12 @@ def outcome(value: object) -> object:
 
 @LINUX_ONLY
 def test_close_while_16_threads_send_ends_every_call_cleanly_and_leaves_no_socket(
-    server: EmulatorServer, emulator: Emulator
+    server: EmulatorServer, emulator: Holding
 ) -> None:
     # Every call in flight at once (the adaptive limit would start with fewer).
     client = lingodoc.Client(server.api_key, base_url=server.base_url, max_in_flight=16)
     # Each thread's first call is held by the server, so all 16 are in flight at close().
-    emulator.inject("slow", times=SENDERS, method="POST", path="/translate", delay=SLOW)
+    emulator.hold = SENDERS
     outcomes: dict[int, list[object]] = {}
 
     def sender(thread: int) -> None:
@@ -580,11 +600,12 @@ def test_close_while_16_threads_send_ends_every_call_cleanly_and_leaves_no_socke
     threads = [threading.Thread(target=sender, args=(t,)) for t in range(SENDERS)]
     for thread in threads:
         thread.start()
-    assert wait_until(lambda: arrived(emulator, SENDERS)), "the calls did not all arrive"
+    wait_until(lambda: arrived(emulator, SENDERS), "the 16 calls all arrived")
     assert client_connections(server.port) == SENDERS
     client.close()
+    emulator.release.set()
     for thread in threads:
-        thread.join(30)
+        thread.join(PATIENCE)
     assert not any(thread.is_alive() for thread in threads)
 
     # The calls in flight got their answers (nothing was closed under them: no "Bad file
@@ -650,11 +671,11 @@ def test_close_from_another_thread_at_any_moment_of_a_main_thread_call_leaves_no
 @LINUX_ONLY
 @pytest.mark.asyncio_only
 async def test_aclose_while_16_tasks_send_ends_every_call_cleanly_and_leaves_no_socket(
-    server: EmulatorServer, emulator: Emulator
+    server: EmulatorServer, emulator: Holding
 ) -> None:
     # Every call in flight at once (the adaptive limit would start with fewer).
     client = lingodoc.AsyncClient(server.api_key, base_url=server.base_url, max_in_flight=16)
-    emulator.inject("slow", times=SENDERS, method="POST", path="/translate", delay=SLOW)
+    emulator.hold = SENDERS
 
     async def sender(task: int) -> list[object]:
         mine: list[object] = []
@@ -669,12 +690,10 @@ async def test_aclose_while_16_tasks_send_ends_every_call_cleanly_and_leaves_no_
         return mine
 
     tasks = [asyncio.ensure_future(sender(t)) for t in range(SENDERS)]
-    started = time.monotonic()
-    while not arrived(emulator, SENDERS):
-        assert time.monotonic() - started < 5, "the calls did not all arrive"
-        await asyncio.sleep(0.01)
+    await async_wait_until(lambda: arrived(emulator, SENDERS), "the 16 calls all arrived")
     await client.aclose()
-    outcomes = await asyncio.wait_for(asyncio.gather(*tasks), 30)
+    emulator.release.set()
+    outcomes = await asyncio.wait_for(asyncio.gather(*tasks), PATIENCE)
 
     assert [[outcome(o) for o in mine] for mine in outcomes] == [
         [expected_for(t, 0), ("LingodocError", f"this AsyncClient {CLOSED}")]

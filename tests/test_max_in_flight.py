@@ -7,6 +7,7 @@ connection, and ends with a refusal if the client is closed meanwhile.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import anyio
@@ -17,6 +18,7 @@ import respx
 import lingodoc
 from lingodoc.testing import FakeClock
 from tests.conftest import API_KEY, BASE_URL, close, envelope
+from tests.waiting import PATIENCE, wait_until
 
 RESULT = envelope({"translated_text": "Hallo", "source_language": "en", "target_language": "de"})
 LANGS = {"source_language": "en", "target_language": "de"}
@@ -25,14 +27,16 @@ LANGS = {"source_language": "en", "target_language": "de"}
 class Counting:
     """A respx side effect that records the most calls at once.
 
-    A thread's call waits (2 s at most) until ``fill`` calls are in flight: threads start
-    one by one, and each would be answered before the next has started.
+    A thread's call waits until ``fill`` calls are in flight: threads start one by one, and
+    each would be answered before the next has started. Never more than PATIENCE in all: if
+    they never fill (the limit is too low), the calls go on at once and the peak says so.
     """
 
     def __init__(self, fill: int = 1) -> None:
         self.now = self.peak = 0
         self.fill = fill
         self.changed = threading.Condition()
+        self.deadline = time.monotonic() + PATIENCE
 
     def enter(self) -> None:
         with self.changed:
@@ -53,7 +57,8 @@ class Counting:
     def answer_sync(self, request: httpx.Request) -> httpx.Response:
         self.enter()
         with self.changed:
-            self.changed.wait_for(lambda: self.peak >= self.fill, timeout=2)
+            left = self.deadline - time.monotonic()
+            self.changed.wait_for(lambda: self.peak >= self.fill, timeout=max(0.0, left))
         return self.leave()
 
 
@@ -79,7 +84,7 @@ def threads(client: lingodoc.Client, calls: int) -> list[str]:
     for thread in started:
         thread.start()
     for thread in started:
-        thread.join(30)
+        thread.join(PATIENCE)
     return results
 
 
@@ -153,7 +158,7 @@ async def test_a_call_waiting_for_its_turn_when_the_client_closes_is_refused(
 
     def hold(request: httpx.Request) -> httpx.Response:
         arrived.set()
-        release.wait(10)
+        release.wait(PATIENCE)
         return httpx.Response(200, json=RESULT)
 
     route = api.post("/translate").mock(side_effect=hold)
@@ -187,19 +192,35 @@ async def test_a_call_waiting_for_its_turn_when_the_client_closes_is_refused(
             await client.aclose()
             release.set()
     else:
+        # The turns, counting the calls that asked for one: the second waits for its turn
+        # once it has asked (the first holds the only one).
+        asked = Asking(1)
+        client._shared.turns = asked
         first, second = threading.Thread(target=one), threading.Thread(target=one)
         first.start()
-        arrived.wait(10)
+        assert arrived.wait(PATIENCE)
         second.start()
-        second.join(0.2)  # waiting for its turn
+        wait_until(lambda: asked.count == 2, "the second call waits for its turn")
         client.close()
         release.set()
-        first.join(10)
-        second.join(10)
+        first.join(PATIENCE)
+        second.join(PATIENCE)
     # The call in flight gets its answer; the one waiting is refused, unsent.
     assert sorted(outcomes) == ["Hallo", "POST /translate was not sent: client closed"]
     assert route.call_count == 1
     assert client._shared.owned.is_closed  # by the call in flight, the last out
+
+
+class Asking(threading.Semaphore):
+    """A Client's turns (a semaphore), counting the calls that asked for one."""
+
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        self.count = 0
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        self.count += 1
+        return super().acquire(blocking, timeout)
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
@@ -213,7 +234,7 @@ def test_closing_from_another_threads_loop_refuses_the_waiting_calls_in_their_ow
 
     async def answer(request: httpx.Request) -> httpx.Response:
         # Holds the one turn until this thread has closed the client.
-        assert await anyio.to_thread.run_sync(release.wait, 10)
+        assert await anyio.to_thread.run_sync(release.wait, PATIENCE)
         return httpx.Response(200, json=RESULT)
 
     http = httpx.AsyncClient(transport=httpx.MockTransport(answer))
@@ -239,10 +260,10 @@ def test_closing_from_another_threads_loop_refuses_the_waiting_calls_in_their_ow
         target=anyio.run, args=(use_the_client,), kwargs={"backend": backend}, daemon=True
     )
     loop_thread.start()
-    assert queued.wait(10)
+    assert queued.wait(PATIENCE)
     anyio.run(client.aclose)  # in an event loop of this thread's own
     release.set()
-    loop_thread.join(10)
+    loop_thread.join(PATIENCE)
     assert not loop_thread.is_alive()
     assert sorted(outcomes) == ["Hallo", "POST /translate was not sent: client closed"]
     assert not http.is_closed  # the caller's

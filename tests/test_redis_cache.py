@@ -32,6 +32,7 @@ from lingodoc._redis_cache import RedisCache
 from lingodoc.testing import FakeClock
 from tests.redis_server import RedisServer, free_port, require_redis_server, running_redis
 from tests.reliability.test_environment import in_child  # a forked child, reporting back
+from tests.waiting import PATIENCE
 
 PASSWORD = "hunter2-never-shown"
 NAMESPACE = "acct:7"
@@ -66,7 +67,11 @@ def server(redis_server: RedisServer) -> RedisServer:
 
 
 class SilentServer:
-    """Accepts connections (the kernel does, into its backlog) and never answers."""
+    """Accepts connections (the kernel does, into its backlog) and never answers.
+
+    After PATIENCE it closes them all: a client that never gives up then fails (with a
+    ConnectionError, not the Timeout expected) instead of hanging the test run.
+    """
 
     def __init__(self) -> None:
         self._socket = socket.socket()
@@ -75,6 +80,9 @@ class SilentServer:
         self._socket.setblocking(False)
         self.port = int(self._socket.getsockname()[1])
         self._accepted: list[socket.socket] = []
+        self._closing = threading.Timer(PATIENCE, self.close)
+        self._closing.daemon = True
+        self._closing.start()
 
     def connections(self) -> int:
         """The connections made to it so far (each kept open, never answered)."""
@@ -86,6 +94,7 @@ class SilentServer:
             self._accepted.append(accepted)
 
     def close(self) -> None:
+        self._closing.cancel()
         for accepted in self._accepted:
             accepted.close()
         self._socket.close()
@@ -241,14 +250,15 @@ async def test_a_refused_connection_finds_nothing_stores_nothing_and_warns_once(
 ) -> None:
     port = free_port()
     cache = make(f"redis://:{PASSWORD}@127.0.0.1:{port}/0", socket_timeout=0.5)
-    started = time.monotonic()
     with caplog.at_level(logging.DEBUG, logger="lingodoc"):
         assert await get(cache, flavour, [K1, K2]) == {}
         await put(cache, flavour, {K1: "Hallo"})
         assert await get(cache, flavour, [K1]) == {}
-    assert time.monotonic() - started < 1.5
     warnings_logged = records(caplog, logging.WARNING)
     assert len(warnings_logged) == 1
+    # One try in all: another would have logged that Redis still fails. (How long the calls
+    # take is a figure of benchmarks/bench_waits.py.)
+    assert records(caplog) == warnings_logged
     assert (
         f"Redis at redis://:****@127.0.0.1:{port}/0 failed (ConnectionError: "
         in (warnings_logged[0])
@@ -269,19 +279,17 @@ async def test_a_server_that_never_answers_is_cut_at_the_socket_timeout_then_lef
     with caplog.at_level(logging.DEBUG, logger="lingodoc"):
         started = time.monotonic()
         assert await get(cache, flavour, [K1]) == {}
-        took = time.monotonic() - started
-        assert 0.2 <= took < 2.0
-        assert silent.connections() == 1
+        assert time.monotonic() - started >= 0.2  # it waited for an answer, then gave up
+        assert silent.connections() == 1  # no second try
         warned = records(caplog, logging.WARNING)
         assert len(warned) == 1
         assert "Timeout" in warned[0]
-        # Within retry_after: no call tries Redis, none waits, none warns.
-        started = time.monotonic()
+        # Within retry_after: no call tries Redis (none connects, none logs), none warns.
         clock.advance(29.9)
         assert await get(cache, flavour, [K1, K2]) == {}
         await put(cache, flavour, {K1: "Hallo"})
-        assert time.monotonic() - started < 0.2
         assert silent.connections() == 1
+        assert records(caplog) == warned
         # Then one try, which fails again: the same outage, no second warning.
         clock.advance(0.1)
         assert await get(cache, flavour, [K1]) == {}

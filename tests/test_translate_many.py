@@ -832,13 +832,30 @@ async def test_an_error_elsewhere_ends_an_async_retry_wait_with_no_further_attem
     assert sorted(attempts) == ["a", "b"]
 
 
-def test_a_second_ctrl_c_still_keeps_what_was_answered_before_it() -> None:
+def test_a_second_ctrl_c_still_keeps_what_was_answered_before_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # The first Ctrl-C waits for the two batches in flight; one is answered during that
     # wait, then a second Ctrl-C ends it. The answered batch is kept (it was lost).
     emulator = CountingEmulator()
     in_flight = threading.Barrier(3)
     release_first, release_second = threading.Event(), threading.Event()
     started = iter(range(1_000))
+    # Set once the run hands out no further batch (the first Ctrl-C is taken), and once a
+    # worker has handed an answered batch back to it.
+    stopped, handed_back = threading.Event(), threading.Event()
+    stop, record = _bulk.Bulk.stop, _bulk.Bulk.done
+
+    def stopping(bulk: _bulk.Bulk) -> None:
+        stop(bulk)
+        stopped.set()
+
+    def recorded(bulk: _bulk.Bulk, batch: Any, result: Any) -> None:
+        record(bulk, batch, result)
+        handed_back.set()
+
+    monkeypatch.setattr(_bulk.Bulk, "stop", stopping)
+    monkeypatch.setattr(_bulk.Bulk, "done", recorded)
 
     def handle(method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
         if target.endswith("/translate/batch"):
@@ -853,12 +870,10 @@ def test_a_second_ctrl_c_still_keeps_what_was_answered_before_it() -> None:
     def press_ctrl_c_twice() -> None:
         in_flight.wait(WAIT)
         ctrl_c()
+        # Taken before the second (two SIGINTs close together are one KeyboardInterrupt).
+        stopped.wait(WAIT)
         release_first.set()
-        for _ in range(500):  # until the first batch is answered (bounded: 5 s)
-            if emulator.batches:
-                break
-            threading.Event().wait(0.01)
-        threading.Event().wait(0.1)  # and handed back to its worker
+        handed_back.wait(WAIT)  # the first batch answered, and recorded by its worker
         ctrl_c()
 
     done: dict[int, str] = {}

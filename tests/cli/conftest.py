@@ -19,6 +19,7 @@ import pytest
 import lingodoc
 from lingodoc.emulator import Emulator, EmulatorServer
 from tests.cli.forked import run_forked
+from tests.waiting import PATIENCE
 
 SRC = str(Path(lingodoc.__file__).resolve().parents[1])
 
@@ -54,7 +55,11 @@ def child_env(**variables: str | None) -> dict[str, str]:
 
 
 def run_command(
-    command: Sequence[str], *, env: dict[str, str], stdin: str | None = None, timeout: float = 20
+    command: Sequence[str],
+    *,
+    env: dict[str, str],
+    stdin: str | None = None,
+    timeout: float = PATIENCE,
 ) -> Run:
     result = subprocess.run(
         list(command),
@@ -110,7 +115,7 @@ def cli(env: dict[str, str]) -> RunCLI:
     the environment, ``timeout=`` (seconds) fails a run that hangs rather than wait for it."""
 
     def run(
-        *args: str, stdin: str | None = None, env: dict[str, str] = env, timeout: float = 20
+        *args: str, stdin: str | None = None, env: dict[str, str] = env, timeout: float = PATIENCE
     ) -> Run:
         stdin_bytes = (stdin or "").encode()
         code, out, err = run_forked(list(args), env=env, stdin=stdin_bytes, timeout=timeout)

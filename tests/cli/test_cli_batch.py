@@ -38,6 +38,7 @@ from lingodoc.cli._errors import CheckpointError, UsageError
 from lingodoc.emulator import Emulator, EmulatorServer, Reply, translate_text
 from lingodoc.testing import fake_clock
 from tests.cli.conftest import RunCLI, run_command
+from tests.waiting import wait_until
 
 WAIT = 20.0  # seconds at most for anything a test waits for
 
@@ -1490,14 +1491,40 @@ def test_finished_is_a_mapping_of_earlier_and_new_translations(tmp_path: Path) -
 Start = Callable[..., "subprocess.Popen[str]"]
 
 
+# `lingodoc ARGS` as `python -c TOLD_STOPPED TOLD ARGS` runs it: the file TOLD is made once
+# translate_many hands out no further batch (its one run has ended, or is interrupted).
+TOLD_STOPPED = """
+import sys
+from pathlib import Path
+from lingodoc import _bulk
+from lingodoc.cli import main
+
+told = Path(sys.argv.pop(1))
+stop = _bulk.Bulk.stop
+
+
+def stopped(bulk):
+    stop(bulk)
+    told.touch()
+
+
+_bulk.Bulk.stop = stopped
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 @pytest.fixture
 def start(env: dict[str, str]) -> Iterator[Start]:
-    """Start `python -m lingodoc ARGS` against the emulator, killed at the end if still running."""
+    """Start `python -m lingodoc ARGS` against the emulator, killed at the end if still running.
+
+    With ``told=PATH``, the file PATH is made once translate_many has stopped (TOLD_STOPPED).
+    """
     processes: list[subprocess.Popen[str]] = []
 
-    def started(*args: str) -> subprocess.Popen[str]:
+    def started(*args: str, told: Path | None = None) -> subprocess.Popen[str]:
+        command = ["-m", "lingodoc"] if told is None else ["-c", TOLD_STOPPED, str(told)]
         process = subprocess.Popen(
-            [sys.executable, "-m", "lingodoc", *args],
+            [sys.executable, *command, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -1559,13 +1586,14 @@ def test_ctrl_c_keeps_the_finished_texts_and_resume_sends_none_twice(
     source.write_text("\n".join(texts), encoding="utf-8")
     emulator.hold_after = 3  # the 4th batch request on is held back until released
     args = ("batch", str(source), "--to", "de", "-o", str(out), "--batch-size", "10", "-q")
-    process = start(*args, "--concurrency", "2")
+    stopped = tmp_path / "stopped"
+    process = start(*args, "--concurrency", "2", told=stopped)
     emulator.wait_for(5)  # 3 answered, 2 in flight and held
     process.send_signal(signal.SIGINT)
-    # Let the command take the signal while both requests are still held, then let them
-    # finish, as a slow answer would after Ctrl-C.
+    # The command takes the signal while both requests are still held (it hands out no
+    # further batch), then they finish, as a slow answer would after Ctrl-C.
+    wait_until(stopped.exists, "the command took the Ctrl-C")
     assert process.poll() is None
-    threading.Event().wait(0.5)  # (a bounded pause: nothing to wait on in the command)
     emulator.release.set()
     _, err = process.communicate(timeout=WAIT)
     assert process.returncode == 130, err

@@ -21,6 +21,7 @@ from lingodoc.cli._parser import build_parser, settle_timeouts
 from lingodoc.emulator import Emulator, EmulatorServer, Reply
 from lingodoc.testing import fake_clock
 from tests.cli.conftest import RunCLI, child_env, start_job
+from tests.waiting import PATIENCE
 
 BAD_KEY = "ld_" + "0" * 28 + "WXYZ"
 
@@ -273,7 +274,9 @@ def test_connection_refused_names_the_address_and_asks_whether_the_service_runs(
 def test_no_answer_in_time_names_the_address_and_says_to_raise_the_timeout(
     cli: RunCLI, emulator: Emulator, server: EmulatorServer
 ) -> None:
-    emulator.inject("slow", times=1, delay=1.0)
+    # Answered only as the server stops: the 0.2 s timeout ends the request first, however
+    # slowly the command runs.
+    emulator.inject("slow", times=1, delay=PATIENCE)
     run = cli("documents", "--max-retries", "0", "--timeout", "0.2")
     assert run.code == 1
     tried = f"lingodoc: error: GET /documents to http://127.0.0.1:{server.port} timed out: "
@@ -509,7 +512,7 @@ def test_with_json_a_failed_translation_has_the_hint_apart(cli: RunCLI, emulator
 def test_a_wait_that_times_out_exits_4_and_says_how_to_resume(
     cli: RunCLI, emulator: Emulator, server: EmulatorServer
 ) -> None:
-    emulator.job_duration = 60
+    emulator.job_duration = 3600  # still at 0% at the last poll, however slow the command
     translation_id = start_job(server)
     run = cli("wait", translation_id, "--wait-timeout", "0.2", "--interval", "0.05")
     assert (run.code, run.out) == (4, "")

@@ -58,11 +58,12 @@ from pathlib import Path
 import pytest
 
 import lingodoc
+from tests.waiting import PATIENCE
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "docs" / name for name in ("cli.md", "getting-started.md", "emulator.md")]
 SRC = str(Path(lingodoc.__file__).resolve().parents[1])
-TIMEOUT = 20  # seconds for any one command
+TIMEOUT = PATIENCE  # seconds for any one command (a process started, on a crowded machine too)
 
 # Commands shown but not run, and why.
 NOT_RUN = {

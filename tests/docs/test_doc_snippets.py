@@ -72,6 +72,7 @@ import yaml
 
 import lingodoc
 from lingodoc.emulator import Emulator
+from tests.waiting import PATIENCE
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
@@ -470,14 +471,14 @@ def test_compose_files_run_the_emulator_the_app_is_given(block: Block, tmp_path:
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + PATIENCE
         while "LINGODOC_API_KEY=" not in log.read_text(encoding="utf-8"):
             assert process.poll() is None, log.read_text(encoding="utf-8")
             assert time.monotonic() < deadline, "the emulator printed no key in time"
             time.sleep(0.02)
     finally:
         process.send_signal(signal.SIGTERM)
-        assert process.wait(20) == 0
+        assert process.wait(PATIENCE) == 0
     printed = log.read_text(encoding="utf-8")
     assert f"LINGODOC_API_KEY={environment['LINGODOC_API_KEY']}" in printed
 

@@ -23,6 +23,7 @@ from lingodoc.cli import main as cli_main
 from lingodoc.emulator import __main__ as emulator_command
 from lingodoc.emulator.__main__ import main
 from tests.cli.conftest import child_env, run_command
+from tests.waiting import PATIENCE
 
 SRC = str(Path(lingodoc.__file__).resolve().parents[1])
 TRANSLATE = {"text": "Welcome", "source_language": "en", "target_language": "fr"}
@@ -60,7 +61,7 @@ def start_command_line(
 
     threading.Thread(target=read_banner, daemon=True).start()
     try:
-        lines = banner.get(timeout=20)
+        lines = banner.get(timeout=PATIENCE)
     except queue.Empty:
         lines = [""]
     url = re.search(r"running at (http://127\.0\.0\.1:(\d+)/v1)", lines[0])
@@ -71,9 +72,14 @@ def start_command_line(
 
 
 def stop_command_line(
-    process: subprocess.Popen[str], *signals: signal.Signals, within: float = 5
+    process: subprocess.Popen[str], *signals: signal.Signals, within: float = PATIENCE
 ) -> str:
-    """Send the signals; return stderr once the process has exited ``within`` seconds."""
+    """Send the signals; return stderr once the process has exited ``within`` seconds.
+
+    PATIENCE is well under the 60 s after which the server drops an idle keep-alive
+    connection: a stop that waited for one fails. (That stop() ends such connections, not
+    waits 5 s for their threads, is test_emulator_server.py's: no thread is left after it.)
+    """
     try:
         for stop in signals:
             process.send_signal(stop)
@@ -94,7 +100,7 @@ def test_command_line_prints_url_and_key_and_stops_cleanly(stop: signal.Signals)
         with httpx.Client(headers={"Authorization": f"Bearer {key[1]}"}) as client:
             response = client.post(f"{url}/translate", json=TRANSLATE)
     finally:
-        stderr = stop_command_line(process, stop, within=20)
+        stderr = stop_command_line(process, stop)
     assert response.json()["data"]["translated_text"] == "Bienvenue"
     assert banner[-2].strip() == f"export LINGODOC_BASE_URL={url}"
     assert banner[-1].strip() == f"export LINGODOC_API_KEY={key[1]}"
@@ -219,7 +225,7 @@ def run_in_process(command: str, args: list[str]) -> object:
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    thread.join(10)
+    thread.join(PATIENCE)
     assert outcome, f"{command} {' '.join(args)} did not stop: it serves"
     return outcome[0]
 

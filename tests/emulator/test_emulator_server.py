@@ -7,6 +7,7 @@ import json
 import os
 import re
 import select
+import selectors
 import socket
 import ssl
 import subprocess
@@ -24,6 +25,7 @@ import pytest
 import lingodoc
 from lingodoc.emulator import MAX_BODY_BYTES, Emulator, Reply
 from tests.emulator.conftest import http
+from tests.waiting import PATIENCE, wait_until
 
 SRC = str(Path(lingodoc.__file__).resolve().parents[1])
 TRANSLATE = {"text": "Welcome", "source_language": "en", "target_language": "fr"}
@@ -370,13 +372,10 @@ def test_stop_joins_every_thread_of_the_server() -> None:
         waiting = [threading.Thread(target=lambda c=c: suppress_get(c)) for c in idle[:2]]
         for thread in waiting:
             thread.start()
-        deadline = time.monotonic() + 10
-        while len(em.requests) < 6 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert len(em.requests) == 6, em.requests
+        wait_until(lambda: len(em.requests) == 6, "the two slow requests arrived")
     left = set(threading.enumerate()) - before - set(waiting)
     for thread in waiting:
-        thread.join(10)
+        thread.join(PATIENCE)
     for client in idle:
         client.close()
     assert left == set()
@@ -387,14 +386,23 @@ def suppress_get(client: httpx.Client) -> None:
         client.get("/documents")
 
 
-def test_stopping_takes_no_polling_interval() -> None:
+def test_stopping_takes_no_polling_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The accept loop waits on its sockets with no timeout, and stop() wakes it: nothing
+    # polls. (How long a stop takes is a figure of benchmarks/bench_waits.py.)
+    waits: list[float | None] = []
+    select_ = selectors.DefaultSelector.select
+
+    def recorded(self: selectors.BaseSelector, timeout: float | None = None) -> Any:
+        if threading.current_thread().name.startswith("lingodoc-emulator-"):
+            waits.append(timeout)  # the accept loop's
+        return select_(self, timeout)
+
+    monkeypatch.setattr(selectors.DefaultSelector, "select", recorded)
     em = Emulator()
-    exits = []
-    for _ in range(5):
-        with em.serve():
-            started = time.perf_counter()
-        exits.append(time.perf_counter() - started)
-    assert min(exits) < 0.02
+    with em.serve() as server, http(em, base_url=server.base_url) as client:
+        assert client.get("/documents").status_code == 200  # accepted: the loop has waited
+    assert waits
+    assert set(waits) == {None}
 
 
 def test_serve_refuses_a_host_that_is_not_loopback_or_a_bad_port(
@@ -488,7 +496,7 @@ def ask(process: subprocess.Popen[str], command: str | None = None) -> str:
     if command is not None:
         process.stdin.write(command + "\n")
         process.stdin.flush()
-    ready, _, _ = select.select([process.stdout], [], [], 20)
+    ready, _, _ = select.select([process.stdout], [], [], PATIENCE)
     assert ready, f"no answer to {command!r}"
     return process.stdout.readline().strip()
 
@@ -507,7 +515,7 @@ def child(script: str) -> Iterator[subprocess.Popen[str]]:
             yield process
         finally:
             try:
-                process.communicate(timeout=20)
+                process.communicate(timeout=PATIENCE)
             except subprocess.TimeoutExpired:
                 process.kill()
                 raise
@@ -543,8 +551,11 @@ def test_out_of_descriptors_it_waits_idle_and_answers_once_they_are_freed(wait: 
                 answer += chunk
     assert process.returncode == 0
     assert answer.startswith(b"HTTP/1.1 200")
-    # Retrying the accept at once would take the whole wait in CPU time.
-    assert used < max(0.2 * wait, 0.5)
+    if wait:
+        # Retrying the accept at once would take the whole wait in CPU time, waiting idle next
+        # to none: a bound with a wide margin, for the stress run alone (apart, on an idle
+        # machine), never one of the suite's.
+        assert used < 0.2 * wait
 
 
 SERVED = """

@@ -166,15 +166,21 @@ def drip(body: bytes, every: float) -> Action:
     return act
 
 
+def head_of(body: bytes) -> bytes:
+    """The status line and headers that :func:`drip_head` sends before ``body``."""
+    return _head(200, {"Content-Type": "application/json"}, len(body))
+
+
 def drip_head(body: bytes, every: float) -> Action:
-    """Send the status line and headers one byte each ``every`` seconds, then ``body``.
+    """Send the status line and headers (:func:`head_of`) one byte each ``every`` seconds,
+    then ``body``.
 
     Each wait is far shorter than a read timeout; the head alone takes longer.
     Stops when the client hangs up or the server stops.
     """
 
     def act(server: FaultServer, conn: socket.socket) -> None:
-        head = _head(200, {"Content-Type": "application/json"}, len(body))
+        head = head_of(body)
         if _trickle(server, conn, head, every):
             with contextlib.suppress(OSError):
                 conn.sendall(body)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from lingodoc.emulator import translate_text
+from tests.waiting import wait_until
 
 # Whether connections can be counted here: through /proc, on Linux.
 PROC_NET = sys.platform.startswith("linux") and Path("/proc/self/net/tcp").exists()
@@ -70,16 +70,6 @@ def server_connections(port: int) -> int:
     )
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
-    """Poll ``condition`` (real time) until it holds or ``timeout`` passes."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 def text_for(*ids: int) -> str:
     return "Hello world " + " ".join(map(str, ids))
 
@@ -95,4 +85,4 @@ def assert_all_closed(port: int) -> None:
     """No connection left on the client's side, at once, nor on the server's soon after."""
     assert client_connections(port) == 0
     # The server's threads close their side when they read the client's FIN.
-    assert wait_until(lambda: server_connections(port) == 0), server_connections(port)
+    wait_until(lambda: server_connections(port) == 0, "the server's side closed too")

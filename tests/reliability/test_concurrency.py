@@ -9,8 +9,8 @@ sockets.py). Linux only; elsewhere these tests are skipped. They run apart, with
 
 The autouse fake clock of tests/conftest.py makes the SDK's own sleeps instant, but the
 served emulator's ``slow`` fault is a real wait (cut short when the server stops), and
-socket timeouts are real: the tests that abandon requests mid-flight use a real 5 s delay
-and give up on it after 0.3 s.
+socket timeouts are real: the tests that abandon requests mid-flight have them answered only
+as the server stops (SLOW) or 5 s on (LATE), and give up on them after GIVE_UP or 0.3 s.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from tests.reliability.sockets import (
     expected_for,
     text_for,
 )
+from tests.waiting import PATIENCE, async_wait_until
 
 pytestmark = [
     LINUX_ONLY,
@@ -48,8 +49,14 @@ CALLS_PER_THREAD = 500
 TASKS = 1_000
 # max_in_flight's default: the SDK's own pool holds as many connections.
 MAX_CONNECTIONS = 16
-# A real delay for the requests abandoned mid-flight; they are abandoned long before it ends.
-SLOW = 5.0
+# A real delay for the requests abandoned mid-flight: answered only as the server stops, or
+# (where the test ends by waiting for the server to close every connection, which it does to
+# each of these once it has answered) after LATE.
+SLOW = PATIENCE
+LATE = 5.0
+# How long the tasks abandoning them wait first: time for the 20 new connections to reach the
+# server (0.3 s was not, on a loaded machine: a request timed out before it arrived).
+GIVE_UP = 2.0
 
 
 class PeakSampler:
@@ -112,7 +119,7 @@ def test_one_client_shared_by_16_threads_x_500_calls(
     def worker(thread: int) -> None:
         mine: list[tuple[int, str]] = []
         try:
-            start.wait(10)
+            start.wait(PATIENCE)
             for i in range(CALLS_PER_THREAD):
                 result = client.translate(text_for(thread, i), source_language="en",
                                           target_language="de")  # fmt: skip
@@ -203,26 +210,21 @@ async def test_tasks_cancelled_mid_request_leave_the_pool_usable(
     assert [r.translated_text for r in warm] == [expected_for(i) for i in range(10)]
     assert 0 < client_connections(port) <= 10
 
-    # 30 requests that the server answers only after SLOW s (real time), abandoned in three
-    # ways once all have reached it: cancelled, timed out by asyncio.wait_for, and timed
-    # out by the SDK's own read timeout. The timeouts leave the 20 new connections time to
-    # reach the server on a loaded machine (0.3 s did not: a request timed out before it
-    # arrived), and end well before the answers come.
+    # 30 requests that the server answers only as it stops, abandoned in three ways once all
+    # have reached it: cancelled, timed out by asyncio.wait_for, and timed out by the SDK's
+    # own read timeout (both GIVE_UP).
     abandoned = 30
-    patience = SLOW - 3
     emulator.inject("slow", times=abandoned, method="GET", path="/documents", delay=SLOW)
     before = len(emulator.requests)
-    impatient = client.with_options(timeout=patience, max_retries=0)
+    impatient = client.with_options(timeout=GIVE_UP, max_retries=0)
     cancelled = [asyncio.ensure_future(client.list_documents()) for _ in range(10)]
     waited = [
-        asyncio.ensure_future(asyncio.wait_for(client.list_documents(), timeout=patience))
+        asyncio.ensure_future(asyncio.wait_for(client.list_documents(), timeout=GIVE_UP))
         for _ in range(10)
     ]
     timed_out = [asyncio.ensure_future(impatient.list_documents()) for _ in range(10)]
-    started = time.monotonic()
-    while not in_flight(emulator, before, abandoned)():
-        assert time.monotonic() - started < patience, "the slow requests did not all arrive"
-        await asyncio.sleep(0.01)
+    arrived = in_flight(emulator, before, abandoned)
+    await async_wait_until(arrived, "the 30 slow requests arrived", timeout=GIVE_UP)
     assert client_connections(port) == abandoned  # the 10 idle ones were reused, 20 new
     for task in cancelled:
         task.cancel()
@@ -256,7 +258,7 @@ def test_threads_timed_out_mid_request_leave_the_pool_usable(
     impatient = client.with_options(timeout=0.3, max_retries=0)
     port = server.port
     abandoned = 8
-    emulator.inject("slow", times=abandoned, method="GET", path="/documents", delay=SLOW)
+    emulator.inject("slow", times=abandoned, method="GET", path="/documents", delay=LATE)
     errors: list[BaseException] = []
     translated: dict[int, list[str]] = {}
 
@@ -279,7 +281,7 @@ def test_threads_timed_out_mid_request_leave_the_pool_usable(
     for thread in slow + busy:
         thread.start()
     for thread in slow + busy:
-        thread.join(30)
+        thread.join(PATIENCE)
     assert not any(thread.is_alive() for thread in slow + busy)
     # Each gave up: a call that had waited the slow answer out would have succeeded.
     assert [type(error) for error in errors] == [lingodoc.APITimeoutError] * abandoned
@@ -292,7 +294,7 @@ def test_threads_timed_out_mid_request_leave_the_pool_usable(
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(30)
+        thread.join(PATIENCE)
     assert translated == {t: [expected_for(t, i) for i in range(50)] for t in range(16)}
     assert 0 < client_connections(port) <= 16
     impatient.close()

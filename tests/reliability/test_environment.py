@@ -31,8 +31,9 @@ import lingodoc
 from lingodoc.emulator import Emulator, EmulatorServer
 from tests.conftest import API_KEY, call, close, pool_of
 from tests.reliability.fault_server import FaultServers, failure_body, send_envelope, status
+from tests.waiting import PATIENCE
 
-CHILD_DEADLINE = 30.0  # seconds the parent waits for a child's report at most
+CHILD_DEADLINE = PATIENCE  # seconds the parent waits for a child's report at most
 
 posix_only = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
 
@@ -91,7 +92,8 @@ class _TranslatingHandler(BaseHTTPRequestHandler):
     """Answers POST /v1/translate with the text and target, and records the client's port."""
 
     protocol_version = "HTTP/1.1"  # keep-alive: the parent's connection stays open
-    timeout = 5
+    # Idle that long, it is closed: however long the child takes, the parent's stays open.
+    timeout = PATIENCE
     server: _PortRecordingServer
 
     def do_POST(self) -> None:
@@ -290,11 +292,11 @@ def test_a_forked_child_that_only_closes_leaves_the_parents_pool_alone(
         def hold_the_lock() -> None:  # a parent thread inside the shared state at the fork
             with client._shared.lock:
                 holding.set()
-                release.wait(10)
+                release.wait(PATIENCE)
 
         thread = threading.Thread(target=hold_the_lock)
         thread.start()
-        holding.wait(10)
+        assert holding.wait(PATIENCE)
 
         def child() -> dict[str, object]:
             # Its first and only use: a worker shutting down (an AsyncClient in a loop of the

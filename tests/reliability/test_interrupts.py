@@ -76,9 +76,11 @@ pytestmark = [
 ]
 
 # Each clean call's own timeout, and how much longer it may take before it counts as wedged:
-# a call that is not wedged ends within its timeout, answered or not.
-TIMEOUT = 2.0
-SLACK = 3.0
+# a call that is not wedged ends within its timeout, answered or not. Both far past a call's
+# few milliseconds, so that a crowded machine (16 threads calling, and other processes) never
+# times one out: only a wedged client waits them out.
+TIMEOUT = 10.0
+SLACK = 10.0
 # The share of interrupted calls answered late by the emulator, and how late (real time).
 SLOW_SHARE = 0.25
 SLOW_ANSWER = 0.005
