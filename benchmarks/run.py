@@ -387,10 +387,10 @@ def report(results: dict[str, Any], quick: bool) -> str:
             f"| `{name}()` | {cell(case['kib'], unit=' KiB')}"
             f" | {cell(case['rss_kib'], unit=' KiB')} | {cell(case['build_us'], unit=' µs')} |"
         )
-    add("")
 
     waits = results.get("waits")
     if waits:
+        add("")
         add("## Waits that should cost nothing")
         add("")
         add(
@@ -409,7 +409,6 @@ def report(results: dict[str, Any], quick: bool) -> str:
             f"| Redis silent, first call / `socket_timeout` |"
             f" {ratio(waits['silent_over_timeout'])} |"
         )
-        add("")
     return "\n".join(out) + "\n"
 
 
