@@ -18,6 +18,7 @@ from lingodoc._aiohttp import DefaultAioHttpClient
 from lingodoc._constants import is_loopback
 from lingodoc._endpoints import Call, merge_query
 from lingodoc._exceptions import (
+    SLOW_ANSWER,
     APIConnectionError,
     APITimeoutError,
     ConfigurationError,
@@ -42,8 +43,6 @@ Self = TypeVar("Self", bound="BaseClient[Any]")
 # For aiohttp: no timeout of its own for any step (None for each, as httpx-aiohttp reads them).
 _NO_STEP_TIMEOUTS: Mapping[str, float | None] = MappingProxyType({})
 
-# What a timeout once connected hints (the command line says it as "raise --timeout").
-_SLOW_ANSWER = "if the service is slow rather than stuck, raise timeout= (each attempt's limit)"
 # An attempt cut short by a poll's deadline still gets this long: the poll made at the
 # deadline is a last look, not a certain timeout.
 MIN_ATTEMPT_TIME = 1.0
@@ -87,24 +86,17 @@ class BaseClient(Generic[HttpClientT]):
         cache: Cache | AsyncCache | None = None,
     ) -> None:
         configure_from_env()
-        absent = _config.missing(api_key, base_url)  # the two in one error, if both are
-        if absent is not None:
-            del api_key  # out of the locals that a traceback through __init__ may show
-            raise_scrubbed(absent)
-        key = _config.api_key(api_key)
-        del api_key  # out of the locals that a traceback through __init__ may show
-        if isinstance(key, ConfigurationError):
-            raise_scrubbed(key)
-        self._api_key = key
-        del key
-        checked = _config.base_url(base_url, _config.allow_http_host(allow_http_host))
-        del base_url  # it may hold a password (refused, and masked in the error)
-        if isinstance(checked, ConfigurationError):
-            raise_scrubbed(checked)
-        self.base_url = checked
+        settings = _config.credentials(api_key, base_url, allow_http_host)
+        # Out of the locals that a traceback through __init__ may show (base_url may hold a
+        # password: refused, and masked in the error).
+        del api_key, base_url
+        if isinstance(settings, ConfigurationError):
+            raise_scrubbed(settings)
+        self._api_key, self.base_url = settings
+        del settings
         _config.http_client_kind(http_client, self._http_client_type)
-        host = httpx.URL(checked).host
-        clear_text = checked.startswith("http://")
+        host = httpx.URL(self.base_url).host
+        clear_text = self.base_url.startswith("http://")
         aiohttp = isinstance(http_client, DefaultAioHttpClient)
         if clear_text and not is_loopback(host):
             self._check_clear_text(host, None if aiohttp else http_client)
@@ -117,7 +109,7 @@ class BaseClient(Generic[HttpClientT]):
         # With the Host, and for a JSON body its type, that httpx would add to each request:
         # _new_request copies them as they are.
         self._request_headers = httpx.Headers(self._headers)
-        self._request_headers.setdefault("Host", httpx.URL(checked).netloc.decode("ascii"))
+        self._request_headers.setdefault("Host", httpx.URL(self.base_url).netloc.decode("ascii"))
         self._json_headers = _with_json_type(self._request_headers)
         # The timeouts of an attempt (an httpx.Timeout, and what _attempt_timeout made of it).
         self._steps: tuple[httpx.Timeout, Mapping[str, float | None], float | None, str] | None
@@ -128,7 +120,7 @@ class BaseClient(Generic[HttpClientT]):
         new_transport = direct = None
         if http_client is None:
             is_async = self._http_client_type is httpx.AsyncClient
-            new_transport = transport_maker(is_async, checked, trust_env=not clear_text)
+            new_transport = transport_maker(is_async, self.base_url, trust_env=not clear_text)
         elif aiohttp:
             direct = _aiohttp.hand_over(http_client, proxy_allowed=not clear_text)  # type: ignore[arg-type]
         self._shared: SharedHttp[HttpClientT] = SharedHttp(
@@ -136,12 +128,12 @@ class BaseClient(Generic[HttpClientT]):
             aiohttp=aiohttp, max_in_flight=limit,
         )  # fmt: skip
         self._destination, self._unreachable_hint = _config.destination(
-            checked, http_client, aiohttp=aiohttp
+            self.base_url, http_client, aiohttp=aiohttp
         )
         watch_http_logs(self._key_mask)  # after the http client made its loggers
         self._view_closed = self._is_copy = False
         self._cache = self._use_cache(cache)
-        self._service = _cache.service_of(checked)  # in each cache key
+        self._service = _cache.service_of(self.base_url)  # in each cache key
         self._urls: dict[str, httpx.URL] = {}
         # A caller's http client's headers as last seen, the SDK's merged over them, and those
         # with the type of a JSON body.
@@ -405,14 +397,16 @@ class BaseClient(Generic[HttpClientT]):
             after = f" after {number} attempts over {_clock.current().monotonic() - began:.1f} s"
         error: LingodocError
         to = f"{call.description} to {self._destination}"
-        if isinstance(exc, httpx.ConnectTimeout):  # no answer to connecting: is it there?
-            error = APITimeoutError(
-                f"{to} timed out{after}: {detail}", request_sent=sent, hint=self._unreachable_hint
-            )
-        elif isinstance(exc, (httpx.TimeoutException, TimeoutError)):
-            error = APITimeoutError(
-                f"{to} timed out{after}: {detail}", request_sent=sent, hint=_SLOW_ANSWER
-            )
+        if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
+            # No answer to connecting: is it there? No connection of the pool free in time:
+            # the calls in flight, not the service.
+            hint: str | None = SLOW_ANSWER
+            if isinstance(exc, httpx.ConnectTimeout):
+                hint = self._unreachable_hint
+            elif isinstance(exc, httpx.PoolTimeout):
+                hint = None
+            message = f"{to} timed out{after}: {detail}"
+            error = APITimeoutError(message, request_sent=sent, hint=hint)
         elif isinstance(exc, RuntimeError):
             error = self._runtime_error(call, detail)
         elif isinstance(exc, httpx.ConnectError):

@@ -17,21 +17,21 @@ from lingodoc._constants import (
     DEFAULT_TIMEOUT,
     is_loopback,
 )
-from lingodoc._exceptions import ConfigurationError, cut, shown
+from lingodoc._exceptions import (
+    GET_A_KEY,
+    PROXY_UNREACHABLE,
+    SERVICE_UNREACHABLE,
+    TRY_THE_EMULATOR,
+    WHAT_BASE_URL_IS,
+    ConfigurationError,
+    cut,
+    shown,
+)
 from lingodoc._http import named_proxy
 from lingodoc._response import ACCEPT_ENCODING
 
 # The settings a client cannot do without, and the variable each falls back to.
 _REQUIRED = {"api_key": API_KEY_ENV, "base_url": BASE_URL_ENV}
-# What the error for a missing one hints, in this order: where keys come from (the spec:
-# the account settings), what the base URL is, and the emulator, which needs neither.
-_GET_A_KEY = "create a key in your lingodoc account settings"
-_WHAT_BASE_URL_IS = "base_url is the service's address, up to and including /v1"
-_TRY_THE_EMULATOR = (
-    "to try the SDK without an account, start the emulator: `lingodoc emulator` in another "
-    "terminal, then export the two variables it prints; or, in code, use "
-    "lingodoc.emulator.Emulator().client()"
-)
 
 
 def _setting(value: object, argument: str) -> str | ConfigurationError | None:
@@ -45,15 +45,33 @@ def _setting(value: object, argument: str) -> str | ConfigurationError | None:
     return text.strip() or None
 
 
-def missing(api_key: object, base_url: object) -> ConfigurationError | None:
-    """The one error for the key, the base URL or both missing (no argument, no variable).
+def credentials(
+    api_key: object, base_url: object, allow_http_host: object
+) -> tuple[str, str] | ConfigurationError:
+    """The key to send and the base URL, each from its argument else its variable, checked.
 
-    It names each missing one with its argument and variable, hints where to get them, and
-    how to try the SDK on the emulator instead; ``None`` if neither is missing.
+    Or the error, returned (it is raised where no local holds the key): one for the key, the
+    base URL or both missing, naming each with its argument and variable, with where to get
+    them and how to try the emulator as its hint.
     """
-    given = {"api_key": api_key, "base_url": base_url}
-    absent = [argument for argument, value in given.items() if _setting(value, argument) is None]
-    return _missing_error(absent) if absent else None
+    key, raw = _setting(api_key, "api_key"), _setting(base_url, "base_url")
+    if isinstance(key, ConfigurationError):
+        return key
+    if isinstance(raw, ConfigurationError):
+        return raw
+    absent = [name for name, value in (("api_key", key), ("base_url", raw)) if value is None]
+    if key is None or raw is None:
+        return _missing_error(absent)
+    if not _validation.sendable_key(key):
+        return ConfigurationError(
+            f"api_key (or {API_KEY_ENV}) holds spaces or characters that cannot be "
+            "sent in a header; check it was copied whole"
+        )
+    allowed = _allowed_http_host(allow_http_host)
+    if isinstance(allowed, ConfigurationError):
+        return allowed
+    url = _base_url(raw, from_variable=base_url is None, allowed_http_host=allowed)
+    return url if isinstance(url, ConfigurationError) else (key, url)
 
 
 def _missing_error(absent: list[str]) -> ConfigurationError:
@@ -63,37 +81,24 @@ def _missing_error(absent: list[str]) -> ConfigurationError:
         f"pass {argument}=... or set the {_REQUIRED[argument]} environment variable"
         for argument in absent
     )
-    hints = [_GET_A_KEY] if "api_key" in absent else []
-    hints += [_WHAT_BASE_URL_IS] if "base_url" in absent else []
-    hint = "; ".join([*hints, _TRY_THE_EMULATOR])
+    hints = [GET_A_KEY] if "api_key" in absent else []
+    hints += [WHAT_BASE_URL_IS] if "base_url" in absent else []
+    hint = "; ".join([*hints, TRY_THE_EMULATOR])
     return ConfigurationError(f"no {nouns} given: {where}", hint=hint)
 
 
-def api_key(value: object) -> str | ConfigurationError:
-    """Return the key to send (``api_key``, else ``LINGODOC_API_KEY``), or the error."""
-    key = _setting(value, "api_key")
-    if key is None:
-        return _missing_error(["api_key"])
-    if isinstance(key, str) and not _validation.sendable_key(key):
-        return ConfigurationError(
-            f"api_key (or {API_KEY_ENV}) holds spaces or characters that cannot be "
-            "sent in a header; check it was copied whole"
-        )
-    return key
-
-
-def allow_http_host(value: object) -> str | None:
-    """Return the host named by ``allow_http_host`` (or its variable), folded; ``None`` if unset."""
+def _allowed_http_host(value: object) -> str | ConfigurationError | None:
+    """The host named by ``allow_http_host`` (or its variable), folded; ``None`` if unset."""
     if value is None:
         named = os.environ.get(ALLOW_HTTP_HOST_ENV, "").strip()  # blank, as VAR= leaves it: unset
         return _host_key(named) if named else None
     if not isinstance(value, str):
-        raise ConfigurationError(
+        return ConfigurationError(
             f"allow_http_host must be a str (a host name such as 'emulator') or None, "
             f"not {type(value).__name__}"
         )
     if not value.strip():
-        raise ConfigurationError(
+        return ConfigurationError(
             "allow_http_host must name a host, such as 'emulator', not an empty string "
             "(None leaves it unset)"
         )
@@ -119,15 +124,12 @@ def _shown_url(raw: str) -> str:
     return cut(f"{raw[:start]}{user}:****{raw[at:]}")
 
 
-def base_url(value: object, allowed_http_host: str | None) -> str | ConfigurationError:
-    """Return the base URL (``base_url``, else ``LINGODOC_BASE_URL``), or the error."""
-    raw = _setting(value, "base_url")
-    if raw is None:
-        return _missing_error(["base_url"])
-    if isinstance(raw, ConfigurationError):
-        return raw
+def _base_url(
+    raw: str, *, from_variable: bool, allowed_http_host: str | None
+) -> str | ConfigurationError:
+    """The base URL ``raw`` checked and normalised, or the error."""
     address = _shown_url(raw)
-    where = f"base_url {address!r}" + (f" (from {BASE_URL_ENV})" if value is None else "")
+    where = f"base_url {address!r}" + (f" (from {BASE_URL_ENV})" if from_variable else "")
     if "\\" in raw or not raw.isprintable() or any(c.isspace() for c in raw):
         # "https://api.example.com\\@evil.com" is evil.com to httpx, another host to others.
         return ConfigurationError(
@@ -171,17 +173,6 @@ def base_url(value: object, allowed_http_host: str | None) -> str | Configuratio
     return str(url).rstrip("/")
 
 
-# What an error that cannot connect hints: about the address it names, or its proxy.
-_SERVICE_UNREACHABLE = (
-    "is the service (or `lingodoc emulator`) running at that address, and is base_url= "
-    f"(or {BASE_URL_ENV}) right?"
-)
-_PROXY_UNREACHABLE = (
-    "is the proxy running, and should requests to the service go through it? (NO_PROXY "
-    "names the hosts that should not)"
-)
-
-
 def _origin(url: httpx.URL) -> str:
     """``scheme://host:port`` of ``url``, the port written even where it is the default."""
     host = f"[{url.host}]" if ":" in url.host else url.host
@@ -208,19 +199,19 @@ def destination(
     where = _origin(target)
     own = http_client is None or aiohttp
     if (http_client is not None and not http_client.trust_env) or (own and target.scheme == "http"):
-        return where, _SERVICE_UNREACHABLE
+        return where, SERVICE_UNREACHABLE
     named = named_proxy(target, all_proxy=not aiohttp)
     if named is None:
-        return where, _SERVICE_UNREACHABLE
+        return where, SERVICE_UNREACHABLE
     try:
         proxy = httpx.URL(named if "://" in named else f"http://{named}")  # as httpx reads it
     except httpx.InvalidURL:  # no proxy the http client could have sent through
-        return where, _SERVICE_UNREACHABLE
+        return where, SERVICE_UNREACHABLE
     if own:
-        return f"{where} through the proxy {_origin(proxy)}", _PROXY_UNREACHABLE
+        return f"{where} through the proxy {_origin(proxy)}", PROXY_UNREACHABLE
     return (
         f"{where} through the environment's proxy {_origin(proxy)} if the http_client uses it",
-        _PROXY_UNREACHABLE,
+        PROXY_UNREACHABLE,
     )
 
 

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 
 from lingodoc import _clock, _deadline, _lazy
-from lingodoc._constants import BASE_URL_ENV
 from lingodoc._endpoints import ShapeError
 from lingodoc._exceptions import (
+    NOT_THE_SERVICE,
     APIError,
     LingodocError,
     RateLimited,
@@ -44,11 +44,6 @@ _READ_HEADERS = frozenset({
     b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset",
 })  # fmt: skip
 _RATE_LIMIT_HEADERS = (b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset")
-# An answer that is not the service's most often comes from another server at that address:
-# a web server at the host's root (a base URL without /v1), a proxy, a login page.
-_NOT_THE_SERVICE = (
-    f"is base_url= (or {BASE_URL_ENV}) the service's address, up to and including /v1?"
-)
 
 
 def _read_headers(headers: httpx.Headers) -> dict[bytes, list[str]]:
@@ -210,7 +205,7 @@ def _unexpected(
     """
     url = request.url.copy_with(query=None, fragment=None)
     asked = cut(redact(f"{request.method} {url}"))
-    return UnexpectedResponse(f"{problem}, in answer to {asked}", hint=_NOT_THE_SERVICE, **fields)
+    return UnexpectedResponse(f"{problem}, in answer to {asked}", hint=NOT_THE_SERVICE, **fields)
 
 
 def _kept(

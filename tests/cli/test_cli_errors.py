@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import json
 import os
@@ -12,11 +13,13 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import httpx
 import pytest
+import respx
 
 import lingodoc
 from lingodoc.cli import _stdout_to_devnull, main
-from lingodoc.cli._errors import NoKey
+from lingodoc.cli._errors import NoKey, explain
 from lingodoc.cli._parser import build_parser, settle_timeouts
 from lingodoc.emulator import Emulator, EmulatorServer, Reply
 from lingodoc.testing import fake_clock
@@ -42,11 +45,23 @@ def test_missing_api_key_names_the_variable_and_the_flag(
     run = cli("translate", "Hello", "--to", "de", env=child_env(LINGODOC_BASE_URL=server.base_url))
     assert (run.code, run.out) == (2, "")
     assert run.error == (
-        "lingodoc: error: no API key: set LINGODOC_API_KEY or pass --api-key; create one in "
+        "lingodoc: error: no API key: set LINGODOC_API_KEY or pass --api-key; create a key in "
         "your lingodoc account settings; to try lingodoc without one, run `lingodoc demo`, or "
         "`lingodoc emulator` in another terminal and export what it prints"
     )
     assert emulator.requests == []
+
+
+def test_missing_key_and_base_url_are_one_error_naming_both(cli: RunCLI) -> None:
+    run = cli("documents", env=child_env())
+    assert (run.code, run.out) == (2, "")
+    assert run.error == (
+        "lingodoc: error: no API key and no service address: set LINGODOC_API_KEY or pass "
+        "--api-key, and set LINGODOC_BASE_URL (the address up to and including /v1; "
+        "`lingodoc emulator` prints one) or pass --base-url; create a key in your lingodoc "
+        "account settings; to try lingodoc without one, run `lingodoc demo`, or "
+        "`lingodoc emulator` in another terminal and export what it prints"
+    )
 
 
 def test_missing_base_url_names_the_variable_and_the_flag(cli: RunCLI) -> None:
@@ -248,8 +263,8 @@ def test_an_answer_that_is_not_the_services_names_the_url_and_gives_one_hint(
     # The CLI's hint, in flag terms, and not the SDK's as well.
     assert run.error == (
         "lingodoc: error: the response body is not JSON, in answer to GET "
-        f"{server.base_url}/documents (501 error); is LINGODOC_BASE_URL the service's address "
-        "up to /v1?"
+        f"{server.base_url}/documents (501 error); is LINGODOC_BASE_URL (or --base-url) the "
+        "service's address, up to and including /v1?"
     )
 
 
@@ -282,6 +297,42 @@ def test_no_answer_in_time_names_the_address_and_says_to_raise_the_timeout(
     tried = f"lingodoc: error: GET /documents to http://127.0.0.1:{server.port} timed out: "
     assert run.error.startswith(tried)
     assert run.error.endswith("; raise --timeout")
+
+
+SERVICE = "https://api.lingodoc.test/v1"
+
+
+@pytest.mark.parametrize(
+    ("failure", "proxy", "hint"),
+    [
+        (httpx.ConnectTimeout("connect timed out"), None,
+         f"is the service (or `lingodoc emulator`) running, and is the address {SERVICE} "
+         "(LINGODOC_BASE_URL or --base-url) right?"),
+        (httpx.ReadTimeout("read timed out"), None, "raise --timeout"),
+        (httpx.PoolTimeout("no connection free"), None, None),
+        (httpx.ConnectError("refused"), "http://proxy.example:3128",
+         "is the proxy running, and should requests to the service go through it? (NO_PROXY "
+         "names the hosts that should not)"),
+    ],
+    ids=["connect-timeout", "read-timeout", "pool-timeout", "proxy-refused"],
+)  # fmt: skip
+def test_a_network_errors_hint_is_the_sdks_in_the_command_lines_terms(
+    monkeypatch: pytest.MonkeyPatch, failure: Exception, proxy: str | None, hint: str | None
+) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    if proxy is not None:
+        monkeypatch.setenv("HTTPS_PROXY", proxy)
+    with (
+        respx.mock(base_url=SERVICE) as service,
+        lingodoc.Client(BAD_KEY, base_url=SERVICE, max_retries=0) as client,
+    ):
+        service.get("/documents").mock(side_effect=failure)
+        with pytest.raises(lingodoc.APIConnectionError) as caught:
+            client.list_documents()
+    explained = explain(caught.value, argparse.Namespace(), SERVICE)
+    assert (explained.exit_code, explained.hint) == (1, hint)
+    assert explained.problem == caught.value.message  # the SDK's hint is not said twice
 
 
 def test_verbose_shows_the_traceback_and_the_requests(cli: RunCLI) -> None:

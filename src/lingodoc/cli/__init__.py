@@ -41,13 +41,17 @@ def _client(args: argparse.Namespace) -> lingodoc.Client:
     key = args.api_key or os.environ.get(API_KEY_ENV, "").strip()
     url = args.base_url or os.environ.get(BASE_URL_ENV, "").strip()
     # Checked here rather than left to Client(), to name the flags rather than the arguments.
+    set_key = f"set {API_KEY_ENV} or pass --api-key"
+    set_url = (
+        f"set {BASE_URL_ENV} (the address up to and including /v1; `lingodoc emulator` prints "
+        "one) or pass --base-url"
+    )
+    if not key and not url:
+        raise NoKey(f"no API key and no service address: {set_key}, and {set_url}")
     if not key:
-        raise NoKey(f"no API key: set {API_KEY_ENV} or pass --api-key")
+        raise NoKey(f"no API key: {set_key}")
     if not url:
-        raise lingodoc.ConfigurationError(
-            f"no service address: set {BASE_URL_ENV} (the address up to and including /v1; "
-            "`lingodoc emulator` prints one) or pass --base-url"
-        )
+        raise lingodoc.ConfigurationError(f"no service address: {set_url}")
     settings = {"timeout": args.timeout, "max_retries": args.max_retries}
     return lingodoc.Client(
         args.api_key or None,

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 import lingodoc
 from lingodoc import _clock
 from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
+from lingodoc._exceptions import NOT_THE_SERVICE, SERVICE_UNREACHABLE, SLOW_ANSWER
 
 EXIT_OK, EXIT_API_ERROR, EXIT_USAGE, EXIT_FAILED, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 # `lingodoc batch` stopped by the rate limit: not an error to report, a reason to come back.
@@ -30,7 +31,7 @@ class NoKey(UsageError):
     """No API key given (exit code 2): the line says where keys come from, and the emulator."""
 
     hint = (
-        "create one in your lingodoc account settings; to try lingodoc without one, run "
+        "create a key in your lingodoc account settings; to try lingodoc without one, run "
         "`lingodoc demo`, or `lingodoc emulator` in another terminal and export what it prints"
     )
 
@@ -239,17 +240,10 @@ def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> Explain
         job = exc.status.translation_id if exc.status else getattr(args, "translation_id", None)
         resume = f": `lingodoc wait {job}` resumes" if job else ""
         return Explained(EXIT_TIMEOUT, exc.message, f"it goes on{resume}")
-    # Each names the address it tried (and the proxy, if any). The hint is the command's,
-    # in its flags' terms, instead of the SDK's.
-    if isinstance(exc, lingodoc.APITimeoutError):
-        return Explained(EXIT_API_ERROR, exc.message, "raise --timeout")
-    if isinstance(exc, lingodoc.APIConnectionError):
-        return Explained(
-            EXIT_API_ERROR,
-            exc.message,
-            f"is the service (or `lingodoc emulator`) running, and is the address "
-            f"{base_url} ({BASE_URL_ENV} or --base-url) right?",
-        )
+    # Each names the address it tried (and the proxy, if any), and the SDK's hint says what
+    # to check: said in the command's flags, where they differ from the SDK's arguments.
+    if isinstance(exc, lingodoc.APIConnectionError):  # timeouts too
+        return Explained(EXIT_API_ERROR, exc.message, _in_flag_terms(exc.hint, base_url))
     if not isinstance(exc, lingodoc.APIError):
         return Explained(EXIT_API_ERROR, exc.message, exc.hint)
     if exc.status_code is None:  # refused before sending, like a malformed --to
@@ -281,7 +275,19 @@ def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> Explain
         lingodoc.InvalidLanguage: "use a two-letter ISO 639-1 code the service supports, "
         "such as 'en'",
         lingodoc.ServerError: "try again later",
-        lingodoc.UnexpectedResponse: f"is {BASE_URL_ENV} the service's address up to /v1?",
-        lingodoc.NotFound: f"is {BASE_URL_ENV} the service's address up to /v1?",
+        lingodoc.UnexpectedResponse: _in_flag_terms(exc.hint, base_url),
+        lingodoc.NotFound: _in_flag_terms(NOT_THE_SERVICE, base_url),
     }.get(type(exc))
     return Explained(EXIT_API_ERROR, f"{message} ({what})", advice)
+
+
+def _in_flag_terms(hint: str | None, base_url: str) -> str | None:
+    """The SDK's ``hint`` as the command line says it: its flags, the address it used."""
+    if hint == SERVICE_UNREACHABLE:
+        return (
+            f"is the service (or `lingodoc emulator`) running, and is the address "
+            f"{base_url} ({BASE_URL_ENV} or --base-url) right?"
+        )
+    if hint == NOT_THE_SERVICE:
+        return f"is {BASE_URL_ENV} (or --base-url) the service's address, up to and including /v1?"
+    return "raise --timeout" if hint == SLOW_ANSWER else hint
