@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 
 BUSY = "while True: pass"
-SPAWNING = "import subprocess\nwhile True: subprocess.run(['python3', '-c', 'pass'])"
+SPAWNING = "import subprocess, sys\nwhile True: subprocess.run([sys.executable, '-c', 'pass'])"
 
 
 def children(pid: int) -> list[int]:
@@ -89,6 +89,8 @@ def main() -> int:
         parser.error("no command given")
     if args.mode == "load":
         return load(command)
+    if not Path("/proc/self/task").is_dir():
+        parser.error("pause finds the command's processes in /proc, which this system lacks")
     return pause(command, args.stop, args.every)
 
 

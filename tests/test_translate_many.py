@@ -41,10 +41,11 @@ from tests.conftest import (
     rate_limit_headers,
     running_tasks,
 )
+from tests.waiting import PATIENCE
 
 LANGS = {"source_language": "en", "target_language": "de"}
 BATCH = "/translate/batch"
-WAIT = 10.0  # the longest an event is waited for, so a broken test fails instead of hanging
+WAIT = PATIENCE  # the longest an event is waited for, so a broken test fails instead of hanging
 
 Client = lingodoc.Client | lingodoc.AsyncClient
 
@@ -861,7 +862,7 @@ def test_a_second_ctrl_c_still_keeps_what_was_answered_before_it(
         if target.endswith("/translate/batch"):
             order = next(started)
             if order < 2:
-                in_flight.wait(WAIT)
+                in_flight.wait(WAIT)  # a barrier: BrokenBarrierError if they never are
             assert (release_first if order == 0 else release_second).wait(WAIT)
         return CountingEmulator.handle(emulator, method, target, headers, body)
 
@@ -871,9 +872,10 @@ def test_a_second_ctrl_c_still_keeps_what_was_answered_before_it(
         in_flight.wait(WAIT)
         ctrl_c()
         # Taken before the second (two SIGINTs close together are one KeyboardInterrupt).
-        stopped.wait(WAIT)
+        assert stopped.wait(WAIT), "the first Ctrl-C was never taken"
         release_first.set()
-        handed_back.wait(WAIT)  # the first batch answered, and recorded by its worker
+        # The first batch answered, and recorded by its worker.
+        assert handed_back.wait(WAIT), "the first batch was never handed back"
         ctrl_c()
 
     done: dict[int, str] = {}

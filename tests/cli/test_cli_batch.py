@@ -38,9 +38,9 @@ from lingodoc.cli._errors import CheckpointError, UsageError
 from lingodoc.emulator import Emulator, EmulatorServer, Reply, translate_text
 from lingodoc.testing import fake_clock
 from tests.cli.conftest import RunCLI, run_command
-from tests.waiting import wait_until
+from tests.waiting import PATIENCE, wait_until
 
-WAIT = 20.0  # seconds at most for anything a test waits for
+WAIT = PATIENCE  # seconds at most for anything a test waits for
 
 
 class Recorder(Emulator):
@@ -1629,11 +1629,10 @@ def test_a_killed_run_loses_at_most_the_batches_in_flight(
     process = start(*args, "--concurrency", "3")
     emulator.wait_for(7)  # 4 answered, 3 in flight and held
     checkpoint = tmp_path / "in.jsonl.de.checkpoint"
-    pause = threading.Event()  # never set: its wait is a bounded pause
-    for _ in range(int(WAIT / 0.02)):  # until the 4 answered batches are on disk
-        if checkpoint.exists() and len(checkpoint_lines(checkpoint)) >= 40:
-            break
-        pause.wait(0.02)
+    wait_until(
+        lambda: checkpoint.exists() and len(checkpoint_lines(checkpoint)) >= 40,
+        "the 4 answered batches on disk",
+    )
     process.kill()  # SIGKILL: no clean-up of any kind
     process.wait(WAIT)
     emulator.release.set()

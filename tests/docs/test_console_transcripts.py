@@ -50,7 +50,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,12 +57,11 @@ from pathlib import Path
 import pytest
 
 import lingodoc
-from tests.waiting import PATIENCE
+from tests.waiting import PATIENCE, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "docs" / name for name in ("cli.md", "getting-started.md", "emulator.md")]
 SRC = str(Path(lingodoc.__file__).resolve().parents[1])
-TIMEOUT = PATIENCE  # seconds for any one command (a process started, on a crowded machine too)
 
 # Commands shown but not run, and why.
 NOT_RUN = {
@@ -247,7 +245,7 @@ def session(tmp_path: Path) -> Iterator[Session]:
     finally:
         if running.emulator is not None and running.emulator.poll() is None:
             running.emulator.kill()
-            running.emulator.wait(TIMEOUT)
+            running.emulator.wait(PATIENCE)
 
 
 def start_emulator(command: Command, session: Session) -> list[str]:
@@ -269,14 +267,15 @@ def start_emulator(command: Command, session: Session) -> list[str]:
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-    deadline = time.monotonic() + TIMEOUT
-    printed = ""
-    # Its banner is one write, ending with the line that exports the key.
-    while "LINGODOC_API_KEY=" not in printed:
-        assert session.emulator.poll() is None, f"{command.name}: it exited: {printed}"
-        assert time.monotonic() < deadline, f"{command.name}: no banner in time: {printed}"
-        time.sleep(0.02)
+
+    def banner_printed() -> bool:
+        # Its banner is one write, ending with the line that exports the key.
         printed = log.read_text(encoding="utf-8")
+        assert session.emulator.poll() is None, f"{command.name}: it exited: {printed}"
+        return "LINGODOC_API_KEY=" in printed
+
+    wait_until(banner_printed, f"{command.name}: the emulator's banner")
+    printed = log.read_text(encoding="utf-8")
     lines = printed.rstrip("\n").splitlines()
     address = re.search(r"running at http://[^ ]+:(\d+)/v1", printed)
     assert address, f"{command.name}: no address in {printed}"
@@ -292,7 +291,7 @@ def stop_emulator(session: Session) -> None:
     if session.emulator is None:
         return
     session.emulator.send_signal(signal.SIGTERM)
-    assert session.emulator.wait(TIMEOUT) == 0, "the emulator did not stop cleanly"
+    assert session.emulator.wait(PATIENCE) == 0, "the emulator did not stop cleanly"
     session.emulator = None
 
 
@@ -327,7 +326,7 @@ def run(command: Command, session: Session) -> list[str]:
         env=session.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        timeout=TIMEOUT,
+        timeout=PATIENCE,
         check=False,
     )
     printed = result.stdout.decode("utf-8")

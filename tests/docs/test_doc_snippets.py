@@ -60,7 +60,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import redirect_stdout
 from dataclasses import dataclass
@@ -72,7 +71,7 @@ import yaml
 
 import lingodoc
 from lingodoc.emulator import Emulator
-from tests.waiting import PATIENCE
+from tests.waiting import PATIENCE, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
@@ -471,11 +470,12 @@ def test_compose_files_run_the_emulator_the_app_is_given(block: Block, tmp_path:
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + PATIENCE
-        while "LINGODOC_API_KEY=" not in log.read_text(encoding="utf-8"):
+
+        def key_printed() -> bool:
             assert process.poll() is None, log.read_text(encoding="utf-8")
-            assert time.monotonic() < deadline, "the emulator printed no key in time"
-            time.sleep(0.02)
+            return "LINGODOC_API_KEY=" in log.read_text(encoding="utf-8")
+
+        wait_until(key_printed, "the emulator's key printed")
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(PATIENCE) == 0

@@ -120,7 +120,7 @@ def test_pytest_fixtures_under_anyio_on_asyncio_and_trio(
 
 
 FAKE_CLOCK_TESTS = """
-    def test_waits_and_429s_are_instant_and_recorded(
+    def test_waits_and_429s_go_by_the_fake_clock_and_are_recorded(
         lingodoc_emulator, lingodoc_client, lingodoc_clock
     ):
         lingodoc_emulator.inject("rate_limit", retry_after=30)

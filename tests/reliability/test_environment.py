@@ -33,8 +33,6 @@ from tests.conftest import API_KEY, call, close, pool_of
 from tests.reliability.fault_server import FaultServers, failure_body, send_envelope, status
 from tests.waiting import PATIENCE
 
-CHILD_DEADLINE = PATIENCE  # seconds the parent waits for a child's report at most
-
 posix_only = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
 
 
@@ -163,7 +161,7 @@ def in_child(work: Callable[[], object]) -> Any:
             os._exit(code)
     os.close(write_end)
     try:
-        ready, _, _ = select.select([read_end], [], [], CHILD_DEADLINE)
+        ready, _, _ = select.select([read_end], [], [], PATIENCE)
         if not ready:
             os.kill(pid, signal.SIGKILL)
         chunks = []
@@ -172,7 +170,7 @@ def in_child(work: Callable[[], object]) -> Any:
     finally:
         os.close(read_end)
         _, code = os.waitpid(pid, 0)
-    assert ready, f"the child did not report within {CHILD_DEADLINE} s"
+    assert ready, f"the child did not report within {PATIENCE} s"
     assert code == 0, f"the child exited with {code}"
     report = json.loads(b"".join(chunks))
     if "error" in report:
