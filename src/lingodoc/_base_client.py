@@ -15,10 +15,9 @@ import httpx
 
 from lingodoc import _aiohttp, _cache, _clock, _config, _endpoints, _lazy, _response, _retry
 from lingodoc._aiohttp import DefaultAioHttpClient
-from lingodoc._constants import is_loopback
+from lingodoc._constants import SLOW_ANSWER, is_loopback
 from lingodoc._endpoints import Call, merge_query
 from lingodoc._exceptions import (
-    SLOW_ANSWER,
     APIConnectionError,
     APITimeoutError,
     ConfigurationError,

@@ -15,18 +15,14 @@ from lingodoc._constants import (
     API_KEY_ENV,
     BASE_URL_ENV,
     DEFAULT_TIMEOUT,
-    is_loopback,
-)
-from lingodoc._exceptions import (
     GET_A_KEY,
     PROXY_UNREACHABLE,
     SERVICE_UNREACHABLE,
     TRY_THE_EMULATOR,
     WHAT_BASE_URL_IS,
-    ConfigurationError,
-    cut,
-    shown,
+    is_loopback,
 )
+from lingodoc._exceptions import ConfigurationError, cut, shown
 from lingodoc._http import named_proxy
 from lingodoc._response import ACCEPT_ENCODING
 

@@ -29,38 +29,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lingodoc._constants import BASE_URL_ENV
-
 if TYPE_CHECKING:
     from array import array
 
     from lingodoc._models import RateLimit, TranslationStatus
-
-# What errors hint (``LingodocError.hint``), in the SDK's terms; the command line says the
-# same in its flags' terms. A missing key: where keys come from (the spec: the account
-# settings); a missing base URL, or an answer that is not the service's (a web server at
-# the host's root, a proxy, a login page): what the base URL is.
-GET_A_KEY = "create a key in your lingodoc account settings"
-WHAT_BASE_URL_IS = "base_url is the service's address, up to and including /v1"
-NOT_THE_SERVICE = (
-    f"is base_url= (or {BASE_URL_ENV}) the service's address, up to and including /v1?"
-)
-TRY_THE_EMULATOR = (
-    "to try the SDK without an account, start the emulator: `lingodoc emulator` in another "
-    "terminal, then export the two variables it prints; or, in code, use "
-    "lingodoc.emulator.Emulator().client()"
-)
-# No connection made (refused, or no answer to connecting): to the address, or its proxy.
-SERVICE_UNREACHABLE = (
-    "is the service (or `lingodoc emulator`) running at that address, and is base_url= "
-    f"(or {BASE_URL_ENV}) right?"
-)
-PROXY_UNREACHABLE = (
-    "is the proxy running, and should requests to the service go through it? (NO_PROXY "
-    "names the hosts that should not)"
-)
-# Connected, but no answer within the attempt's timeout.
-SLOW_ANSWER = "if the service is slow rather than stuck, raise timeout= (each attempt's limit)"
 
 # A message quotes at most this many characters of a value: a megabyte-long id must not
 # become a megabyte-long exception (or log line).

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 
 from lingodoc import _clock, _deadline, _lazy
+from lingodoc._constants import NOT_THE_SERVICE
 from lingodoc._endpoints import ShapeError
 from lingodoc._exceptions import (
-    NOT_THE_SERVICE,
     APIError,
     LingodocError,
     RateLimited,

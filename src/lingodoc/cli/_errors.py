@@ -11,8 +11,13 @@ from datetime import datetime, timezone
 
 import lingodoc
 from lingodoc import _clock
-from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
-from lingodoc._exceptions import NOT_THE_SERVICE, SERVICE_UNREACHABLE, SLOW_ANSWER
+from lingodoc._constants import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    NOT_THE_SERVICE,
+    SERVICE_UNREACHABLE,
+    SLOW_ANSWER,
+)
 
 EXIT_OK, EXIT_API_ERROR, EXIT_USAGE, EXIT_FAILED, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 # `lingodoc batch` stopped by the rate limit: not an error to report, a reason to come back.
