@@ -59,8 +59,8 @@ heavy = [m for m in ('lingodoc.emulator', 'lingodoc.cli', 'lingodoc.testing', 'h
 import httpx
 clients = [lingodoc.Client("k" * 20, base_url=url)
            for url in ("https://api.lingodoc.test/v1", "http://127.0.0.1:8787/v1")]
-from lingodoc import _http
-contexts_shared = _http.ssl_context(False) is _http.ssl_context(False)
+from lingodoc import _environment
+contexts_shared = _environment.ssl_context(False) is _environment.ssl_context(False)
 pydantic_after_clients = "pydantic.main" in sys.modules
 data = {"translated_text": "Hallo", "source_language": "en", "target_language": "de"}
 answer = lambda request: httpx.Response(200, json={"success": True, "data": data},

@@ -178,7 +178,7 @@ def test_an_async_client_in_use_in_a_running_trio_run_cannot_be_closed_from_anot
     outcome: list[Any] = []
 
     async def first() -> None:
-        client._check_open()  # bound to this run, as by a first call
+        client._gate()  # bound to this run, as by a first call
         # While this run is going, another (in a thread) may not close the pool.
 
         def close_elsewhere() -> None:

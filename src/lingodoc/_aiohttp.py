@@ -20,8 +20,8 @@ import httpx
 
 from lingodoc import _tracing
 from lingodoc._constants import AIOHTTP_MAX_IN_FLIGHT, DEFAULT_TIMEOUT
+from lingodoc._environment import ssl_context
 from lingodoc._exceptions import ConfigurationError
-from lingodoc._http import ssl_context
 
 
 def _as_httpx_error(exc: Exception) -> Exception:

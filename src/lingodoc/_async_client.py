@@ -9,7 +9,6 @@ every step without I/O is in ``_base_client``.
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
 import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
@@ -17,10 +16,19 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
-import tenacity
 
-from lingodoc import _bulk, _cache, _callbacks, _clock, _deadline, _endpoints, _tracing, _workers
-from lingodoc._base_client import HALTED, BaseClient, Halted
+from lingodoc import (
+    _bulk,
+    _cache,
+    _callbacks,
+    _clock,
+    _deadline,
+    _endpoints,
+    _retry,
+    _tracing,
+    _workers,
+)
+from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
@@ -29,6 +37,7 @@ from lingodoc._response import BodyReader
 if TYPE_CHECKING:
     from lingodoc._bulk import BulkProgress
     from lingodoc._endpoints import Call
+    from lingodoc._http import AsyncTurn
     from lingodoc._models import (
         BatchTranslation,
         Document,
@@ -91,7 +100,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
     _http_client_type = httpx.AsyncClient
 
     async def __aenter__(self: AsyncClientT) -> AsyncClientT:
-        self._check_open()
+        self._gate()
         return self
 
     async def __aexit__(
@@ -209,7 +218,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         cache_keys = self._cache_keys(call, use)
         if cache_keys is None:
             return await self._send(call)
-        self._check_open()
+        self._gate()
         cache, keys = cache_keys
         keyed = [keys(text) for text in texts]
         consulted = _cache.Consulted(call, texts, keyed, await cache.async_look_up(keyed))
@@ -290,7 +299,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             APIError: For any other error the service reports.
             APIConnectionError: If the service cannot be reached.
         """
-        self._check_open()
+        self._gate()
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         bulk = _bulk.Bulk(
             texts, source_language, target_language, batch_size=batch_size,
@@ -461,30 +470,26 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         )  # fmt: skip
         with _tracing.call("wait_for_translation"):
             try:
-                outcome = await self._poll(waiter)
-            except LingodocError as exc:  # such as the client closed meanwhile
-                outcome = exc
-            if isinstance(outcome, LingodocError):
-                raise_scrubbed(outcome)
-            return outcome
+                return await self._poll(waiter)
+            except LingodocError as exc:
+                # Without the frames below: they hold the statuses as sent (key echoes too).
+                raise_scrubbed(exc)
 
-    async def _poll(self, waiter: Waiter) -> TranslationStatus | LingodocError:
-        # The statuses in this frame are as the server sent them (they may echo the key):
-        # the wait's end is returned for the caller to raise (see raise_scrubbed).
+    async def _poll(self, waiter: Waiter) -> TranslationStatus:
         while True:
-            outcome: TranslationStatus | LingodocError | float
+            delay: float | None
             try:
                 status = await self._send(waiter.call, deadline=waiter.deadline)
             except RateLimited as exc:
-                outcome = waiter.after_rate_limit(exc.retry_after)
+                delay = waiter.after_rate_limit(exc.retry_after)
             except (APIError, APIConnectionError) as exc:
-                outcome = waiter.after_failure(exc, closed=self.is_closed)
+                delay = waiter.after_failure(exc)
+                self._gate(waiter.call, exc)  # a closed client's failure is not ridden out
             else:
                 await _callbacks.async_report(waiter.on_progress, status)
-                outcome = waiter.after_status(status)
-            if not isinstance(outcome, float):
-                return outcome
-            await _clock.current().async_sleep(outcome)
+                if (delay := waiter.after_status(status)) is None:
+                    return status
+            await _clock.current().async_sleep(delay)
 
     async def list_documents(
         self,
@@ -562,104 +567,75 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         deadline: float | None = None,
         stop: threading.Event | None = None,
     ) -> T:
-        """Send ``call`` under the retry policy; raise what ends it from here alone.
+        """Send ``call``, retried as `_retry.Retries` says; its error is raised from here.
 
         ``deadline``: a time on the SDK clock past which no attempt or wait runs (a poll's).
         ``stop``: ``translate_many``'s; once set, no retry is waited for or made.
         """
-        self._check_open()
+        self._gate()
         check_http_loggers()  # mask the key in the http loggers made since the last call
         request = self._build_request(call)
+        retries = _retry.Retries(call, self.max_retries, deadline)
         began = _clock.current().monotonic()  # an error after retries says how long they took
-        outcome = await self._attempt(call, request, deadline, stop, None, 1, began)
-        if isinstance(outcome, Halted):
-            outcome = self._halt_error(call, None)
-        elif isinstance(outcome, LingodocError) and self.max_retries:
-            outcome = await self._retry(call, request, deadline, stop, outcome, began)
-        if isinstance(outcome, LingodocError):
-            # Raised without the frames below: they hold the response as the server sent it.
-            raise_scrubbed(outcome)
-        return outcome
-
-    async def _retry(
-        self,
-        call: Call[T],
-        request: httpx.Request,
-        deadline: float | None,
-        stop: threading.Event | None,
-        failed: LingodocError,
-        began: float,
-    ) -> T | LingodocError:
-        """The attempts after a first failure: tenacity's, the first failure replayed first.
-
-        So a call that succeeds at once never builds the retry machinery. ``began``: the
-        first attempt's start, on the SDK clock.
-        """
-        sleep: Callable[[float], Any] = functools.partial(_clock.async_wait, stop)
-        outcome: T | LingodocError = failed
-        try:
-            async for attempt in tenacity.AsyncRetrying(
-                sleep=sleep, **self._retrying(call, deadline, stop)
-            ):
-                number = attempt.retry_state.attempt_number
-                if number > 1:
-                    made = await self._attempt(call, request, deadline, stop, failed, number, began)
-                    if isinstance(made, Halted):
-                        return self._halt_error(call, failed)
-                    outcome = made
-                with attempt:
-                    if isinstance(outcome, LingodocError):
-                        failed = outcome
-                        raise outcome
-                    return outcome
-        except LingodocError as exc:  # the last failure, or what halted the retries
-            return exc
-        raise AssertionError("tenacity ended without an outcome")  # pragma: no cover
+        failed: LingodocError | None = None
+        number = 1
+        while True:
+            async with self._shared.async_turn() as turn:
+                self._gate(call, failed, stop)  # in the turn: it sends, or close() closes
+                try:
+                    return await self._attempt(turn, call, request, deadline, number, began)
+                except LingodocError as exc:
+                    wait = retries.wait_after(exc)
+                    if wait is None:
+                        # Without the frames below: they hold the response as the server sent it.
+                        raise_scrubbed(exc)
+                    failed = exc
+            self._gate(call, failed, stop)  # no wait for a retry that would be refused
+            await _clock.async_wait(stop, wait)
+            number += 1
 
     async def _attempt(
         self,
+        turn: AsyncTurn,
         call: Call[T],
         request: httpx.Request,
         deadline: float | None,
-        stop: threading.Event | None,
-        failed: LingodocError | None,
         number: int,
         began: float,
-    ) -> T | LingodocError | Halted:
-        """One attempt, once it has its turn: the result, or its error (returned, not raised).
+    ) -> T:
+        """One attempt, in its ``turn``: the result, or its error raised.
 
         ``number``: the attempt's, from 1; ``began``: the first one's start, on the SDK clock.
-
-        ``HALTED``: not made, as `_is_halted` says (the client closed, the run stopped). The
-        response and its body are as the server sent them, key echoes and all: so this
-        frame returns its error for _send to raise.
         """
-        async with self._shared.async_turn() as send:
-            if send is None or self._is_halted(failed, stop):
-                return HALTED
-            _tracing.attempted()
-            seconds, what = self._attempt_timeout(call, request, deadline)
-            started = time.perf_counter()
-            response = None
-            try:
-                async with self._shared.limit(seconds):
-                    response = await send(request)
-                    reader = BodyReader(response)
-                    if not reader.in_memory:
-                        stream = response.stream  # as received: the SDK decodes it itself
-                        assert isinstance(stream, httpx.AsyncByteStream)
-                        async for chunk in stream:
-                            if reader.feed(chunk):
-                                break
-            except (httpx.HTTPError, TimeoutError, RuntimeError) as exc:
-                expired = seconds is not None and time.perf_counter() - started >= seconds
-                return self._connection_error(
-                    call, exc, number, began, started, what if expired else ""
-                )
-            finally:
-                if response is not None and not response.is_closed:  # (one built in memory is)
-                    # Its answer is read, or given up: a failure to close it is not the call's.
-                    closing = _deadline.async_shield(self._shared.pooled)
-                    with closing, contextlib.suppress(httpx.HTTPError, OSError):
-                        await response.aclose()
-            return self._read_response(call, response, reader, request, number, started)
+        _tracing.attempted()
+        seconds, what = self._attempt_timeout(call, request, deadline)
+        started = time.perf_counter()
+        response: httpx.Response | None = None
+        failure = None
+        closed = False
+        try:
+            async with self._shared.limit(seconds):
+                response = await turn.send(request)
+                reader = BodyReader(response)
+                if not reader.in_memory:
+                    stream = response.stream  # as received: the SDK decodes it itself
+                    assert isinstance(stream, httpx.AsyncByteStream)
+                    async for chunk in stream:
+                        if reader.feed(chunk):
+                            break
+        except (httpx.HTTPError, TimeoutError, RuntimeError) as exc:
+            failure = exc
+        finally:
+            if response is not None and not response.is_closed:  # (one built in memory is)
+                # Read, or given up: what closing it raises is not the call's. An interrupt,
+                # a cancellation or a signal handler's exception goes on as it came.
+                with _deadline.async_shield(self._shared.pooled), contextlib.suppress(Exception):
+                    await response.aclose()
+                    closed = True
+        if failure is not None:  # raised here, not in the except block, which holds the key
+            expired = seconds is not None and time.perf_counter() - started >= seconds
+            what = what if expired else ""
+            raise self._connection_error(call, failure, number, began, started, what)
+        turn.clean = closed  # the main thread's connection is reused only after this
+        assert response is not None
+        return self._read_response(call, response, reader, request, number, started)

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
-from lingodoc import _aiohttp, _cache, _clock, _config, _endpoints, _lazy, _response, _retry
+from lingodoc import _aiohttp, _cache, _clock, _config, _endpoints, _lazy, _response
 from lingodoc._aiohttp import DefaultAioHttpClient
 from lingodoc._constants import SLOW_ANSWER, is_loopback
 from lingodoc._endpoints import Call, merge_query
+from lingodoc._environment import transport_maker
 from lingodoc._exceptions import (
     APIConnectionError,
     APITimeoutError,
@@ -25,7 +26,7 @@ from lingodoc._exceptions import (
     InvalidArgumentType,
     LingodocError,
 )
-from lingodoc._http import HttpClientT, SharedHttp, transport_maker
+from lingodoc._http import HttpClientT, SharedHttp
 from lingodoc._logging import configure_from_env, logger
 from lingodoc._polling import Waiter
 from lingodoc._redaction import KeyMask, mask, raise_scrubbed, watch_http_logs
@@ -46,12 +47,6 @@ _NO_STEP_TIMEOUTS: Mapping[str, float | None] = MappingProxyType({})
 # deadline is a last look, not a certain timeout.
 MIN_ATTEMPT_TIME = 1.0
 
-
-class Halted:
-    """What an attempt not made returns: `BaseClient._is_halted` says why."""
-
-
-HALTED = Halted()
 
 USER_AGENT = (
     f"lingodoc-python/{__version__} httpx/{httpx.__version__} "
@@ -238,48 +233,43 @@ class BaseClient(Generic[HttpClientT]):
         keys = _cache.keys_of(self._service, call, params)
         return None if keys is None else (self._cache, keys)
 
-    def _check_open(self) -> None:
-        """Refuse (``LingodocError``) a closed client, another event loop, a forked pool."""
-        if self.is_closed:
-            raise LingodocError(
-                f"this {type(self).__name__} has been closed; create a new one to send requests"
-            )
+    def _gate(
+        self,
+        call: Call[Any] | None = None,
+        failed: LingodocError | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        """Whether a call goes on: the one place that decides it, raising the error if not.
+
+        Called as a call starts, and again in each attempt's turn (``call``), and before a
+        wait for a retry (``failed``: the last attempt's error). A closed client (or copy)
+        sends nothing more: not the call, nor a retry. Once ``translate_many``'s run is over
+        (``stop``), ``failed`` is not retried: it ends the call. A forked child's state is
+        made its own, and an ``AsyncClient`` bound to its event loop (or refused in another).
+
+        Raises:
+            LingodocError: The client is closed (``APIConnectionError``, not sent, within a
+                call), or its http client or event loop cannot be used here.
+        """
+        if self._view_closed or self._shared.closed:
+            if call is None:
+                raise LingodocError(
+                    f"this {type(self).__name__} has been closed; create a new one to send requests"
+                )
+            if failed is None:
+                raise APIConnectionError(
+                    f"{call.description} was not sent: client closed", request_sent=False
+                )
+            sent = not isinstance(failed, APIConnectionError) or failed.request_sent
+            raise APIConnectionError(
+                f"{call.description} was not retried: client closed "
+                f"(the last attempt failed with {type(failed).__name__})",
+                request_sent=sent,
+            ) from failed.with_traceback(None)
+        if failed is not None and stop is not None and stop.is_set():
+            raise failed.with_traceback(None)
         self._shared.in_this_process()
         self._shared.check_loop()
-
-    def _is_halted(self, failed: LingodocError | None, stop: threading.Event | None) -> bool:
-        """Whether a call makes no further attempt: the one place that decides it.
-
-        Once the client is closed, no attempt is made; once ``translate_many``'s run is
-        over (``stop``), a failure (``failed``, the last attempt's) is not retried.
-        """
-        return self.is_closed or (failed is not None and stop is not None and stop.is_set())
-
-    def _halt_error(self, call: Call[Any], failed: LingodocError | None) -> LingodocError:
-        """What a halted call ends with: ``failed`` if only its run is over, else client closed."""
-        if failed is None:
-            return APIConnectionError(
-                f"{call.description} was not sent: client closed", request_sent=False
-            )
-        if not self.is_closed:
-            return failed
-        error = APIConnectionError(
-            f"{call.description} was not retried: client closed "
-            f"(the last attempt failed with {type(failed).__name__})",
-            request_sent=not isinstance(failed, APIConnectionError) or failed.request_sent,
-        )
-        error.__cause__, error.__suppress_context__ = failed.with_traceback(None), True
-        return error
-
-    def _retrying(
-        self, call: Call[Any], deadline: float | None, stop: threading.Event | None
-    ) -> dict[str, Any]:
-        """The retry policy's options for ``call``, halted as `_is_halted` says."""
-
-        def halted(failed: LingodocError) -> LingodocError | None:
-            return self._halt_error(call, failed) if self._is_halted(failed, stop) else None
-
-        return _retry.policy(call, self.max_retries, deadline, halted)
 
     def _build_request(self, call: Call[Any]) -> httpx.Request:
         """The request of ``call``, or ``InvalidArgument(Type)`` if it cannot be sent.
@@ -449,17 +439,21 @@ class BaseClient(Generic[HttpClientT]):
         request: httpx.Request,
         number: int,
         started: float,
-    ) -> T | LingodocError:
-        """The result of a response, or its error: returned, as its frames hold the body."""
+    ) -> T:
+        """The result of a response; its rate limit kept as the client's.
+
+        Raises:
+            APIError: What the response stands for, if not a result.
+        """
         self._log(call, response.status_code, number, started)
-        read = _response.read(
-            call, response, reader, request,
-            elapsed=time.perf_counter() - started, redact=self._key_mask,
-        )  # fmt: skip
-        outcome, rate_limit = read
+        now = _clock.current().time()
+        rate_limit = _response.rate_limit_of(reader.headers, now)
         if rate_limit is not None:
             self._shared.rate_limit = rate_limit
-        return outcome
+        return _response.read(
+            call, response, reader, request, rate_limit,
+            now=now, elapsed=time.perf_counter() - started, redact=self._key_mask,
+        )  # fmt: skip
 
     def _waiter(
         self, job_or_id: TranslationJob | str, options: Options | None, **settings: Any

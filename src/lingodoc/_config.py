@@ -22,8 +22,8 @@ from lingodoc._constants import (
     WHAT_BASE_URL_IS,
     is_loopback,
 )
+from lingodoc._environment import named_proxy
 from lingodoc._exceptions import ConfigurationError, cut, shown
-from lingodoc._http import named_proxy
 from lingodoc._response import ACCEPT_ENCODING
 
 # The settings a client cannot do without, and the variable each falls back to.

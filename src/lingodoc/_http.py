@@ -1,206 +1,33 @@
-"""Where a client's requests go: the SDK's own transport or a caller's http client, shared.
+"""A client's life: turns among ``max_in_flight``, closing in flight, forks, event loops.
 
 `SharedHttp` is what a client shares with its ``with_options`` copies: what requests are
 sent through, the turns among ``max_in_flight``, closing while calls are in flight, forks,
-an ``AsyncClient``'s event loop, and the last rate limit.
+an ``AsyncClient``'s event loop, and the last rate limit. Whether a call may go on is
+decided by the client's gate (`BaseClient._gate`), which reads the state kept here.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.util
 import os
-import re
-import ssl
 import threading
-import urllib.request
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
-from lingodoc._constants import AIOHTTP_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, KEEPALIVE_EXPIRY
+from lingodoc._constants import AIOHTTP_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT
 from lingodoc._deadline import Limit
-from lingodoc._exceptions import ConfigurationError, LingodocError
+from lingodoc._exceptions import LingodocError
 
 if TYPE_CHECKING:
-    import httpcore
-
     from lingodoc._models import RateLimit
 
 HttpClientT = TypeVar("HttpClientT", httpx.Client, httpx.AsyncClient)
 # Sends one request: a transport's handle_request, or an http client's send().
 Send = Callable[[httpx.Request], Any]
-
-# The environment variables httpx reads when it builds a client (trust_env).
-_CERTIFICATE_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
-_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
-
-# One context per certificate setting: the variables, and the file's identity (a bundle
-# replaced in place, even with its size and mtime kept, is read again).
-_contexts: dict[tuple[object, ...], ssl.SSLContext] = {}
-
-
-def ssl_context(trust_env: bool) -> ssl.SSLContext:
-    """The SSL context, as httpx's default, shared per certificate setting (httpx: per client).
-
-    Raises:
-        ConfigurationError: If ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` is unusable (named).
-    """
-    values = tuple(os.environ.get(name, "") for name in _CERTIFICATE_ENV) if trust_env else ()
-    key: tuple[object, ...] = values if any(values) else ()
-    if key:
-        try:
-            found = os.stat(values[0] or values[1])
-            key += (found.st_dev, found.st_ino, found.st_ctime_ns, found.st_mtime_ns)
-        except OSError:  # building the context says what is wrong
-            pass
-    context = _contexts.get(key)
-    if context is not None:
-        return context
-    try:  # two threads may both build it: either will do
-        built = httpx.create_ssl_context(trust_env=bool(key))
-    except OSError as exc:  # missing, or not certificates (ssl.SSLError)
-        problem = f"{type(exc).__name__}: {exc}"
-    else:
-        while len(_contexts) >= 8:  # a process that keeps changing SSL_CERT_FILE: the last few
-            del _contexts[next(iter(_contexts))]
-        _contexts[key] = built
-        return built
-    name = "SSL_CERT_FILE" if values[0] else "SSL_CERT_DIR"  # httpx reads one, in this order
-    raise ConfigurationError(
-        f"{name} in the environment cannot be used to build the HTTP client "
-        f"({problem}); fix or unset it, or pass an http_client"
-    )
-
-
-def named_proxy(url: httpx.URL, *, all_proxy: bool = True) -> str | None:
-    """The proxy URL the environment names for ``url``, as written; ``None`` if none or bypassed.
-
-    ``all_proxy``: ``ALL_PROXY`` counts too, as for httpx (aiohttp reads no such variable).
-    """
-    proxies = urllib.request.getproxies_environment()
-    named = proxies.get(url.scheme) or (proxies.get("all") if all_proxy else None)
-    # Not in typeshed, but in urllib.request since Python 3.2 (what urllib itself uses).
-    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
-    return None if not named or bypass(url.host, proxies) else named
-
-
-def proxy_for(url: httpx.URL) -> httpcore.Proxy | ConfigurationError | None:
-    """The proxy the environment names for ``url`` (httpx's variables, ``NO_PROXY`` too).
-
-    Or the error, returned: this frame holds the proxy's URL, which may hold a password.
-    """
-    named = named_proxy(url)
-    if named is None:
-        return None
-    import httpcore
-
-    try:
-        proxy = httpx.Proxy(named if "://" in named else f"http://{named}")
-        scheme = proxy.url.scheme
-        if scheme not in ("http", "https", "socks5", "socks5h"):
-            raise ValueError(f"Unknown scheme for proxy URL {named!r}")
-        if scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
-            # httpcore imports it at the first connection: say so now.
-            raise ImportError("a SOCKS proxy needs the socksio package: pip install socksio")
-
-        return httpcore.Proxy(
-            url=httpcore.URL(
-                scheme=proxy.url.raw_scheme,
-                host=proxy.url.raw_host,
-                port=proxy.url.port,
-                target=proxy.url.raw_path,
-            ),
-            auth=proxy.raw_auth,
-            headers=proxy.headers.raw,
-            ssl_context=proxy.ssl_context,
-        )
-    except (ImportError, ValueError, httpx.InvalidURL) as exc:
-        # A proxy URL that cannot be used (socks5:// without socksio, ftp://, a bad port...).
-        masked = re.sub(r"(://[^/\s:@]*):[^/\s@]*@", r"\1:****@", str(exc))  # passwords
-        problem = f"{type(exc).__name__}: {masked}"
-    names = [name for name, value in os.environ.items() if value and name.upper() in _PROXY_ENV]
-    return ConfigurationError(
-        f"{', '.join(sorted(names)) or 'the proxy settings'} in the environment cannot be used "
-        f"to build the HTTP client ({problem}); fix or unset it, or pass an http_client"
-    )
-
-
-def transport_maker(is_async: bool, url: str, *, trust_env: bool) -> Callable[[int], Any]:
-    """What builds the SDK's own transport to ``url``, given its number of connections.
-
-    ``trust_env``: take the certificates and the proxy from the environment.
-
-    Raises:
-        ConfigurationError: If a proxy or certificate variable is unusable (named).
-    """
-    verify = ssl_context(trust_env)
-    proxy = proxy_for(httpx.URL(url)) if trust_env else None
-    if isinstance(proxy, ConfigurationError):
-        raise proxy
-    if is_async:
-        from lingodoc._async_transport import Transport
-    else:
-        from lingodoc._sync_transport import Transport  # type: ignore[assignment]
-    return lambda connections: Transport(verify=verify, connections=connections, proxy=proxy)
-
-
-def _drop(transport: Any) -> None:
-    """Close a sync transport's connections at once, without its pool and the pool's locks.
-
-    For a pool that no call is using but that may be in any state: one an interrupted call
-    left, or a forked child's copy of its parent's (closing the child's sockets leaves the
-    parent's connections open).
-    """
-    transport.is_closed = True
-    for stream in list(transport.backend.streams):
-        with contextlib.suppress(OSError):
-            stream.close()
-
-
-class OneConnection:
-    """The main thread's one connection, reused while idle, in place of httpcore's pool.
-
-    httpcore's pool, interrupted between taking its lock and returning from that, takes the
-    same lock again in its own error handling and waits on itself for good: the interrupted
-    call never ends. A single connection's error handling takes no lock again. The main
-    thread makes one call at a time, so one connection is all it needs.
-
-    Args:
-        transport: The main thread's transport: its SSL context and network backend.
-    """
-
-    def __init__(self, transport: Any) -> None:
-        self.transport = transport
-        self.connection: httpcore.HTTPConnection | None = None
-
-    def handle_request(self, request: httpcore.Request) -> httpcore.Response:
-        """Send ``request`` on the connection, or a new one if it cannot take it."""
-        import httpcore
-
-        connection, origin = self.connection, request.url.origin
-        if (
-            connection is None
-            or not (connection.can_handle_request(origin) and connection.is_idle())
-            or connection.has_expired()  # closed by the server, or read past a response
-        ):
-            if connection is not None:
-                connection.close()
-            connection = self.connection = httpcore.HTTPConnection(
-                origin=origin,
-                ssl_context=self.transport.verify,
-                keepalive_expiry=KEEPALIVE_EXPIRY,
-                network_backend=self.transport.backend,
-            )
-        return connection.handle_request(request)
-
-    def close(self) -> None:
-        """Close the connection."""
-        if self.connection is not None:
-            self.connection.close()
 
 
 class SharedHttp(Generic[HttpClientT]):
@@ -209,14 +36,16 @@ class SharedHttp(Generic[HttpClientT]):
     The SDK's own transport is sent through directly, as is a ``DefaultAioHttpClient``'s
     (``direct``); a caller's http client through its ``send()``.
 
-    A ``Client``'s calls on the main thread, where Ctrl-C lands, take no turn and use a
-    transport of their own with one connection (`OneConnection`): an interrupt can leave a
-    lock or a pool half-taken at any point, so nothing they touch is shared with other
-    threads, and the next call on the main thread finds it dirty and builds a new one
-    (`_Turn`). Other threads and tasks wait for a turn among ``max_in_flight``.
+    A ``Client``'s calls on the main thread, where Ctrl-C (or any exception of a signal
+    handler) lands, take no turn and use a transport of their own with one connection
+    (``Transport(single=True)``): an interrupt can leave a lock or a connection half-used at
+    any point, so nothing they touch is shared with other threads, and the next call on the
+    main thread builds a new one unless the last ended clean (`Turn`). Other threads and
+    tasks wait for a turn among ``max_in_flight``.
 
-    Closing is safe while calls are in flight: each attempt `enter`s (refused once closed)
-    and `leave`s, and the last of the two closes what the client owns. So no connection is
+    Closing is safe while calls are in flight: each attempt `enter`s and `leave`s (the
+    client's gate refuses it in between once closed), and the last of the two closes what
+    the client owns. So no connection is
     closed under an attempt (in threads, its socket could be reused by another connection
     and read from), and none opened by an attempt in flight outlives it.
 
@@ -230,7 +59,7 @@ class SharedHttp(Generic[HttpClientT]):
         kind: type[HttpClientT],
         http_client: HttpClientT | None,
         *,
-        new_transport: Callable[[int], Any] | None,
+        new_transport: Callable[..., Any] | None,
         direct: Any,
         aiohttp: bool,
         max_in_flight: int | None,
@@ -249,8 +78,8 @@ class SharedHttp(Generic[HttpClientT]):
         # Whether responses come from httpcore's pool (the SDK's own, or an httpx client's).
         self.pooled = not aiohttp
         self.main: Any = None  # the main thread's own transport (Client)
-        # Set while the main thread sends: in_use always cleared after, dirty only if no
-        # interrupt (a BaseException not an Exception) came through.
+        # Set while the main thread sends: in_use always cleared after, dirty unless the
+        # attempt ended clean (its response read and closed, no exception came through).
         self.main_in_use = self.main_dirty = False
         # Whether its connections belong to the event loop of its first use: no other may.
         self.loop_bound = self.is_async and self.owned is not None
@@ -305,7 +134,7 @@ class SharedHttp(Generic[HttpClientT]):
         if not self.is_async:  # this process's copies of the parent's sockets
             for transport in (self.main, self.transport if self.new_transport else None):
                 if transport is not None:
-                    _drop(transport)
+                    transport.drop()
         self.main, self.main_in_use, self.main_dirty = None, False, False
         if closing or self.closed or self.new_transport is None:
             self.pool_closed = True  # the parent's pool is never closed here
@@ -328,24 +157,22 @@ class SharedHttp(Generic[HttpClientT]):
         self.loop, self.turns = loop, self._new_turns()
         self.on_asyncio = isinstance(loop, asyncio.AbstractEventLoop)
 
-    def turn(self) -> _Turn:
+    def turn(self) -> Turn:
         """A turn for one attempt of a ``Client``: ``with`` it, to get what sends it."""
-        return _Turn(self)
+        return Turn(self)
 
-    def async_turn(self) -> _AsyncTurn:
+    def async_turn(self) -> AsyncTurn:
         """A turn for one attempt of an ``AsyncClient``: ``async with`` it, as `turn`."""
-        return _AsyncTurn(self)
+        return AsyncTurn(self)
 
     def main_lane(self) -> Any:
-        """The main thread's own transport, rebuilt if an interrupt left the last one dirty."""
+        """The main thread's own transport, rebuilt unless the last call left it clean."""
         lane = self.main
         if lane is None or self.main_dirty:
             if lane is not None:
-                _drop(lane)
+                lane.drop()
             assert self.new_transport is not None
-            lane = self.new_transport(1)  # one call at a time on this thread
-            if lane.proxy is None:  # httpcore's proxy connections are not public: pooled
-                lane.pool = OneConnection(lane)
+            lane = self.new_transport(1, single=True)  # one call at a time on this thread
             self.main = lane  # made whole first: an interrupt leaves the dirty one in place
         return lane
 
@@ -353,13 +180,11 @@ class SharedHttp(Generic[HttpClientT]):
         """Close the main thread's transport (no call on the main thread is using it)."""
         lane, self.main = self.main, None
         if lane is not None:
-            _drop(lane)
+            lane.drop()
 
-    def enter(self) -> Send | None:
-        """Count an attempt in flight; what sends it, ``None`` if closed."""
+    def enter(self) -> Send:
+        """Count an attempt in flight; return what sends it."""
         with self.lock:
-            if self.closed:
-                return None
             self.in_flight += 1
             self.used = True
             return self.send
@@ -400,37 +225,39 @@ class SharedHttp(Generic[HttpClientT]):
         return False
 
 
-class _Turn:
-    """A ``Client``'s turn for one attempt; ``with`` it gives what sends it, ``None`` if closed.
+class Turn:
+    """A ``Client``'s turn for one attempt: ``with`` it, and send with its ``send``.
 
-    On the main thread, where Ctrl-C lands, no turn is taken and no lock: the main thread's
-    own transport is marked in use and dirty, and left dirty by an interrupt (a
-    ``BaseException`` that is not an ``Exception``), so that the next call builds a new one.
-    `SharedHttp.close`, on another thread, marks the client closed before it looks whether
-    the transport is in use; this turn marks it in use before it looks whether the client
-    is closed: so either the call sends, or close closes it, never both.
+    The attempt sets ``clean`` once its response is read and closed. On the main thread,
+    where Ctrl-C and signal handlers' exceptions land, no turn is taken and no lock: the
+    main thread's own transport is marked in use and dirty, and stays dirty unless the
+    attempt ended clean, so that the next call builds a new one. `SharedHttp.close`, on
+    another thread, marks the client closed before it looks whether the transport is in
+    use; this turn marks it in use before the client's gate looks whether it is closed: so
+    either the call sends, or close closes it, never both.
     """
 
-    __slots__ = ("_main", "_send", "_shared", "_turns")
+    __slots__ = ("_main", "_shared", "_turns", "clean", "send")
 
     def __init__(self, shared: SharedHttp[Any]) -> None:
         self._shared = shared
+        self.clean = False
 
-    def __enter__(self) -> Send | None:
+    def __enter__(self) -> Turn:
         shared = self._shared
         self._main = threading.current_thread() is threading.main_thread()
         if not self._main:
             self._turns = shared.turns  # given back to the one taken (a fork replaces it)
             self._turns.acquire()
-            self._send = shared.enter()
+            self.send = shared.enter()
         elif shared.new_transport is None:  # a caller's http client: nothing of the SDK's
             shared.used = True
-            self._send = shared.send
+            self.send = shared.send
         else:
             lane = shared.main_lane()
             shared.main_in_use = shared.main_dirty = True
-            self._send = None if shared.closed else lane.handle_request
-        return self._send
+            self.send = lane.handle_request
+        return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -440,39 +267,39 @@ class _Turn:
             if shared.new_transport is not None:
                 # First, before any call (an interrupt can land at one): close() may now drop it.
                 shared.main_in_use = False
-                if exc is None or isinstance(exc, Exception):  # httpcore cleans up after those
-                    shared.main_dirty = False
+                shared.main_dirty = not self.clean
                 if shared.closed:
                     shared.drop_main()
             return
         try:
-            if self._send is not None and shared.leave():
+            if shared.leave():
                 with contextlib.suppress(Exception):
                     shared.owned.close()
         finally:
             self._turns.release()
 
 
-class _AsyncTurn:
-    """An ``AsyncClient``'s turn among ``max_in_flight``: ``async with`` gives what sends."""
+class AsyncTurn:
+    """An ``AsyncClient``'s turn among ``max_in_flight``: ``async with`` it, as `Turn`."""
 
-    __slots__ = ("_send", "_shared", "_turns")
+    __slots__ = ("_shared", "_turns", "clean", "send")
 
     def __init__(self, shared: SharedHttp[Any]) -> None:
         self._shared = shared
+        self.clean = False
 
-    async def __aenter__(self) -> Send | None:
+    async def __aenter__(self) -> AsyncTurn:
         self._turns = self._shared.turns  # given back to the one taken (another loop's: new)
         await self._turns.acquire()
-        self._send = self._shared.enter()
-        return self._send
+        self.send = self._shared.enter()
+        return self
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         shared = self._shared
         try:
-            if self._send is not None and shared.leave():
+            if shared.leave():
                 with contextlib.suppress(Exception):
                     await shared.owned.aclose()
         finally:

@@ -1,7 +1,7 @@
-"""The rules of ``wait_for_translation``: after each poll, the status, an error, or a sleep.
+"""The rules of ``wait_for_translation``: after each poll, the end of the wait, or a sleep.
 
-Errors are *returned*: the statuses held here are as the server sent them (they may echo
-the key), so the client raises them from a frame that holds none.
+The statuses held here are as the server sent them (they may echo the key): the client
+raises what ends the wait again without these frames (`raise_scrubbed`).
 """
 
 from __future__ import annotations
@@ -78,19 +78,23 @@ class Waiter:
         )
         self.unknown_states = self.rate_limited = 0  # polls in a row with either
 
-    def after_status(self, status: TranslationStatus) -> TranslationStatus | LingodocError | float:
-        """Record a poll's status: the status if completed, the error to raise, or a sleep.
+    def after_status(self, status: TranslationStatus) -> float | None:
+        """Record a poll's status: ``None`` if completed, else the sleep before the next poll.
 
         A state the SDK does not know (a plain string) is polled again, but not on more
         than ``MAX_UNKNOWN_STATES`` polls in a row: it may be a new final one (cancelled).
+
+        Raises:
+            TranslationFailed: If it failed, or stayed in unknown states too long.
+            WaitTimeout: If the deadline has passed.
         """
         self.last = status
         self.rate_limited = 0
         state = status.status
         if state == _lazy.TranslationState.COMPLETED:
-            return status
+            return None
         if state == _lazy.TranslationState.FAILED:
-            return self._masked(TranslationFailed(status))
+            raise self._masked(TranslationFailed(status))
         if isinstance(state, _lazy.TranslationState):
             self.unknown_states = 0
             return self.delay()
@@ -105,13 +109,15 @@ class Waiter:
             "a row in such a state (check the translation with get_translation, or upgrade "
             "lingodoc)",
         )
-        return self._masked(error)
+        raise self._masked(error)
 
-    def delay(self, wanted: float | None = None) -> float | LingodocError:
-        """Seconds to sleep before the next poll, or ``WaitTimeout`` past the deadline.
+    def delay(self, wanted: float | None = None) -> float:
+        """Seconds to sleep before the next poll.
 
-        ``wanted``: a wait the service asked for (a 429's reset), instead of the interval;
-        a deadline before its end is a ``WaitTimeout`` at once.
+        ``wanted``: a wait the service asked for (a 429's reset), instead of the interval.
+
+        Raises:
+            WaitTimeout: If the deadline has passed, or passes before ``wanted`` ends.
         """
         if wanted is None:
             delay = self.poll_interval
@@ -123,30 +129,36 @@ class Waiter:
         remaining = self.deadline - _clock.current().monotonic()
         if remaining <= 0 or (wanted is not None and wanted > remaining):
             assert self.timeout is not None
-            return self._masked(WaitTimeout(self.last, self.timeout))
+            raise self._masked(WaitTimeout(self.last, self.timeout))
         return min(delay, remaining)
 
-    def after_rate_limit(self, wanted: float | None) -> float | LingodocError:
-        """The sleep after a 429: the wait asked for, or a backoff growing with each 429."""
+    def after_rate_limit(self, wanted: float | None) -> float:
+        """The sleep after a 429: the wait asked for, or a backoff growing with each 429.
+
+        Raises:
+            WaitTimeout: As `delay`.
+        """
         self.rate_limited += 1
         return self.delay(_retry.server_wait(wanted, self.rate_limited))
 
-    def after_failure(self, error: LingodocError, *, closed: bool) -> float | LingodocError:
-        """The sleep after a poll failed its retries, or the error.
+    def after_failure(self, error: LingodocError) -> float:
+        """The sleep after a poll failed its retries.
 
-        With a timeout, a 5xx or a network failure is ridden out until the deadline, unless
-        the client is closed.
+        With a timeout, a 5xx or a network failure is ridden out until the deadline.
+
+        Raises:
+            LingodocError: ``error``, if it is not ridden out.
+            WaitTimeout: If the deadline passes first (caused by ``error``).
         """
         transient = isinstance(error, APIConnectionError) or (
             isinstance(error, APIError) and (error.status_code or 0) >= 500
         )
-        if self.deadline is None or not transient or closed:
-            return error
-        delay = self.delay()
-        if isinstance(delay, WaitTimeout):  # as `raise timeout from error`, without the
-            # traceback: the frames it passed hold earlier statuses as sent.
-            delay.__cause__, delay.__suppress_context__ = error.with_traceback(None), True
-        return delay
+        if self.deadline is None or not transient:
+            raise error.with_traceback(None)
+        try:
+            return self.delay()
+        except WaitTimeout as timeout:  # without the traceback: its frames hold statuses
+            raise timeout from error.with_traceback(None)
 
     def _masked(self, error: WaitError) -> WaitError:
         # The message and the status are what the server sent: either may echo the key.

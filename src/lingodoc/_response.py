@@ -1,7 +1,7 @@
 """Reading a response: its body within bounds, then the envelope, or the error it stands for.
 
 `BodyReader` caps the body in size (after decompression) and time; `read` turns the
-response into the call's result or its error; `unwrap` reads the envelope.
+response into the call's result or raises its error; `unwrap` reads the envelope.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
-from lingodoc import _clock, _deadline, _lazy
+from lingodoc import _deadline, _lazy
 from lingodoc._constants import NOT_THE_SERVICE
 from lingodoc._endpoints import ShapeError
 from lingodoc._exceptions import (
     APIError,
-    LingodocError,
     RateLimited,
     UnexpectedResponse,
     cut,
@@ -144,25 +143,31 @@ class BodyReader:
         return httpx.DecodingError(f"the response body is not valid {self.encoding}: {exc}")
 
 
+def rate_limit_of(headers: dict[bytes, list[str]], now: float) -> RateLimit | None:
+    """The rate limit a response's headers (`BodyReader.headers`) report, if they do."""
+    limit, remaining, reset = (headers.get(name, ()) for name in _RATE_LIMIT_HEADERS)
+    if len(limit) == len(remaining) == len(reset) == 1:  # missing, or sent twice: unreadable
+        return _lazy.parse_rate_limit(limit[0], remaining[0], reset[0], now=now)
+    return None
+
+
 def read(
     call: Call[T],
     response: httpx.Response,
     reader: BodyReader,
     request: httpx.Request,
+    rate_limit: RateLimit | None,
     *,
+    now: float,
     elapsed: float,
     redact: Callable[[str], str],
-) -> tuple[T | LingodocError, RateLimit | None]:
-    """The call's result, or its error (returned: this frame holds the body as sent).
+) -> T:
+    """The call's result from its response (``rate_limit``: the one it reported).
 
-    Also the rate limit the response reported, if it did.
+    Raises:
+        APIError: What the response stands for, if not a result (the key masked).
     """
     headers, status_code = reader.headers, response.status_code
-    now = _clock.current().time()
-    limit, remaining, reset = (headers.get(name, ()) for name in _RATE_LIMIT_HEADERS)
-    rate_limit = None
-    if len(limit) == len(remaining) == len(reset) == 1:  # missing, or sent twice: unreadable
-        rate_limit = _lazy.parse_rate_limit(limit[0], remaining[0], reset[0], now=now)
     request_id = ", ".join(headers[b"x-request-id"]) if b"x-request-id" in headers else None
     if request_id is not None:  # masked: servers echo headers too
         request_id = redact(request_id)
@@ -172,27 +177,24 @@ def read(
     body = reader.body()
     if len(body) > MAX_BODY_BYTES:
         problem = f"the response body is larger than {MAX_BODY_BYTES:,} bytes"
-        return _unexpected(problem, request, redact, **fields), rate_limit
-    try:
-        data = unwrap(
-            status_code, headers, body, rate_limit, request_id,
-            now=now, redact=redact, request=request,
-        )  # fmt: skip
-    except APIError as exc:
-        return exc, rate_limit
+        raise _unexpected(problem, request, redact, **fields)
+    data = unwrap(
+        status_code, headers, body, rate_limit, request_id,
+        now=now, redact=redact, request=request,
+    )  # fmt: skip
     try:
         origin = _lazy.Origin(rate_limit, request_id, _kept(response, reader, request, elapsed))
-        return call.parse(data, origin), rate_limit
+        return call.parse(data, origin)
     except ShapeError as exc:
         shape_error = exc
-    error = _unexpected(
+    # Raised outside the except block: the shape error holds the data as sent.
+    raise _unexpected(
         redact(str(shape_error)),
         request,
         redact,
         body=excerpt(json.dumps(shape_error.data, default=str), redact),
         **fields,
     )
-    return error, rate_limit
 
 
 def _unexpected(

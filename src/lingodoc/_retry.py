@@ -18,8 +18,8 @@ an ask under half a second gets the backoff at least (`server_wait`).
 
 from __future__ import annotations
 
+import functools
 import random
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lingodoc import _clock
@@ -70,53 +70,58 @@ def server_wait(asked: float | None, attempt: int) -> float:
     return max(asked or 0.0, backoff(attempt))
 
 
-def policy(
-    call: Call[Any],
-    max_retries: int,
-    deadline: float | None,
-    halted: Callable[[LingodocError], LingodocError | None],
-) -> dict[str, Any]:
-    """Return tenacity's ``Retrying`` / ``AsyncRetrying`` options for ``call``.
+class Retries:
+    """One call's retry policy, as tenacity's ``retry``, ``stop`` and ``wait`` strategies.
 
-    No wait passes ``deadline`` (SDK clock, monotonic). ``halted(failure)``: the error that
-    ends the call instead of a retry (the client closed, the run stopped), else ``None``;
-    it is raised from here.
+    The client's send loop asks it after each failure (`wait_after`): a call answered at
+    once never builds any of it. No wait passes ``deadline`` (SDK clock, monotonic).
     """
 
-    def stop(state: tenacity.RetryCallState) -> bool:
-        if state.attempt_number > max_retries:
-            return True
-        assert state.outcome is not None
-        error = halted(state.outcome.exception())  # type: ignore[arg-type]  # a LingodocError
-        if error is not None:
-            raise error
-        # tenacity works out the wait (upcoming_sleep) before it asks whether to stop.
-        now = _clock.current().monotonic()
-        return deadline is not None and now + state.upcoming_sleep > deadline
+    __slots__ = ("_call", "_deadline", "_max_retries", "_state")
 
-    def retry(state: tenacity.RetryCallState) -> bool:
-        assert state.outcome is not None
-        error = state.outcome.exception()
-        return error is not None and is_retryable(error, idempotent=call.idempotent)
+    def __init__(self, call: Call[Any], max_retries: int, deadline: float | None) -> None:
+        self._call, self._max_retries, self._deadline = call, max_retries, deadline
+        self._state: tenacity.RetryCallState | None = None
 
-    def wait(state: tenacity.RetryCallState) -> float:
-        assert state.outcome is not None
-        error = state.outcome.exception()
+    def wait_after(self, error: LingodocError) -> float | None:
+        """Seconds to wait before the next attempt after ``error``; ``None``: it ends the call."""
+        import tenacity  # a call that never fails never imports it
+
+        state = self._state
+        if state is None:
+            state = self._state = tenacity.RetryCallState(_retrying(), None, (), {})
+        else:
+            state.prepare_for_next_attempt()
+        state.set_exception((type(error), error, None))
+        idempotent = self._call.idempotent
+        retry = tenacity.retry_if_exception(lambda exc: is_retryable(exc, idempotent=idempotent))
+        if not retry(state):
+            return None
         asked = error.retry_after if isinstance(error, APIError) else None
-        return server_wait(asked, state.attempt_number)
-
-    def log(state: tenacity.RetryCallState) -> None:
-        assert state.outcome is not None
-        assert state.next_action is not None
-        error = state.outcome.exception()
+        state.upcoming_sleep = server_wait(asked, state.attempt_number)
+        if tenacity.stop_after_attempt(self._max_retries + 1)(state) or self._past_deadline(state):
+            return None
         status = f" {error.status_code}" if isinstance(error, APIError) else ""
         logger.info(
             "retrying %s in %.2f s after %s (attempt %d of %d)",
-            call.description,
-            state.next_action.sleep,
+            self._call.description,
+            state.upcoming_sleep,
             type(error).__name__ + status,
             state.attempt_number + 1,
-            max_retries + 1,
+            self._max_retries + 1,
+        )
+        return state.upcoming_sleep
+
+    def _past_deadline(self, state: tenacity.RetryCallState) -> bool:
+        deadline = self._deadline
+        return (
+            deadline is not None and _clock.current().monotonic() + state.upcoming_sleep > deadline
         )
 
-    return {"stop": stop, "retry": retry, "wait": wait, "before_sleep": log, "reraise": True}
+
+@functools.cache
+def _retrying() -> tenacity.Retrying:
+    """What each `Retries` state names as its retry manager (tenacity's states need one)."""
+    import tenacity
+
+    return tenacity.Retrying()

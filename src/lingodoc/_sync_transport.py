@@ -10,8 +10,8 @@ environment), with a network backend whose streams:
   byte at a time would never time out);
 - follow each response's framing, so that a connection that read past a response's end
   is closed rather than reused (`_framing`);
-- are counted while open, so that `_http` can close them without the pool, whose locks
-  an interrupted call may have left taken.
+- are counted while open, so that `Transport.drop` can close them without the pool,
+  whose locks an interrupted call may have left taken.
 
 Imported when a client builds its transport.
 """
@@ -133,6 +133,41 @@ class _ResponseStream(httpx.SyncByteStream):
             self.stream.close()
 
 
+class _OneConnection:
+    """One connection, reused while idle, in place of httpcore's pool (``single=True``).
+
+    httpcore's pool, interrupted between taking its lock and returning from that, takes the
+    same lock again in its own error handling and waits on itself for good: the interrupted
+    call never ends. A single connection's error handling takes no lock again. For a
+    ``Client``'s main thread, which makes one call at a time and is where Ctrl-C lands.
+    """
+
+    def __init__(self, verify: ssl.SSLContext, backend: _Backend) -> None:
+        self.verify, self.backend = verify, backend
+        self.connection: httpcore.HTTPConnection | None = None
+
+    def handle_request(self, request: httpcore.Request) -> httpcore.Response:
+        connection, origin = self.connection, request.url.origin
+        if (
+            connection is None
+            or not (connection.can_handle_request(origin) and connection.is_idle())
+            or connection.has_expired()  # closed by the server, or read past a response
+        ):
+            if connection is not None:
+                connection.close()
+            connection = self.connection = httpcore.HTTPConnection(
+                origin=origin,
+                ssl_context=self.verify,
+                keepalive_expiry=KEEPALIVE_EXPIRY,
+                network_backend=self.backend,
+            )
+        return connection.handle_request(request)
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+
+
 class Transport(httpx.BaseTransport):
     """``httpx.HTTPTransport`` (HTTP/1.1) whose connections keep to each attempt's deadline.
 
@@ -140,24 +175,34 @@ class Transport(httpx.BaseTransport):
         verify: The SSL context of its TLS connections.
         connections: The most connections it holds.
         proxy: The proxy to send through, if any.
+        single: One connection, without httpcore's pool and its locks (`_OneConnection`),
+            unless through a proxy (httpcore's proxy connections are not public).
     """
 
     def __init__(
-        self, *, verify: ssl.SSLContext, connections: int, proxy: httpcore.Proxy | None
+        self,
+        *,
+        verify: ssl.SSLContext,
+        connections: int,
+        proxy: httpcore.Proxy | None,
+        single: bool = False,
     ) -> None:
         self.backend = _Backend()
         self.verify, self.proxy = verify, proxy
         self.is_closed = False
         self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
-        # What sends the requests: httpcore's pool, or what stands for one (`_http`).
-        self.pool: Any = httpcore.ConnectionPool(
-            ssl_context=verify,
-            proxy=proxy,
-            max_connections=connections,
-            max_keepalive_connections=connections,
-            keepalive_expiry=KEEPALIVE_EXPIRY,
-            network_backend=self.backend,
-        )
+        self.pool: httpcore.ConnectionPool | _OneConnection
+        if single and proxy is None:
+            self.pool = _OneConnection(verify, self.backend)
+        else:
+            self.pool = httpcore.ConnectionPool(
+                ssl_context=verify,
+                proxy=proxy,
+                max_connections=connections,
+                max_keepalive_connections=connections,
+                keepalive_expiry=KEEPALIVE_EXPIRY,
+                network_backend=self.backend,
+            )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request``, in a span while OpenTelemetry's httpx instrumentation is on."""
@@ -191,3 +236,15 @@ class Transport(httpx.BaseTransport):
         """Close every connection of the pool."""
         self.is_closed = True
         self.pool.close()
+
+    def drop(self) -> None:
+        """Close every connection at once, without the pool and its locks.
+
+        For a transport that no call is using but that may be in any state: one an
+        interrupted call left, or a forked child's copy of its parent's (closing the child's
+        sockets leaves the parent's connections open).
+        """
+        self.is_closed = True
+        for stream in list(self.backend.streams):
+            with contextlib.suppress(OSError):
+                stream.close()

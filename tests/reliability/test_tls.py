@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 import lingodoc
-from lingodoc import _http
+from lingodoc import _environment
 from tests.conftest import API_KEY, call, close
 from tests.reliability.fault_server import send_envelope
 
@@ -162,7 +162,7 @@ def trust_the_test_ca_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     The SDK's shared contexts are built afresh, with the test authority.
     """
     monkeypatch.setattr(certifi, "where", lambda: CA)
-    monkeypatch.setattr(_http, "_contexts", {})
+    monkeypatch.setattr(_environment, "_contexts", {})
 
 
 LANGUAGES = {"source_language": "en", "target_language": "de"}
@@ -178,13 +178,13 @@ async def test_clients_share_one_default_context(
     ]
     # At most one, the first client's of this process: httpx would build one for each.
     assert builds in ([], [False])
-    assert _http.ssl_context(False) is _http.ssl_context(False)
+    assert _environment.ssl_context(False) is _environment.ssl_context(False)
     for client in clients:
         await close(client)
 
 
 def test_the_shared_context_verifies_as_httpx_does() -> None:
-    shared, httpx_default = _http.ssl_context(False), httpx.create_ssl_context()
+    shared, httpx_default = _environment.ssl_context(False), httpx.create_ssl_context()
     assert shared.verify_mode == httpx_default.verify_mode == ssl.CERT_REQUIRED
     assert shared.check_hostname is True
     assert shared.get_ca_certs() == httpx_default.get_ca_certs()
@@ -211,7 +211,7 @@ async def test_clients_of_one_certificate_setting_share_its_context(
     monkeypatch: pytest.MonkeyPatch,
     variable: str,
 ) -> None:
-    monkeypatch.setattr(_http, "_contexts", {})
+    monkeypatch.setattr(_environment, "_contexts", {})
     monkeypatch.setenv(variable, CA if variable == "SSL_CERT_FILE" else str(HERE))
     clients = [client_class(API_KEY, base_url="https://api.lingodoc.test/v1") for _ in range(3)]
     assert builds == [True]  # when the first client is made: an unusable file is refused then
@@ -222,21 +222,21 @@ async def test_clients_of_one_certificate_setting_share_its_context(
 async def test_a_certificate_file_changed_or_replaced_is_read_again(
     builds: list[bool], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(_http, "_contexts", {})
+    monkeypatch.setattr(_environment, "_contexts", {})
     bundle, rotated = tmp_path / "bundle.pem", tmp_path / "rotated.pem"
     bundle.write_text(Path(CA).read_text())
     monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
-    first = _http.ssl_context(True)
-    assert _http.ssl_context(True) is first
+    first = _environment.ssl_context(True)
+    assert _environment.ssl_context(True) is first
     # Replaced by one of the same size and mtime (cp -p, rsync -a, reproducible images).
     rotated.write_text(Path(CA).read_text())
     stat = bundle.stat()
     os.utime(rotated, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     os.replace(rotated, bundle)
-    second = _http.ssl_context(True)
+    second = _environment.ssl_context(True)
     assert second is not first
     monkeypatch.setenv("SSL_CERT_FILE", certifi.where())
-    assert len(_http.ssl_context(True).get_ca_certs()) > 100
+    assert len(_environment.ssl_context(True).get_ca_certs()) > 100
     assert builds == [True, True, True]
 
 

@@ -1,0 +1,138 @@
+"""What a client's own transport takes from the environment: certificates and proxies.
+
+As httpx reads them for a client made with ``trust_env=True``; an unusable setting is a
+``ConfigurationError`` naming the variable.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import ssl
+import urllib.request
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from lingodoc._exceptions import ConfigurationError
+
+if TYPE_CHECKING:
+    import httpcore
+
+# The environment variables httpx reads when it builds a client (trust_env).
+_CERTIFICATE_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
+_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+# One context per certificate setting: the variables, and the file's identity (a bundle
+# replaced in place, even with its size and mtime kept, is read again).
+_contexts: dict[tuple[object, ...], ssl.SSLContext] = {}
+
+
+def ssl_context(trust_env: bool) -> ssl.SSLContext:
+    """The SSL context, as httpx's default, shared per certificate setting (httpx: per client).
+
+    Raises:
+        ConfigurationError: If ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` is unusable (named).
+    """
+    values = tuple(os.environ.get(name, "") for name in _CERTIFICATE_ENV) if trust_env else ()
+    key: tuple[object, ...] = values if any(values) else ()
+    if key:
+        try:
+            found = os.stat(values[0] or values[1])
+            key += (found.st_dev, found.st_ino, found.st_ctime_ns, found.st_mtime_ns)
+        except OSError:  # building the context says what is wrong
+            pass
+    context = _contexts.get(key)
+    if context is not None:
+        return context
+    try:  # two threads may both build it: either will do
+        built = httpx.create_ssl_context(trust_env=bool(key))
+    except OSError as exc:  # missing, or not certificates (ssl.SSLError)
+        problem = f"{type(exc).__name__}: {exc}"
+    else:
+        while len(_contexts) >= 8:  # a process that keeps changing SSL_CERT_FILE: the last few
+            del _contexts[next(iter(_contexts))]
+        _contexts[key] = built
+        return built
+    name = "SSL_CERT_FILE" if values[0] else "SSL_CERT_DIR"  # httpx reads one, in this order
+    raise ConfigurationError(
+        f"{name} in the environment cannot be used to build the HTTP client "
+        f"({problem}); fix or unset it, or pass an http_client"
+    )
+
+
+def named_proxy(url: httpx.URL, *, all_proxy: bool = True) -> str | None:
+    """The proxy URL the environment names for ``url``, as written; ``None`` if none or bypassed.
+
+    ``all_proxy``: ``ALL_PROXY`` counts too, as for httpx (aiohttp reads no such variable).
+    """
+    proxies = urllib.request.getproxies_environment()
+    named = proxies.get(url.scheme) or (proxies.get("all") if all_proxy else None)
+    # Not in typeshed, but in urllib.request since Python 3.2 (what urllib itself uses).
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    return None if not named or bypass(url.host, proxies) else named
+
+
+def proxy_for(url: httpx.URL) -> httpcore.Proxy | ConfigurationError | None:
+    """The proxy the environment names for ``url`` (httpx's variables, ``NO_PROXY`` too).
+
+    Or the error, returned: this frame holds the proxy's URL, which may hold a password.
+    """
+    named = named_proxy(url)
+    if named is None:
+        return None
+    import httpcore
+
+    try:
+        proxy = httpx.Proxy(named if "://" in named else f"http://{named}")
+        scheme = proxy.url.scheme
+        if scheme not in ("http", "https", "socks5", "socks5h"):
+            raise ValueError(f"Unknown scheme for proxy URL {named!r}")
+        if scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
+            # httpcore imports it at the first connection: say so now.
+            raise ImportError("a SOCKS proxy needs the socksio package: pip install socksio")
+
+        return httpcore.Proxy(
+            url=httpcore.URL(
+                scheme=proxy.url.raw_scheme,
+                host=proxy.url.raw_host,
+                port=proxy.url.port,
+                target=proxy.url.raw_path,
+            ),
+            auth=proxy.raw_auth,
+            headers=proxy.headers.raw,
+            ssl_context=proxy.ssl_context,
+        )
+    except (ImportError, ValueError, httpx.InvalidURL) as exc:
+        # A proxy URL that cannot be used (socks5:// without socksio, ftp://, a bad port...).
+        masked = re.sub(r"(://[^/\s:@]*):[^/\s@]*@", r"\1:****@", str(exc))  # passwords
+        problem = f"{type(exc).__name__}: {masked}"
+    names = [name for name, value in os.environ.items() if value and name.upper() in _PROXY_ENV]
+    return ConfigurationError(
+        f"{', '.join(sorted(names)) or 'the proxy settings'} in the environment cannot be used "
+        f"to build the HTTP client ({problem}); fix or unset it, or pass an http_client"
+    )
+
+
+def transport_maker(is_async: bool, url: str, *, trust_env: bool) -> Callable[..., Any]:
+    """What builds the SDK's own transport to ``url``, given its number of connections.
+
+    And ``single=True`` for one connection without a pool (`Transport`). ``trust_env``:
+    take the certificates and the proxy from the environment.
+
+    Raises:
+        ConfigurationError: If a proxy or certificate variable is unusable (named).
+    """
+    verify = ssl_context(trust_env)
+    proxy = proxy_for(httpx.URL(url)) if trust_env else None
+    if isinstance(proxy, ConfigurationError):
+        raise proxy
+    if is_async:
+        from lingodoc._async_transport import Transport
+    else:
+        from lingodoc._sync_transport import Transport  # type: ignore[assignment]
+    return lambda connections, single=False: Transport(
+        verify=verify, connections=connections, proxy=proxy, single=single
+    )
