@@ -1,4 +1,5 @@
-"""A Ctrl-C at any point of a sync call leaves the ``Client`` usable, over real loopback HTTP.
+"""A Ctrl-C (or any exception a signal handler raises) at any point of a sync call leaves the
+``Client`` usable, over real loopback HTTP.
 
 A REPL or Jupyter user calls on the main thread and presses Ctrl-C: a ``KeyboardInterrupt``
 can then be raised between any two bytecodes of the call, in the SDK, in httpx, in httpcore
@@ -8,6 +9,11 @@ or from the main thread, is answered (the right translation) within its timeout,
 refused with a pool timeout for good, never blocked for good on a lock, never failed with a
 bare ``AssertionError`` from inside httpcore. The interrupted call itself raises the
 ``KeyboardInterrupt`` or a ``lingodoc.LingodocError``, or returns its translation.
+
+Timeout decorators raise an ordinary exception from SIGALRM instead: the same holds for a
+handler that raises ``TimeoutError`` (which httpcore maps, inside a socket call, to its own
+error: a ``LingodocError`` caused by it) or an ``Exception`` subclass of the caller's. Never
+an h11 or httpcore error, an ``AssertionError`` or a ``TypeError``.
 
 Ctrl-C is played by SIGALRM (``signal.setitimer``), whose handler raises
 ``KeyboardInterrupt`` on the main thread, a random time into the call: from 0.05 ms to a
@@ -49,7 +55,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -92,9 +98,20 @@ PAUSE = 0.01  # each thread's, between its calls
 # Interrupted calls of the quick and the stress versions.
 QUICK_ONE_THREAD = 300
 QUICK_SHARED = 50
-STRESS = 1_000
+STRESS = 3_000  # one thread: about 3 s per 1,000 calls
+STRESS_SHARED = 1_000  # among 16 threads: about 9 s
 # Whether connections can be counted (tests/reliability/sockets.py reads /proc: Linux).
 COUNTS_CONNECTIONS = Path("/proc/self/net/tcp").exists()
+
+
+class HandlerTimeout(Exception):
+    """What a timeout decorator's SIGALRM handler raises: an ordinary exception."""
+
+
+# What the handler raises: Ctrl-C, and what timeout decorators raise.
+RAISED = pytest.mark.parametrize(
+    "raised", [KeyboardInterrupt, TimeoutError, HandlerTimeout], ids=lambda kind: kind.__name__
+)
 
 
 class Wedged(BaseException):
@@ -133,11 +150,6 @@ def alarm(seconds: float, raised: type[BaseException]) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, 0)
     finally:
         signal.signal(signal.SIGALRM, previous)
-
-
-def ctrl_c_after(seconds: float) -> AbstractContextManager[None]:
-    """Ctrl-C, ``seconds`` into the block: a ``KeyboardInterrupt`` raised on the main thread."""
-    return alarm(seconds, KeyboardInterrupt)
 
 
 def translate(client: lingodoc.Client, *ids: int) -> str:
@@ -232,8 +244,9 @@ class Series:
     emulator: Emulator
     seed: int
     typical: float  # a typical call's duration, seconds
+    raised: type[BaseException]  # what the signal handler raises
     rng: random.Random = field(init=False)
-    interrupted: int = 0  # calls that raised the KeyboardInterrupt
+    interrupted: int = 0  # calls that raised what the handler raised
     answered: int = 0  # calls that returned their translation before it
     failed: int = 0  # calls that raised a LingodocError (a connection error, say)
     last: str = ""  # the last call's delay and outcome, for a failure's report
@@ -253,14 +266,14 @@ class Series:
             f" over a {SLOW_ANSWER * 1000:.0f} ms answer" if slow else ""
         )
         try:
-            with ctrl_c_after(delay):
+            with alarm(delay, self.raised):
                 got = translate(self.client, 0, number)
         except Wedged:
             pytest.fail(
                 f"{self.context()}: the interrupted call still blocked {WEDGED} s after its "
-                f"KeyboardInterrupt, in:\n{traceback.format_exc()}"
+                f"{self.raised.__name__}, in:\n{traceback.format_exc()}"
             )
-        except KeyboardInterrupt:
+        except self.raised:
             self.interrupted += 1
             return
         except lingodoc.LingodocError:
@@ -343,18 +356,20 @@ def ends_usable(client: lingodoc.Client, server: EmulatorServer, series: Series)
     if problem:
         pytest.fail(f"{series.context()}: then a clean call on the main thread: {problem}")
     closing_closes_every_connection(client, server)
-    assert series.interrupted > 0, series.summary()
+    # A TimeoutError raised in a socket call reaches the caller as a LingodocError (httpcore's).
+    landed = series.interrupted + (series.failed if series.raised is TimeoutError else 0)
+    assert landed > 0, series.summary()
 
 
 # One thread: each interrupted call followed by a clean one from another thread.
 
 
 def interrupted_calls_then_clean_calls(
-    client: lingodoc.Client, server: EmulatorServer, calls: int
+    client: lingodoc.Client, server: EmulatorServer, calls: int, raised: type[BaseException]
 ) -> None:
     emulator = server.emulator
     assert threading.current_thread() is threading.main_thread(), "signals need the main thread"
-    series = Series(client, emulator, new_seed(), typical_call(client, 5))
+    series = Series(client, emulator, new_seed(), typical_call(client, 5), raised)
     print(series.summary())  # shown with pytest -s, and on a failure
     for number in range(calls):
         series.call(number)
@@ -367,20 +382,21 @@ def interrupted_calls_then_clean_calls(
     ends_usable(client, server, series)
 
 
+@RAISED
 @pytest.mark.parametrize(
     "calls", [QUICK_ONE_THREAD, pytest.param(STRESS, marks=pytest.mark.stress)]
 )
 def test_a_call_interrupted_at_any_point_leaves_the_client_usable_from_another_thread(
-    client: lingodoc.Client, server: EmulatorServer, calls: int
+    client: lingodoc.Client, server: EmulatorServer, calls: int, raised: type[BaseException]
 ) -> None:
-    interrupted_calls_then_clean_calls(client, server, calls)
+    interrupted_calls_then_clean_calls(client, server, calls, raised)
 
 
 # 16 threads share the client, calling in a loop, while the main thread's calls are interrupted.
 
 
 def interrupted_calls_among_busy_threads(
-    client: lingodoc.Client, server: EmulatorServer, calls: int
+    client: lingodoc.Client, server: EmulatorServer, calls: int, raised: type[BaseException]
 ) -> None:
     emulator = server.emulator
     assert threading.current_thread() is threading.main_thread(), "signals need the main thread"
@@ -412,7 +428,7 @@ def interrupted_calls_among_busy_threads(
         thread.start()
     try:
         # The duration of a call with the 16 threads at it.
-        series = Series(client, emulator, new_seed(), typical_call(client, 5))
+        series = Series(client, emulator, new_seed(), typical_call(client, 5), raised)
         print(series.summary())
         for number in range(calls):
             series.call(number)
@@ -449,8 +465,11 @@ def interrupted_calls_among_busy_threads(
     ends_usable(client, server, series)
 
 
-@pytest.mark.parametrize("calls", [QUICK_SHARED, pytest.param(STRESS, marks=pytest.mark.stress)])
+@RAISED
+@pytest.mark.parametrize(
+    "calls", [QUICK_SHARED, pytest.param(STRESS_SHARED, marks=pytest.mark.stress)]
+)
 def test_calls_interrupted_while_16_threads_share_the_client_leave_it_usable(
-    client: lingodoc.Client, server: EmulatorServer, calls: int
+    client: lingodoc.Client, server: EmulatorServer, calls: int, raised: type[BaseException]
 ) -> None:
-    interrupted_calls_among_busy_threads(client, server, calls)
+    interrupted_calls_among_busy_threads(client, server, calls, raised)
