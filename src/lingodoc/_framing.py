@@ -60,7 +60,9 @@ class Framing:
         try:
             connection.receive_data(data)
             while (event := connection.next_event()) is not h11.NEED_DATA:
-                if event is h11.PAUSED:  # the response has ended, or the protocol switched
+                if type(event) is h11.EndOfMessage or event is h11.PAUSED:
+                    # The response has ended (or the protocol switched): reuse only a
+                    # connection h11 keeps open, holding no byte past that end.
                     left, _ = connection.trailing_data
                     self.closing = bool(left) or connection.their_state is not h11.DONE
                     return
