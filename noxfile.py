@@ -55,7 +55,7 @@ PYTHONS = [
     if (match := re.fullmatch(r"Programming Language :: Python :: (3\.\d+)", classifier))
 ]
 # The dependencies whose declared floors (`name>=X`) `nox -s lowest` installs exactly.
-FLOORED = ("httpx", "httpcore", "pydantic", "tenacity")
+FLOORED = ("httpx", "httpcore", "h11", "pydantic", "tenacity")
 # anyio's floor is proved apart: the suite runs under anyio's pytest plugin, which needs a
 # newer anyio (the test group's), so `lowest` then installs the floor and runs the tests
 # that drive trio and asyncio themselves (tests/test_trio.py, an async example).
@@ -115,7 +115,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=oldest_python())
 def lowest(session: nox.Session) -> None:
-    """Run the suite with the lowest declared httpx, httpcore, pydantic and tenacity; then anyio's.
+    """Run the suite with the lowest declared httpx, httpcore, h11, pydantic, tenacity, anyio.
 
     The pins are the ``>=`` floors of pyproject.toml's dependencies (and of the examples'
     fastapi and uvicorn, in its ``examples`` group), so the floors cannot drift from what

@@ -9,8 +9,8 @@ environment), with a network backend whose streams:
 - cut each connect, handshake, read and write to the time left before the attempt's
   deadline (httpcore gives each read the read timeout afresh, so headers or a body sent a
   byte at a time would never time out);
-- follow each response's framing, so that a connection that read past a response's end
-  is closed rather than reused (`_framing`);
+- follow each response with h11, so that a connection that read past a response's end is
+  closed rather than reused (`_framing`);
 - are counted while open, so that `Transport.drop` can close them without the pool,
   whose locks an interrupted call may have left taken.
 
@@ -67,7 +67,7 @@ class _Stream(httpcore.AsyncNetworkStream):
 
     def get_extra_info(self, info: str) -> Any:
         # httpcore closes an idle connection that is readable, instead of reusing it.
-        if info == "is_readable" and self.framing.surplus:
+        if info == "is_readable" and self.framing.closing:
             return True
         return self.stream.get_extra_info(info)
 

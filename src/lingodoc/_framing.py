@@ -1,115 +1,70 @@
-"""Where each response on an HTTP/1.1 connection ends, to catch bytes sent past that end.
+"""Where each response on an HTTP/1.1 connection ends, as h11 reads it: bytes past it close.
 
 h11 keeps what it read beyond a response in its buffer and reads it as the answer to the
 next request on the connection: a server (or proxy) that sends more than its framing
-announced would answer a later call with those bytes. The SDK's transports feed each
-connection's bytes to a `Framing`; once it has seen bytes past a response's end, the
+announced would answer a later call with those bytes. httpcore keeps its own h11 connection
+private, so the SDK's transports feed each connection's bytes to an h11 connection of their
+own (`Framing`): the same parser reading the same bytes ends each response where httpcore's
+does. Once it holds bytes past that end, or cannot follow the connection at all, the
 connection says it is readable, and httpcore closes it instead of reusing it.
 """
 
 from __future__ import annotations
 
-import re
+import functools
 
-# httpcore lets h11 read heads of up to 100 KiB: past this, h11 fails the response itself.
-_MAX_HEAD = 128 * 1024
-_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r\n")
+import h11
+import httpcore
+
+_END = h11.EndOfMessage()
+
+
+@functools.lru_cache(maxsize=16)
+def _request(method: bytes) -> h11.Request:
+    """A request with ``method``: enough for h11 to await the response (HEAD has no body)."""
+    return h11.Request(method=method, target="/", headers=[("Host", "lingodoc")])
 
 
 class Framing:
-    """Follows one connection's responses by their framing: ``Content-Length`` or chunked.
+    """Follows one connection's responses with h11; ``closing`` once it must not be reused."""
 
-    A response of another kind (read until the connection closes, or one it cannot make
-    out) is not followed: h11 closes such a connection, or fails on it, by itself.
-    """
-
-    __slots__ = ("_buffer", "_head_request", "_left", "_reading", "_state", "surplus")
+    __slots__ = ("_h11", "closing")
 
     def __init__(self) -> None:
-        self.surplus = False  # bytes were read past a response's end: never reuse
-        self._reading = True  # so that the first write starts a request
-        self._state = "head"  # head, body, size, data, trailer, done, or unknown
-        self._buffer = b""
-        self._left = 0
-        self._head_request = False
+        # httpcore's limit on a head, so that a head it reads is followed here too.
+        limit = httpcore.HTTP11Connection.MAX_INCOMPLETE_EVENT_SIZE
+        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=limit)
+        # Bytes past a response's end, the peer's close, or anything h11 cannot follow.
+        self.closing = False
 
     def wrote(self, data: bytes) -> None:
-        """Note bytes written: the first write after reading starts the next request."""
-        if self._reading:  # httpcore writes a whole request before it reads the response
-            self._reading = False
-            self._state, self._buffer, self._left = "head", b"", 0
-            self._head_request = data.startswith(b"HEAD ")
+        """Note bytes written: the first write after a response starts the next request."""
+        connection = self._h11
+        if self.closing or connection.their_state is h11.SEND_RESPONSE:
+            return  # nothing more to follow, or the rest of the request being written
+        try:
+            if connection.our_state is h11.DONE:
+                connection.start_next_cycle()
+            # httpcore writes a request's head at once: its first word is the method.
+            connection.send(_request(data.partition(b" ")[0]))
+            connection.send(_END)
+        except h11.ProtocolError:
+            self.closing = True
 
     def read(self, data: bytes) -> None:
-        """Follow bytes read; set ``surplus`` once any lies past the end of a response."""
-        self._reading = True
-        while data and self._state != "unknown":
-            if self._state == "done":
-                self.surplus = True
-                return
-            if self._state in ("body", "data"):  # bytes counted: a body, or a chunk's data
-                taken = min(self._left, len(data))
-                self._left -= taken
-                data = data[taken:]
-                if not self._left:
-                    self._state = "done" if self._state == "body" else "size"
-            else:  # head, size, trailer: lines
-                pending, self._buffer = self._buffer + data, b""
-                data = self._lines(pending)
-
-    def _lines(self, data: bytes) -> bytes:
-        """Read what lines start ``data``; return the rest, or keep a partial line."""
-        state = self._state
-        if state == "head":
-            end = data.find(b"\r\n\r\n")
-            if end < 0:
-                return self._keep(data)
-            self._begin_body(data[:end])
-            return data[end + 4 :]
-        if state == "size":
-            match = _CHUNK_SIZE.match(data)
-            if match is None:
-                if b"\n" not in data:
-                    return self._keep(data)
-                self._state = "unknown"  # malformed: h11 fails the response
-                return b""
-            size = int(match.group(1), 16)
-            self._state, self._left = ("data", size + 2) if size else ("trailer", 0)
-            return data[match.end() :]
-        # The trailer section ends with an empty line (usually at once: no trailers).
-        end = 0 if data.startswith(b"\r\n") else data.find(b"\r\n\r\n")
-        if end < 0:
-            return self._keep(data)
-        self._state = "done"
-        return data[end + (2 if end == 0 else 4) :]
-
-    def _keep(self, data: bytes) -> bytes:
-        """Keep a partial line until more is read; return nothing left to follow now."""
-        if len(data) > _MAX_HEAD:
-            self._state = "unknown"
-        else:
-            self._buffer = data
-        return b""
-
-    def _begin_body(self, head: bytes) -> None:
-        lines = head.split(b"\r\n")
-        parts = lines[0].split(b" ", 2)
-        status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
-        if 100 <= status < 200 and status != 101:
-            return  # an interim response: the real one follows
-        length = encoding = None
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            name = name.strip().lower()
-            if name == b"content-length":
-                length = value.strip()
-            elif name == b"transfer-encoding":
-                encoding = value.strip().lower()
-        if status in (204, 304) or self._head_request:
-            self._state = "done"
-        elif encoding is not None:
-            self._state = "size" if encoding.endswith(b"chunked") else "unknown"
-        elif length is not None and length.isdigit():
-            self._state, self._left = ("body", int(length)) if int(length) else ("done", 0)
-        else:  # read until the connection closes, or not made out
-            self._state = "unknown"
+        """Follow bytes read; set ``closing`` once h11 holds any past the end of a response."""
+        if self.closing or not data:  # b"": the peer closed the connection
+            self.closing = True
+            return
+        connection = self._h11
+        try:
+            connection.receive_data(data)
+            while (event := connection.next_event()) is not h11.NEED_DATA:
+                if type(event) is h11.EndOfMessage or event is h11.PAUSED:
+                    # The response has ended (or the protocol switched): reuse only a
+                    # connection h11 keeps open, holding no byte past that end.
+                    left, _ = connection.trailing_data
+                    self.closing = bool(left) or connection.their_state is not h11.DONE
+                    return
+        except h11.ProtocolError:
+            self.closing = True

@@ -24,11 +24,12 @@ import collections
 import contextlib
 import itertools
 import json
+import select
 import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -130,6 +131,38 @@ def with_surplus(body: bytes, surplus: bytes, *, chunked: bool = False) -> Actio
         stall()(server, conn)
 
     return act
+
+
+def keep_alive(answers: Iterator[bytes]) -> Action:
+    """Answer each request on the connection with the next of ``answers``, as it is written.
+
+    The connection stays open for more requests until the client closes it (or the server
+    stops). Give every connection of a script the same ``answers``: the n-th request the
+    server reads, on whichever connection, gets the n-th answer.
+    """
+
+    def act(server: FaultServer, conn: socket.socket) -> None:
+        while True:
+            answer = next(answers, None)
+            if answer is None:  # none left: the client sees the connection close
+                return
+            conn.sendall(answer)
+            if not _readable(server, conn):
+                return
+            request = _read_request(conn)
+            if request is None:  # the client closed the connection
+                return
+            server.requests.append(request)
+
+    return act
+
+
+def _readable(server: FaultServer, conn: socket.socket) -> bool:
+    """Wait until ``conn`` has bytes or its end to read; False once the server stops."""
+    while not server.stopping.is_set():
+        if select.select([conn], [], [], POLL)[0]:
+            return True
+    return False
 
 
 def response_bytes(code: int, body: bytes) -> bytes:
