@@ -7,9 +7,10 @@ process: the module sets it (or joins one already set) and drops its spans after
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -22,8 +23,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import lingodoc
+from lingodoc import _tracing
 from lingodoc.emulator import Emulator, EmulatorServer
-from tests.conftest import call, close, http_client_for
+from tests.conftest import API_KEY, call, close, http_client_for
+from tests.reliability.fault_server import Action, FaultServer, failure_body
 
 pytestmark = pytest.mark.aiohttp  # client_class runs on DefaultAioHttpClient too
 
@@ -252,6 +255,139 @@ async def test_the_key_is_in_no_span_unless_its_header_is_captured_unsanitized(
     captured = "http.request.header.authorization="
     expected = [True, True] if headers == "captured" else []  # the header of each request
     assert [text.startswith(captured) for text in found] == expected
+
+
+def assert_key_in_no_span(spans: Sequence[ReadableSpan], key: str) -> None:
+    """No 8 characters of ``key`` in a row, in any case, in any name, attribute, event or status."""
+    windows = {key[start : start + 8].lower() for start in range(len(key) - 7)}
+    shown = [
+        (span.name, text)
+        for span in spans
+        for text in every_string(span)
+        if any(window in text.lower() for window in windows)
+    ]
+    assert shown == []
+
+
+def answer(head: str, body: bytes = b"") -> Callable[[str], bytes]:
+    """A response whose ``head`` (lines, without Content-Length unless it holds one) echoes
+    the key: ``{key}`` as sent, ``{upper}`` and ``{lower}`` in one case."""
+
+    def bytes_for(key: str) -> bytes:
+        lines = head.format(key=key, upper=key.upper(), lower=key.lower())
+        if "Content-Length" not in lines:
+            lines += f"\r\nContent-Length: {len(body)}"
+        return f"{lines}\r\nConnection: close\r\n\r\n".encode("latin-1") + body
+
+    return bytes_for
+
+
+ECHOES = {
+    # aiohttp quotes the line it cannot parse; h11 quotes a status line it cannot.
+    "content-length": answer("HTTP/1.1 200 OK\r\nContent-Length: {key}", b"{}"),
+    "status-line": answer("HTTP/1.1 {key}"),
+    "reason": answer("HTTP/1.1 503 {key}"),
+    "headers": answer(
+        'HTTP/1.1 401 Unauthorized\r\nX-Echo: {key}\r\nWWW-Authenticate: Bearer realm="{upper}"',
+        failure_body("unauthorized"),
+    ),
+    "redirect": answer("HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1/{lower}"),
+    "body": answer(
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json",
+        failure_body("bad_request", f"not a key: {API_KEY}"),
+    ),
+}
+
+
+def echoing(response: Callable[[str], bytes]) -> Action:
+    """Answer with ``response`` of the key the request carried, then close."""
+
+    def act(server: FaultServer, conn: socket.socket) -> None:
+        key = server.requests[-1].headers["authorization"].removeprefix("Bearer ")
+        conn.sendall(response(key))
+
+    return act
+
+
+async def failure_of_translate(client: lingodoc.Client | lingodoc.AsyncClient) -> BaseException:
+    try:
+        with pytest.raises(lingodoc.LingodocError) as raised:
+            await call(client, "translate", "Hello", source_language="en", target_language="de")
+    finally:
+        await close(client)
+    return raised.value
+
+
+@pytest.mark.parametrize("echo", sorted(ECHOES))
+async def test_no_span_shows_the_key_a_server_echoes(
+    client_class: type[lingodoc.Client], spans: InMemorySpanExporter, instrumented: None,
+    echo: str,
+) -> None:  # fmt: skip
+    server = FaultServer([echoing(ECHOES[echo])])
+    try:
+        await failure_of_translate(client_class(API_KEY, base_url=server.base_url(), max_retries=0))
+    finally:
+        server.stop()
+    recorded = spans.get_finished_spans()
+    assert len(http_spans(spans)) == 1
+    assert span_named(spans, "lingodoc.translate").status.status_code is StatusCode.ERROR
+    assert_key_in_no_span(recorded, API_KEY)
+
+
+@pytest.mark.parametrize("echo", ["content-length", "status-line"])
+async def test_an_error_masked_for_the_instrumentation_reaches_the_caller_as_without_it(
+    client_class: type[lingodoc.Client], spans: InMemorySpanExporter, echo: str
+) -> None:
+    server = FaultServer([echoing(ECHOES[echo])] * 2)
+    errors: list[BaseException] = []
+    try:
+        for on in (False, True):
+            if on:
+                HTTPXClientInstrumentor().instrument()
+            client = client_class(API_KEY, base_url=server.base_url(), max_retries=0)
+            try:
+                errors.append(await failure_of_translate(client))
+            finally:
+                if on:
+                    HTTPXClientInstrumentor().uninstrument()
+    finally:
+        server.stop()
+    plain, traced = [(type(e), str(e), getattr(e, "request_sent", None)) for e in errors]
+    assert traced == plain
+    assert len(http_spans(spans)) == 1
+
+
+REQUEST = httpx.Request(
+    "POST", "http://127.0.0.1/v1/translate", headers={"Authorization": f"Bearer {API_KEY}"}
+)
+
+
+def test_an_error_that_shows_no_key_reaches_the_instrumentation_as_it_was() -> None:
+    error = httpx.ConnectError("refused")
+    error.__cause__ = OSError("no route to host")
+    assert _tracing._masked(error, REQUEST) is error
+
+
+class Coded(Exception):
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message, code)
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (httpx.ReadError(f"echo {API_KEY.upper()}"), httpx.ReadError("echo ****WXYZ")),
+        (httpx.ReadError("closed"), httpx.ReadError("closed")),  # its cause shows the key
+        (Coded(f"echo {API_KEY}", 1), httpx.TransportError("Coded: ('echo ****WXYZ', 1)")),
+    ],
+)
+def test_an_error_that_shows_the_key_reaches_the_instrumentation_masked_without_causes(
+    error: Exception, expected: Exception
+) -> None:
+    error.__cause__ = error.__context__ = OSError(API_KEY)
+    masked = _tracing._masked(error, REQUEST)
+    assert (type(masked), str(masked)) == (type(expected), str(expected))
+    assert (masked.__cause__, masked.__context__) == (None, None)
 
 
 async def test_translate_many_is_the_parent_of_its_batches_from_threads_or_tasks(

@@ -8,8 +8,10 @@ dict lookup per call and per attempt.
 The SDK's own transports, and ``DefaultAioHttpClient``'s, are not ``httpx.HTTPTransport``,
 whose method the instrumentation wraps: while it is on, they send through the
 instrumentation's own public transport (`http_spans`), which makes the same spans as it
-does for a plain httpx client, in the semantic conventions it is set to. A caller's
-``http_client`` needs nothing of the SDK's: its ``HTTPTransport`` is wrapped already.
+does for a plain httpx client, in the semantic conventions it is set to. It records an
+error's message and causes before the SDK masks them: what it wraps (`_Masked`) masks the
+key first. A caller's ``http_client`` has its ``HTTPTransport`` wrapped already, below the
+SDK, which cannot mask what is recorded there.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import contextlib
 import contextvars
 import itertools
 import sys
+import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx
 
+from lingodoc._redaction import KeyMask
 from lingodoc._version import __version__
 
 _API = "opentelemetry.trace"
@@ -102,16 +106,48 @@ def http_on() -> bool:
     return instrumentor is not None and bool(instrumentor().is_instrumented_by_opentelemetry)
 
 
-class _Untraced:
-    """What the instrumentation's transport wraps: a transport's ``send``, without a span.
+class _Masked:
+    """What the instrumentation's transport wraps: a transport's ``send``, its errors masked.
 
-    The instrumentation's transport calls only ``handle_request`` (or its async twin).
+    The instrumentation's transport calls only ``handle_request`` (or its async twin), and
+    records the message and stack trace (causes included) of an error raised through it.
     """
 
-    __slots__ = ("handle_async_request", "handle_request")
+    __slots__ = ("send",)
 
     def __init__(self, send: Any) -> None:
-        self.handle_request = self.handle_async_request = send
+        self.send = send
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return self.send(request)  # type: ignore[no-any-return]
+        except Exception as exc:
+            error = _masked(exc, request)
+        raise error  # out of the except: the original is not its context
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return await self.send(request)  # type: ignore[no-any-return]
+        except Exception as exc:
+            error = _masked(exc, request)
+        raise error
+
+
+def _masked(error: Exception, request: httpx.Request) -> Exception:
+    """``error``; or if it or a cause shows the request's key, a masked copy without causes.
+
+    A server may echo the key where aiohttp or h11 quote what it sent (a header, a status line).
+    """
+    key_mask = KeyMask(request.headers.get("Authorization", "").removeprefix("Bearer "))
+    shown = "".join(traceback.format_exception(error))  # as the span would record it
+    if key_mask(shown) == shown:
+        return error  # as it was: its type, attributes and causes
+    message = key_mask(str(error))
+    try:
+        copy = type(error)(message)
+    except TypeError:  # a type that takes more than a message: a transport error says it
+        copy = httpx.TransportError(f"{type(error).__name__}: {message}")
+    return copy.with_traceback(error.__traceback__)
 
 
 def http_spans(transport: Any) -> Any:
@@ -124,7 +160,7 @@ def http_spans(transport: Any) -> Any:
     traced = transport.traced
     if traced is None:
         instrumentation = sys.modules[_HTTPX]  # imported: http_on said so
-        untraced = _Untraced(transport.send)
+        untraced = _Masked(transport.send)
         if isinstance(transport, httpx.AsyncBaseTransport):
             traced = instrumentation.AsyncOpenTelemetryTransport(untraced)
         else:
