@@ -35,6 +35,10 @@ only: nothing in the SDK can reach it, and it is closed when Python frees the in
 call, with a ResourceWarning. Those warnings are allowed here; the count of connections
 left open after the collection is what is checked.
 
+A signal lands between any two bytecodes, at random; to cover every point of a call, the
+same exceptions are also raised by a trace function (``sys.settrace``) at each line the main
+thread runs in a call, one line after the other: the SDK, httpx, httpcore and h11 alike.
+
 The quick versions run in the suite; the long ones (1,000 interrupted calls each) run apart,
 with -m stress. Real time throughout: these are socket-level tests, and they stay short.
 Signals are delivered to the main thread only: pytest-xdist runs each test on its worker's
@@ -473,3 +477,78 @@ def test_calls_interrupted_while_16_threads_share_the_client_leave_it_usable(
     client: lingodoc.Client, server: EmulatorServer, calls: int, raised: type[BaseException]
 ) -> None:
     interrupted_calls_among_busy_threads(client, server, calls, raised)
+
+
+# The same exceptions raised at each line a call runs, one after the other (sys.settrace).
+
+
+def lines_of(call: Callable[[], str]) -> int:
+    """How many lines the main thread runs in ``call`` (line events of the trace)."""
+    count = [0]
+
+    def tracer(frame: FrameType, event: str, arg: object) -> object:
+        if event == "line":
+            count[0] += 1
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    return count[0]
+
+
+def raising_at(line: int, raised: type[BaseException], call: Callable[[], str]) -> str:
+    """Run ``call``, raising ``raised`` as its ``line``-th line is about to run."""
+    count = [0]
+
+    def tracer(frame: FrameType, event: str, arg: object) -> object:
+        if event == "line":
+            count[0] += 1
+            if count[0] == line:
+                sys.settrace(None)
+                raise raised("raised at a line of the call")
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        return call()
+    finally:
+        sys.settrace(None)
+
+
+@RAISED
+@pytest.mark.parametrize("every", [13, pytest.param(1, marks=pytest.mark.stress)])
+def test_an_exception_raised_at_any_line_of_a_call_leaves_the_client_usable(
+    client: lingodoc.Client, server: EmulatorServer, every: int, raised: type[BaseException]
+) -> None:
+    assert threading.current_thread() is threading.main_thread(), "signals need the main thread"
+    call = functools.partial(translate, client, 6)
+    expected = expected_for(6)
+    assert call() == expected  # connected: the sweep starts from a reused connection
+    lines = lines_of(call)
+    outcomes: collections.Counter[str] = collections.Counter()
+    for line in range(1, lines + 1, every):
+        where_raised = f"{raised.__name__} raised at line {line} of {lines}"
+        try:
+            with alarm(WEDGED, Wedged):
+                got = raising_at(line, raised, call)
+                outcomes["answered" if got == expected else f"answered {got!r}"] += 1
+        except Wedged:
+            pytest.fail(
+                f"{where_raised}: the call still blocked after {WEDGED} s in:\n"
+                f"{traceback.format_exc()}"
+            )
+        except raised:
+            outcomes["raised"] += 1
+        except lingodoc.LingodocError:
+            outcomes["LingodocError"] += 1
+        except BaseException:
+            pytest.fail(f"{where_raised}: the call raised:\n{traceback.format_exc()}")
+        problem = on_the_main_thread(call, expected)
+        if problem:
+            pytest.fail(f"{where_raised}: then a clean call: {problem}")
+    assert set(outcomes) <= {"answered", "raised", "LingodocError"}, outcomes
+    assert outcomes["raised"] + outcomes["LingodocError"] > 0, outcomes
+    closing_closes_every_connection(client, server)
