@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from datetime import datetime, timezone
 from enum import Enum
@@ -86,10 +87,7 @@ class RateLimit(BaseModel, frozen=True):
     reset_at: datetime
 
     def __repr__(self) -> str:
-        """``<RateLimit: 9,998 of 10,000 left, resets at 2030-01-01T00:00:00+00:00>``.
-
-        Summed up, as the repr of an exception that carries it shows it.
-        """
+        # Summed up, as the repr of an exception that carries it shows it.
         return (
             f"<RateLimit: {self.remaining:,} of {self.limit:,} left, "
             f"resets at {self.reset_at.isoformat()}>"
@@ -190,9 +188,7 @@ class _Result(BaseModel, extra="allow"):
     def _with_origin(self, copied: Self) -> Self:
         origin = self._found_origin
         if origin is not self._NO_ORIGIN:
-            set_origin(
-                copied, Origin(origin.rate_limit, origin.request_id, None, origin.cache_hits)
-            )
+            set_origin(copied, copy.copy(origin))  # without its response: Origin.__reduce__
         return copied
 
     def __copy__(self) -> Self:
@@ -236,10 +232,7 @@ class _Result(BaseModel, extra="allow"):
 
 def origin_of(result: _Result) -> Origin:
     """The origin of ``result``: where it came from (none for one built by hand)."""
-    try:
-        return _get_origin(result)
-    except AttributeError:  # built by hand
-        return Origin(None, None)
+    return result._found_origin
 
 
 # The slot's own accessors: pydantic's __setattr__ takes only fields.
