@@ -354,14 +354,13 @@ def _sniff(first_line: str) -> type[csv.Dialect]:
     # mislead the sniffer (a semicolon in a sentence is no delimiter), and its other guesses
     # (no doubled quotes, spaces skipped) would change cells. Quoting is Excel's.
     try:
-        delimiter = csv.Sniffer().sniff(first_line, delimiters=",;\t|").delimiter
+        sniffed = csv.Sniffer().sniff(first_line, delimiters=",;\t|").delimiter
     except csv.Error:  # one column, or nothing to go by
         return csv.excel
 
     class Dialect(csv.excel):
-        pass
+        delimiter = sniffed
 
-    Dialect.delimiter = delimiter
     return Dialect
 
 
