@@ -282,10 +282,8 @@ class RedisCache:
         found: dict[str, str] = {}
         for key, value in zip(keys, values, strict=True):
             if isinstance(value, bytes):
-                try:
+                with contextlib.suppress(UnicodeDecodeError):
                     found[key] = value.decode("utf-8", "surrogatepass")
-                except UnicodeDecodeError:
-                    continue
         return found
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:

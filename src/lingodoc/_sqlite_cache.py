@@ -300,8 +300,6 @@ class SQLiteCache:
             sqlite3.Error: If the file cannot be read (the client logs it and sends).
         """
         found: dict[str, str] = {}
-        if not keys:
-            return found
         since = None if self.max_age is None else _clock.current().time() - self.max_age
         for start in range(0, len(keys), _CHUNK):
             chunk = list(keys[start : start + _CHUNK])
