@@ -213,13 +213,15 @@ class Bulk:
                 self._results[uid] = translation
                 self.cache_hits += 1
 
-    def unstored(self, *, every: bool) -> dict[str, str] | None:
-        """The translations to store in the cache now: `STORE_AT_ONCE` or more, or ``every``.
+    def unstored(self, progress: BulkProgress | None) -> dict[str, str]:
+        """The translations to store in the cache after reporting ``progress``, if any.
 
+        `STORE_AT_ONCE` or more; all of them at a pause, or once the run is over (``None``).
         Stored by the coordinator, many at a time: a worker never waits for the cache.
         """
-        if not self._unstored or (not every and len(self._unstored) < STORE_AT_ONCE):
-            return None
+        every = progress is None or progress.waiting_until is not None
+        if not every and len(self._unstored) < STORE_AT_ONCE:
+            return {}
         items, self._unstored = self._unstored, {}
         return items
 

@@ -12,9 +12,10 @@ lost for the cache's sake. Neither counts in a call's ``timeout``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
@@ -171,80 +172,68 @@ class CacheUse:
     """
 
     def __init__(self, cache: object, *, awaits: bool) -> None:
-        synchronous = callable(getattr(cache, "get_many", None)) and callable(
-            getattr(cache, "set_many", None)
-        )
-        asynchronous = awaits and (
-            callable(getattr(cache, "aget_many", None))
-            and callable(getattr(cache, "aset_many", None))
-        )
-        if not (synchronous or asynchronous):
+        def has(*methods: str) -> bool:
+            return all(callable(getattr(cache, method, None)) for method in methods)
+
+        asynchronous = awaits and has("aget_many", "aset_many")
+        if not (asynchronous or has("get_many", "set_many")):
             needs = "get_many and set_many" + (" (or aget_many and aset_many)" if awaits else "")
             raise ConfigurationError(
                 f"cache must be an object with the methods {needs}, such as "
                 f"lingodoc.SQLiteCache, not {type(cache).__name__}"
             )
         self.cache: Any = cache
-        self._awaited = asynchronous
+        self._async = asynchronous
         self._failing = False  # warned once; quiet until a lookup or store works again
 
     def look_up(self, keys: Sequence[str]) -> dict[str, str]:
         """Return the translations the cache holds for ``keys``; none if it fails."""
-        try:
-            return self._checked(keys, self.cache.get_many(keys))
-        except Exception as exc:
-            self._failed("lookup", exc)
-            return {}
+        with self._guard("lookup"):
+            return _checked(keys, self.cache.get_many(keys))
+        return {}
 
     async def async_look_up(self, keys: Sequence[str]) -> dict[str, str]:
-        """`look_up`, awaited (a cache without async methods runs in a worker thread)."""
-        try:
-            if self._awaited:
-                found = await self.cache.aget_many(keys)
-            else:
-                import anyio.to_thread
-
-                found = await anyio.to_thread.run_sync(self.cache.get_many, keys)
-            return self._checked(keys, found)
-        except Exception as exc:
-            self._failed("lookup", exc)
-            return {}
+        """`look_up`, awaited."""
+        with self._guard("lookup"):
+            return _checked(keys, await self._awaited("get_many", keys))
+        return {}
 
     def keep(self, items: Mapping[str, str]) -> None:
         """Store ``items``; a failure is logged."""
-        try:
+        with self._guard("store"):
             self.cache.set_many(items)
-        except Exception as exc:
-            self._failed("store", exc)
-        else:
-            self._failing = False
 
     async def async_keep(self, items: Mapping[str, str]) -> None:
-        """`keep`, awaited (a cache without async methods runs in a worker thread)."""
-        try:
-            if self._awaited:
-                await self.cache.aset_many(items)
-            else:
-                import anyio.to_thread
+        """`keep`, awaited."""
+        with self._guard("store"):
+            await self._awaited("set_many", items)
 
-                await anyio.to_thread.run_sync(self.cache.set_many, items)
+    async def _awaited(self, method: str, argument: object) -> Any:
+        # The cache's async twin of ``method``, else ``method`` in a worker thread.
+        if self._async:
+            return await getattr(self.cache, f"a{method}")(argument)
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(getattr(self.cache, method), argument)
+
+    @contextlib.contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        try:
+            yield
         except Exception as exc:
-            self._failed("store", exc)
+            log = logger.debug if self._failing else logger.warning
+            self._failing = True
+            log(
+                "the cache's %s failed (%s: %s); the translations are sent and returned without it",
+                what, type(exc).__name__, exc,
+            )  # fmt: skip
         else:
             self._failing = False
 
-    def _checked(self, keys: Sequence[str], found: Mapping[str, Any]) -> dict[str, str]:
-        # Only the keys asked for, with a str: anything else a store returns is a miss.
-        self._failing = False
-        return {key: value for key in keys if isinstance(value := found.get(key), str)}
 
-    def _failed(self, what: str, exc: Exception) -> None:
-        log = logger.debug if self._failing else logger.warning
-        self._failing = True
-        log(
-            "the cache's %s failed (%s: %s); the translations are sent and returned without it",
-            what, type(exc).__name__, exc,
-        )  # fmt: skip
+def _checked(keys: Sequence[str], found: Mapping[str, Any]) -> dict[str, str]:
+    # Only the keys asked for, with a str: anything else a store returns is a miss.
+    return {key: value for key in keys if isinstance(value := found.get(key), str)}
 
 
 class Consulted:

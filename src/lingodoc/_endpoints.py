@@ -178,16 +178,8 @@ def _model(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
 
     One per model, made once: calls waiting by the thousand hold no parser of their own.
     """
-    parse = _parsers.get(cls)
-    if parse is None:
-        parse = _parsers[cls] = _new_parser(cls)
-    return parse
-
-
-_parsers: dict[type[Any], Callable[[Any, Origin], Any]] = {}
-
-
-def _new_parser(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
+    if cls in _parsers:
+        return _parsers[cls]
     from pydantic import ValidationError
 
     def parse(data: Any, origin: Origin) -> ModelT:
@@ -202,7 +194,11 @@ def _new_parser(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
         _lazy.set_origin(result, origin)  # type: ignore[arg-type]  # a result model
         return result
 
+    _parsers[cls] = parse
     return parse
+
+
+_parsers: dict[type[Any], Callable[[Any, Origin], Any]] = {}
 
 
 def _only(

@@ -64,16 +64,6 @@ def shown(value: object) -> str:
     return cut(text)
 
 
-def _repr(error: BaseException, **fields: object) -> str:
-    """``Name(field=value, ...)`` with the fields that are set (not ``None`` or ``""``), cut."""
-    shown = [
-        f"{name}={cut(value, _REPR_LIMIT) if isinstance(value, str) else value!r}"
-        for name, value in fields.items()
-        if value is not None and value != ""
-    ]
-    return f"{type(error).__name__}({', '.join(shown)})"
-
-
 def failure_reason(status: TranslationStatus) -> str | None:
     """A failed job's ``error`` (``{"code", "message"}`` or a str; not in the spec), on one line."""
     error = (status.model_extra or {}).get("error")
@@ -129,8 +119,14 @@ class LingodocError(Exception):
         return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
     def __repr__(self) -> str:
-        # partial sums itself up: "<PartialTranslations: 5 of 10 texts translated>".
-        return _repr(self, **self._fields(), hint=self.hint, partial=self.partial)
+        # The fields that are set, cut; partial sums itself up: "<PartialTranslations: ...>".
+        fields = {**self._fields(), "hint": self.hint, "partial": self.partial}
+        shown = [
+            f"{name}={cut(value, _REPR_LIMIT) if isinstance(value, str) else value!r}"
+            for name, value in fields.items()
+            if value is not None and value != ""
+        ]
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     def _fields(self) -> dict[str, object]:
         """The fields ``repr`` shows, in order, before ``hint`` and ``partial``."""
@@ -243,14 +239,9 @@ class APIError(LingodocError):
         self.retry_after = retry_after
 
     def _fields(self) -> dict[str, object]:
-        return {
-            "code": self.code,
-            "status_code": self.status_code,
-            "message": self.message,
-            "request_id": self.request_id,
-            "retry_after": self.retry_after,
-            "rate_limit": self.rate_limit,  # its repr sums it up: "<RateLimit: 5 of 10 left...>"
-        }
+        # rate_limit's repr sums it up: "<RateLimit: 5 of 10 left...>".
+        names = ("code", "status_code", "message", "request_id", "retry_after", "rate_limit")
+        return {name: getattr(self, name) for name in names}
 
     def _without_hint(self) -> str:
         if self.status_code is None:
@@ -319,12 +310,7 @@ class TranslationFailed(LingodocError):
         self.status = status
 
     def _fields(self) -> dict[str, object]:
-        return {
-            "translation_id": self.status.translation_id,
-            "state": str(self.status.status),
-            "progress": self.status.progress,
-            "message": self.message,
-        }
+        return {**_status_fields(self.status), "message": self.message}
 
 
 class WaitTimeout(LingodocError):
@@ -345,13 +331,17 @@ class WaitTimeout(LingodocError):
         self.timeout = timeout
 
     def _fields(self) -> dict[str, object]:
-        status = self.status
-        return {
-            "translation_id": None if status is None else status.translation_id,
-            "state": None if status is None else str(status.status),
-            "progress": None if status is None else status.progress,
-            "timeout": self.timeout,
-        }
+        return {**_status_fields(self.status), "timeout": self.timeout}
+
+
+def _status_fields(status: TranslationStatus | None) -> dict[str, object]:
+    if status is None:
+        return {}
+    return {
+        "translation_id": status.translation_id,
+        "state": str(status.status),
+        "progress": status.progress,
+    }
 
 
 _CLASS_BY_CODE: dict[str | None, type[APIError]] = {

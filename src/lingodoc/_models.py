@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from datetime import datetime, timezone
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, AliasChoices, BaseModel, BeforeValidator, Field, StrictStr
 
@@ -86,10 +87,7 @@ class RateLimit(BaseModel, frozen=True):
     reset_at: datetime
 
     def __repr__(self) -> str:
-        """``<RateLimit: 9,998 of 10,000 left, resets at 2030-01-01T00:00:00+00:00>``.
-
-        Summed up, as the repr of an exception that carries it shows it.
-        """
+        # Summed up, as the repr of an exception that carries it shows it.
         return (
             f"<RateLimit: {self.remaining:,} of {self.limit:,} left, "
             f"resets at {self.reset_at.isoformat()}>"
@@ -165,14 +163,6 @@ class _Result(BaseModel, extra="allow"):
     # A slot, not a pydantic private attribute (set up on every validation); not annotated,
     # or type checkers would take it for a field the constructor requires.
     __slots__ = ("_origin",)
-    _NO_ORIGIN: ClassVar[Origin] = Origin(None, None)
-
-    @property
-    def _found_origin(self) -> Origin:
-        try:
-            return _get_origin(self)
-        except AttributeError:  # built by hand, not read from a response
-            return self._NO_ORIGIN
 
     def __eq__(self, other: object) -> bool:
         # Equal when the service said the same thing, whatever response carried it.
@@ -188,11 +178,9 @@ class _Result(BaseModel, extra="allow"):
 
     # Pydantic copies nothing of the slot: copies and pickles get the Origin without response.
     def _with_origin(self, copied: Self) -> Self:
-        origin = self._found_origin
-        if origin is not self._NO_ORIGIN:
-            set_origin(
-                copied, Origin(origin.rate_limit, origin.request_id, None, origin.cache_hits)
-            )
+        origin = origin_of(self)
+        if origin is not _NO_ORIGIN:
+            set_origin(copied, copy.copy(origin))  # without its response: Origin.__reduce__
         return copied
 
     def __copy__(self) -> Self:
@@ -203,8 +191,8 @@ class _Result(BaseModel, extra="allow"):
 
     def __getstate__(self) -> dict[Any, Any]:
         state = super().__getstate__()
-        origin = self._found_origin
-        if origin is not self._NO_ORIGIN:
+        origin = origin_of(self)
+        if origin is not _NO_ORIGIN:
             state["_origin"] = origin  # pickled without the response: see Origin.__reduce__
         return state
 
@@ -217,12 +205,12 @@ class _Result(BaseModel, extra="allow"):
     @property
     def rate_limit(self) -> RateLimit | None:
         """The rate-limit state the response reported; ``None`` if unreadable, or not read."""
-        return self._found_origin.rate_limit
+        return origin_of(self).rate_limit
 
     @property
     def request_id(self) -> str | None:
         """The response's ``X-Request-Id``, to quote to support; ``None`` if none, or not read."""
-        return self._found_origin.request_id
+        return origin_of(self).request_id
 
     @property
     def http_response(self) -> httpx.Response | None:
@@ -231,15 +219,18 @@ class _Result(BaseModel, extra="allow"):
         Its ``.request`` holds the API key: never log that request's headers. ``None`` for a
         result built by hand, copied, unpickled, carried by an exception, or from the cache.
         """
-        return self._found_origin.response
+        return origin_of(self).response
 
 
 def origin_of(result: _Result) -> Origin:
     """The origin of ``result``: where it came from (none for one built by hand)."""
     try:
         return _get_origin(result)
-    except AttributeError:  # built by hand
-        return Origin(None, None)
+    except AttributeError:  # built by hand, not read from a response
+        return _NO_ORIGIN
+
+
+_NO_ORIGIN = Origin(None, None)
 
 
 # The slot's own accessors: pydantic's __setattr__ takes only fields.
@@ -267,7 +258,7 @@ class TextTranslation(_Result):
         No request was sent then: ``request_id``, ``rate_limit`` and ``http_response``
         are ``None``.
         """
-        return self._found_origin.cache_hits > 0
+        return origin_of(self).cache_hits > 0
 
 
 class BatchTranslation(_Result):
@@ -286,7 +277,7 @@ class BatchTranslation(_Result):
         No request was sent then: ``request_id``, ``rate_limit`` and ``http_response``
         are ``None``.
         """
-        return self._found_origin.cache_hits == len(self.translations) > 0
+        return origin_of(self).cache_hits == len(self.translations) > 0
 
     @property
     def cache_hits(self) -> int:
@@ -295,7 +286,7 @@ class BatchTranslation(_Result):
         When some but not all did, the rest came in one request for the texts missed:
         ``request_id``, ``rate_limit`` and ``http_response`` are that request's.
         """
-        return self._found_origin.cache_hits
+        return origin_of(self).cache_hits
 
 
 class TranslationJob(_Result):

@@ -5,13 +5,13 @@ redis-py (the ``redis`` extra) is imported when a cache is made, never on ``impo
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, unquote_plus
 
 from lingodoc import _clock
@@ -23,11 +23,9 @@ if TYPE_CHECKING:
 
     import redis
     import redis.asyncio
+    from typing_extensions import Self
 
 __all__ = ["RedisCache"]
-
-T = TypeVar("T")
-RedisCacheT = TypeVar("RedisCacheT", bound="RedisCache")
 
 # A key of the cache protocol: a SHA-256 digest in lowercase hex. Its length is fixed, so
 # "lingodoc:<namespace>:<key>" is unambiguous whatever the namespace holds.
@@ -108,30 +106,37 @@ class _Health:
             self._retry_at = now + self._retry_after
             return True
 
-    def failed(self, error: BaseException) -> None:
-        """Record a failure: warn if it starts an outage; wait ``retry_after`` before a try."""
-        now = _clock.current().monotonic()
-        with self._lock:
-            self._retry_at = now + self._retry_after
-            starts, self._down = not self._down, True
-        reason = self._url.scrub(f"{type(error).__name__}: {error}")
-        if starts:
-            logger.warning(
-                "RedisCache: Redis at %s failed (%s); translations go on without the cache, "
-                "and Redis is not tried again for %g s",
-                self._url.shown, reason, self._retry_after,
-            )  # fmt: skip
-        else:
-            logger.debug("RedisCache: Redis at %s still fails (%s)", self._url.shown, reason)
+    @contextlib.contextmanager
+    def guard(self, errors: tuple[type[Exception], ...]) -> Iterator[None]:
+        """Around a call to Redis: swallow its error (one of ``errors``) and note the outcome.
 
-    def answered(self) -> None:
-        """Record an answer: say so if it ends an outage."""
-        if not self._down:
-            return
-        with self._lock:
-            ends, self._down, self._retry_at = self._down, False, None
-        if ends:
-            logger.info("RedisCache: Redis at %s answers again; the cache is back", self._url.shown)
+        A failure warns if it starts an outage, and no call tries Redis for ``retry_after``
+        seconds; an answer that ends an outage says so.
+        """
+        try:
+            yield
+        except errors as error:
+            now = _clock.current().monotonic()
+            with self._lock:
+                self._retry_at = now + self._retry_after
+                starts, self._down = not self._down, True
+            reason = self._url.scrub(f"{type(error).__name__}: {error}")
+            if starts:
+                logger.warning(
+                    "RedisCache: Redis at %s failed (%s); translations go on without the cache, "
+                    "and Redis is not tried again for %g s",
+                    self._url.shown, reason, self._retry_after,
+                )  # fmt: skip
+            else:
+                logger.debug("RedisCache: Redis at %s still fails (%s)", self._url.shown, reason)
+        else:
+            if self._down:
+                with self._lock:
+                    ends, self._down, self._retry_at = self._down, False, None
+                if ends:
+                    logger.info(
+                        "RedisCache: Redis at %s answers again; the cache is back", self._url.shown
+                    )
 
 
 def _positive(name: str, value: object, *, zero: bool = False) -> float:
@@ -213,7 +218,6 @@ class RedisCache:
 
         try:
             import redis
-            from redis.backoff import NoBackoff
             from redis.retry import Retry
         except ImportError as exc:
             raise ConfigurationError(
@@ -222,15 +226,9 @@ class RedisCache:
         self._errors: tuple[type[Exception], ...] = (redis.RedisError, OSError)
         # asyncio's own timeout is no OSError before Python 3.11 (redis-py imports asyncio).
         self._async_errors = (*self._errors, asyncio.TimeoutError)
-        self._options: dict[str, Any] = {
-            "socket_timeout": timeout,
-            "socket_connect_timeout": timeout,
-        }
-        # No retries of redis-py's own (with their sleeps): a failure backs off here instead.
-        self._client = self._made(
-            lambda: redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **self._options)
-        )
         self._raw_url = url
+        self._options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+        self._client: redis.Redis = self._connect(redis.Redis, Retry)
         self._lock = threading.Lock()
         # The asyncio clients, one an event loop: redis.asyncio's connections belong to the
         # loop they were made in. A loop that is gone takes its entry with it.
@@ -243,10 +241,13 @@ class RedisCache:
             f"RedisCache(url={self._url.shown!r}, namespace={self._namespace!r}, ttl={self._ttl!r})"
         )
 
-    def _made(self, make: Callable[[], T]) -> T:
-        """``make()``: a redis-py client; its error a ConfigurationError, the password masked."""
+    def _connect(self, kind: Any, retry: Any) -> Any:
+        """A redis-py client (``kind``); its error a ConfigurationError, the password masked."""
+        from redis.backoff import NoBackoff
+
         try:
-            return make()
+            # No retries of redis-py's own (with their sleeps): a failure backs off here instead.
+            return kind.from_url(self._raw_url, retry=retry(NoBackoff(), 0), **self._options)
         except Exception as exc:
             reason = self._url.scrub(f"{type(exc).__name__}: {exc}")
             raise ConfigurationError(
@@ -255,17 +256,16 @@ class RedisCache:
 
     def _names(self, keys: Sequence[str]) -> list[str]:
         """The Redis keys of ``keys``, each checked."""
-        prefix = self._prefix
         names = []
         for key in keys:
             if not isinstance(key, str) or _KEY.fullmatch(key) is None:
                 raise InvalidArgument(
                     f"a cache key must be 64 lowercase hex characters, not {shown(key)}"
                 )
-            names.append(prefix + key)
+            names.append(self._prefix + key)
         return names
 
-    def _entries(self, items: Mapping[str, str]) -> list[tuple[str, bytes]]:
+    def _entries(self, items: Mapping[str, str]) -> dict[str, bytes]:
         """The Redis keys and values of ``items``, each checked."""
         names = self._names(list(items))
         values = []
@@ -274,7 +274,7 @@ class RedisCache:
                 raise InvalidArgument(f"the translation of {key} must be a str, not {shown(value)}")
             # surrogatepass: any str the service's JSON can give comes back exactly.
             values.append(value.encode("utf-8", "surrogatepass"))
-        return list(zip(names, values, strict=True))
+        return dict(zip(names, values, strict=True))
 
     @staticmethod
     def _found(keys: Sequence[str], values: Sequence[object]) -> dict[str, str]:
@@ -282,10 +282,8 @@ class RedisCache:
         found: dict[str, str] = {}
         for key, value in zip(keys, values, strict=True):
             if isinstance(value, bytes):
-                try:
+                with contextlib.suppress(UnicodeDecodeError):
                     found[key] = value.decode("utf-8", "surrogatepass")
-                except UnicodeDecodeError:
-                    continue
         return found
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
@@ -302,15 +300,10 @@ class RedisCache:
             InvalidArgument: If a key is not 64 lowercase hex characters.
         """
         names = self._names(keys)
-        if not names or not self._health.may_try():
-            return {}
-        try:
-            values = self._client.mget(names)
-        except self._errors as exc:
-            self._health.failed(exc)
-            return {}
-        self._health.answered()
-        return self._found(keys, values)
+        if names and self._health.may_try():
+            with self._health.guard(self._errors):
+                return self._found(keys, self._client.mget(names))
+        return {}
 
     def set_many(self, items: Mapping[str, str]) -> None:
         """Store translations, in one ``MSET`` (with ``ttl``, a pipeline of ``SET ... PX``).
@@ -324,43 +317,28 @@ class RedisCache:
             InvalidArgument: If a key is not 64 lowercase hex characters, or a value not a str.
         """
         entries = self._entries(items)
-        if not entries or not self._health.may_try():
-            return
-        try:
-            if self._px is None:
-                self._client.mset(dict(entries))
-            else:
-                with self._client.pipeline(transaction=False) as pipe:
-                    for name, value in entries:
-                        pipe.set(name, value, px=self._px)
-                    pipe.execute()
-        except self._errors as exc:
-            self._health.failed(exc)
-            return
-        self._health.answered()
+        if entries and self._health.may_try():
+            with self._health.guard(self._errors):
+                if self._px is None:
+                    self._client.mset(entries)
+                else:
+                    with self._client.pipeline(transaction=False) as pipe:
+                        for name, value in entries.items():
+                            pipe.set(name, value, px=self._px)
+                        pipe.execute()
 
     def _async_client(self) -> redis.asyncio.Redis | None:
         """The running asyncio event loop's client (made on first use); ``None`` off asyncio."""
-        import asyncio
-
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # not asyncio, so trio: anyio runs on nothing else
+        loop = _running_loop()
+        if loop is None:  # not asyncio, so trio: anyio runs on nothing else
             return None
         with self._lock:
             client = self._async_clients.get(loop)
             if client is None:
                 import redis.asyncio
                 from redis.asyncio.retry import Retry
-                from redis.backoff import NoBackoff
 
-                url, options = self._raw_url, self._options
-                client = self._made(
-                    lambda: redis.asyncio.Redis.from_url(
-                        url, retry=Retry(NoBackoff(), 0), **options
-                    )
-                )
-                self._async_clients[loop] = client
+                client = self._async_clients[loop] = self._connect(redis.asyncio.Redis, Retry)
         return client
 
     async def aget_many(self, keys: Sequence[str]) -> dict[str, str]:
@@ -382,15 +360,10 @@ class RedisCache:
 
             return await anyio.to_thread.run_sync(self.get_many, keys)
         names = self._names(keys)
-        if not names or not self._health.may_try():
-            return {}
-        try:
-            values = await client.mget(names)
-        except self._async_errors as exc:
-            self._health.failed(exc)
-            return {}
-        self._health.answered()
-        return self._found(keys, values)
+        if names and self._health.may_try():
+            with self._health.guard(self._async_errors):
+                return self._found(keys, await client.mget(names))
+        return {}
 
     async def aset_many(self, items: Mapping[str, str]) -> None:
         """`set_many`, awaited: through ``redis.asyncio`` on asyncio, a worker thread on trio.
@@ -408,20 +381,15 @@ class RedisCache:
             await anyio.to_thread.run_sync(self.set_many, items)
             return
         entries = self._entries(items)
-        if not entries or not self._health.may_try():
-            return
-        try:
-            if self._px is None:
-                await client.mset(dict(entries))
-            else:
-                async with client.pipeline(transaction=False) as pipe:
-                    for name, value in entries:
-                        pipe.set(name, value, px=self._px)
-                    await pipe.execute()
-        except self._async_errors as exc:
-            self._health.failed(exc)
-            return
-        self._health.answered()
+        if entries and self._health.may_try():
+            with self._health.guard(self._async_errors):
+                if self._px is None:
+                    await client.mset(entries)
+                else:
+                    async with client.pipeline(transaction=False) as pipe:
+                        for name, value in entries.items():
+                            pipe.set(name, value, px=self._px)
+                        await pipe.execute()
 
     def close(self) -> None:
         """Release the connections of the sync methods (and of ``aget_many`` on trio).
@@ -437,37 +405,30 @@ class RedisCache:
         Call it (or use ``async with``) in each asyncio event loop that used the cache,
         before the loop ends. The cache stays usable: a later call connects again.
         """
-        import asyncio
-
-        try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is not None:
-            with self._lock:
-                client = self._async_clients.pop(loop, None)
-            if client is not None:
-                await client.aclose()
+        loop = _running_loop()
+        with self._lock:
+            client = None if loop is None else self._async_clients.pop(loop, None)
+        if client is not None:
+            await client.aclose()
         self.close()
 
-    def __enter__(self: RedisCacheT) -> RedisCacheT:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    async def __aenter__(self: RedisCacheT) -> RedisCacheT:
+    async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

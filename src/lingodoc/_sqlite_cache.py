@@ -156,7 +156,10 @@ class _File:
             if not ours:
                 tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
                 if application_id or any(name != _TABLE for (name,) in tables.fetchall()):
-                    raise self._not_ours()
+                    raise ConfigurationError(
+                        f"{self.path!r} is not a lingodoc cache (another program's database, "
+                        "left as it is); give the cache a path of its own"
+                    )
             elif (checked := connection.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
                 # Damage SQLite would meet only on the pages it reads: looked for once a
                 # connection (some 40 ms for 200,000 entries), so no run goes on with it.
@@ -175,12 +178,6 @@ class _File:
             connection.close()
             raise
         return connection
-
-    def _not_ours(self) -> ConfigurationError:
-        return ConfigurationError(
-            f"{self.path!r} is not a lingodoc cache (another program's database, left as it "
-            "is); give the cache a path of its own"
-        )
 
     def _move_aside(self, error: sqlite3.DatabaseError) -> None:
         """Move the damaged file aside, unless another process did, for a new one to start."""
@@ -303,8 +300,6 @@ class SQLiteCache:
             sqlite3.Error: If the file cannot be read (the client logs it and sends).
         """
         found: dict[str, str] = {}
-        if not keys:
-            return found
         since = None if self.max_age is None else _clock.current().time() - self.max_age
         for start in range(0, len(keys), _CHUNK):
             chunk = list(keys[start : start + _CHUNK])
@@ -348,12 +343,8 @@ class SQLiteCache:
         Raises:
             sqlite3.Error: If the file cannot be read.
         """
-        row = self._file.run(
-            lambda connection: connection.execute(
-                f"SELECT count(*), count(DISTINCT namespace), min(stored), max(stored) "
-                f"FROM {_TABLE}"
-            ).fetchone()
-        )
+        counts = "count(*), count(DISTINCT namespace), min(stored), max(stored)"
+        [row] = self._file.run(_rows(f"SELECT {counts} FROM {_TABLE}", []))
         size = sum(_size(self.path + suffix) for suffix in ("", "-wal"))
         return CacheStats(row[0], row[1], _moment(row[2]), _moment(row[3]), size)
 
@@ -386,7 +377,7 @@ class SQLiteCache:
 
 
 def _rows(query: str, values: list[Any]) -> Callable[[sqlite3.Connection], list[Any]]:
-    """A step of `SQLiteCache._run` that returns the rows of ``query``."""
+    # A step for _File.run, bound to this query (a lambda in the loop would see the last one).
     return lambda connection: connection.execute(query, values).fetchall()
 
 

@@ -29,19 +29,16 @@ async def async_hand_over(bulk: Bulk) -> None:
 
 
 def keep(bulk: Bulk, progress: BulkProgress | None) -> None:
-    """Store the translations recorded in the cache: many at once; all at a pause or the end.
-
-    ``progress``: the report just made; ``None``: the run is over.
-    """
-    items = bulk.unstored(every=progress is None or progress.waiting_until is not None)
-    if items is not None and bulk.cache is not None:
+    """Store in the cache what `Bulk.unstored` hands over after ``progress``."""
+    items = bulk.unstored(progress)
+    if items and bulk.cache is not None:
         bulk.cache.keep(items)
 
 
 async def async_keep(bulk: Bulk, progress: BulkProgress | None) -> None:
     """`keep`, awaited."""
-    items = bulk.unstored(every=progress is None or progress.waiting_until is not None)
-    if items is not None and bulk.cache is not None:
+    items = bulk.unstored(progress)
+    if items and bulk.cache is not None:
         await bulk.cache.async_keep(items)
 
 

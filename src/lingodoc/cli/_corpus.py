@@ -24,7 +24,6 @@ import io
 import json
 import os
 import re
-from collections.abc import Sequence
 from typing import IO, Any
 
 from lingodoc._constants import MAX_TEXT_LENGTH
@@ -93,13 +92,9 @@ class _Problems:
             raise UsageError(f"{self.first}{others}; nothing was sent")
 
 
+# As _split_lines, each line with its line ending (the last one may have none).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _DECODER = json.JSONDecoder()
-
-
-def _split_lines_keeping_ends(text: str) -> list[str]:
-    # As _split_lines, each line with its line ending (the last one may have none).
-    return _LINE.findall(text)
 
 
 def _skip_space(line: str, index: int) -> int:
@@ -156,13 +151,7 @@ class Corpus(abc.ABC):
 
     @abc.abstractmethod
     def write(
-        self,
-        stream: IO[str],
-        translations: Sequence[str],
-        *,
-        into: str,
-        as_json: bool,
-        terminal: bool,
+        self, stream: IO[str], translations: list[str], *, into: str, as_json: bool, terminal: bool
     ) -> None:
         """Write the file back with ``translations`` (one per text) to ``stream``.
 
@@ -182,13 +171,7 @@ class LinesCorpus(Corpus):
     format = "lines"
 
     def write(
-        self,
-        stream: IO[str],
-        translations: Sequence[str],
-        *,
-        into: str,
-        as_json: bool,
-        terminal: bool,
+        self, stream: IO[str], translations: list[str], *, into: str, as_json: bool, terminal: bool
     ) -> None:
         """Write a translation per line, or with ``as_json`` a JSON array (ASCII, exact)."""
         if as_json:
@@ -218,13 +201,7 @@ class JsonLinesCorpus(Corpus):
         self.lines = lines
 
     def write(
-        self,
-        stream: IO[str],
-        translations: Sequence[str],
-        *,
-        into: str,
-        as_json: bool,
-        terminal: bool,
+        self, stream: IO[str], translations: list[str], *, into: str, as_json: bool, terminal: bool
     ) -> None:
         """Write each line back, the translation added under ``into``; blank lines as they were.
 
@@ -278,13 +255,7 @@ class CsvCorpus(Corpus):
         self.line_ending = line_ending
 
     def write(
-        self,
-        stream: IO[str],
-        translations: Sequence[str],
-        *,
-        into: str,
-        as_json: bool,
-        terminal: bool,
+        self, stream: IO[str], translations: list[str], *, into: str, as_json: bool, terminal: bool
     ) -> None:
         """Write the rows back, with the translation under ``into`` (a new last column)."""
         stream.write(_BOM if self.bom else "")
@@ -350,7 +321,7 @@ def _kind(value: Any) -> str:
 
 def _read_jsonl(text: str, bom: bool, field: str) -> JsonLinesCorpus:
     problems = _Problems()
-    lines = _split_lines_keeping_ends(text)
+    lines = _LINE.findall(text)
     texts: list[str] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -383,14 +354,13 @@ def _sniff(first_line: str) -> type[csv.Dialect]:
     # mislead the sniffer (a semicolon in a sentence is no delimiter), and its other guesses
     # (no doubled quotes, spaces skipped) would change cells. Quoting is Excel's.
     try:
-        delimiter = csv.Sniffer().sniff(first_line, delimiters=",;\t|").delimiter
+        sniffed = csv.Sniffer().sniff(first_line, delimiters=",;\t|").delimiter
     except csv.Error:  # one column, or nothing to go by
         return csv.excel
 
     class Dialect(csv.excel):
-        pass
+        delimiter = sniffed
 
-    Dialect.delimiter = delimiter
     return Dialect
 
 
@@ -471,7 +441,7 @@ class ParquetCorpus:
         self._file = file  # a pyarrow.parquet.ParquetFile reading stream
         self._stream = stream
 
-    def write(self, stream: IO[bytes], translations: Sequence[str], *, into: str) -> None:
+    def write(self, stream: IO[bytes], translations: list[str], *, into: str) -> None:
         """Write the rows back to ``stream``, with the translation under ``into``.
 
         ``into`` is a new last column, or replaces the column of that name (a file
@@ -509,10 +479,7 @@ def _sha256(stream: IO[bytes]) -> str:
 
 
 def read_parquet(path: str, field: str | None) -> ParquetCorpus:
-    """Read the texts of a Parquet file; refuse it if any row has no usable text.
-
-    Only the column ``field`` is read (a batch of rows at a time); the file is kept open,
-    to write it back with `ParquetCorpus.write`.
+    """Read the texts of a Parquet file (`ParquetCorpus` says how); refuse it if a row has none.
 
     Args:
         path: The file: a regular one, which Parquet readers seek in.
