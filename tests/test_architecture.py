@@ -15,7 +15,9 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "lingodoc"
 
-CLIENTS = {"lingodoc._async_client", "lingodoc._sync_client"}
+CLIENTS = {
+    "lingodoc._async_client", "lingodoc._sync_client", "lingodoc._async_send", "lingodoc._sync_send"
+}  # fmt: skip
 # The rooms built on top of the core: the core never reaches up into them.
 ROOMS_ABOVE_CORE = ("lingodoc.cli", "lingodoc.emulator", "lingodoc.testing")
 
@@ -64,7 +66,7 @@ CORE = {
 
 
 def test_the_import_graph_was_read() -> None:
-    assert "lingodoc._base_client" in IMPORTS["lingodoc._async_client"]
+    assert "lingodoc._base_client" in IMPORTS["lingodoc._async_send"]
     assert len(CORE) >= 15
 
 
@@ -81,10 +83,15 @@ def test_the_core_never_imports_the_clients_or_the_rooms_above_it(name: str) -> 
 def test_only_the_package_imports_the_generated_sync_client() -> None:
     importers = {name for name, found in IMPORTS.items() if "lingodoc._sync_client" in found}
     assert importers == {"lingodoc"}
+    importers = {name for name, found in IMPORTS.items() if "lingodoc._sync_send" in found}
+    assert importers == {"lingodoc._sync_client"}
 
 
 def test_the_async_and_sync_clients_import_the_same_modules() -> None:
-    assert IMPORTS["lingodoc._async_client"] == IMPORTS["lingodoc._sync_client"]
+    twins = {"lingodoc._async_send": "lingodoc._sync_send"}
+    for name in ("client", "send"):
+        async_imports = {twins.get(m, m) for m in IMPORTS[f"lingodoc._async_{name}"]}
+        assert async_imports == IMPORTS[f"lingodoc._sync_{name}"]
 
 
 def test_the_emulator_server_and_transport_do_not_import_the_emulator_front() -> None:

@@ -8,9 +8,6 @@ every step without I/O is in ``_base_client``.
 
 from __future__ import annotations
 
-import contextlib
-import threading
-import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,22 +19,18 @@ from lingodoc import (
     _cache,
     _callbacks,
     _clock,
-    _deadline,
     _endpoints,
-    _retry,
     _tracing,
     _workers,
 )
-from lingodoc._base_client import BaseClient
+from lingodoc._async_send import AsyncSending
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
-from lingodoc._redaction import check_http_loggers, raise_scrubbed
-from lingodoc._response import BodyReader
+from lingodoc._redaction import raise_scrubbed
 
 if TYPE_CHECKING:
     from lingodoc._bulk import BulkProgress
     from lingodoc._endpoints import Call
-    from lingodoc._http import AsyncTurn
     from lingodoc._models import (
         BatchTranslation,
         Document,
@@ -51,7 +44,7 @@ T = TypeVar("T")
 AsyncClientT = TypeVar("AsyncClientT", bound="AsyncClient")
 
 
-class AsyncClient(BaseClient[httpx.AsyncClient]):
+class AsyncClient(AsyncSending):
     """An async client for the lingodoc service, under asyncio or trio.
 
     Safe to share between the tasks of one event loop (or trio run).
@@ -59,10 +52,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
     to release its connections.
 
     Every method that sends also takes the call's own options, keyword-only: ``timeout``
-    (for each attempt of this call; on ``wait_for_translation``, the whole wait instead),
-    ``extra_headers`` (on top of the client's, never
-    ``Authorization``), ``extra_query`` and, with a body, ``extra_body`` (JSON fields
-    merged over the SDK's). See "Per-call options" in the configuration guide.
+    (for each attempt; on ``wait_for_translation``, the whole wait), ``extra_headers`` (over
+    the client's, never ``Authorization``), ``extra_query`` and, with a body, ``extra_body``
+    (JSON fields merged over the SDK's). See "Per-call options" in the configuration guide.
 
     Args:
         api_key: The API key; defaults to the ``LINGODOC_API_KEY`` environment variable.
@@ -83,8 +75,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             ``LINGODOC_ALLOW_HTTP_HOST``. The key then goes there in clear text (a warning
             is logged), never through a proxy of the environment.
         max_in_flight: The most calls sent at once (with the ``with_options`` copies);
-            past it, a call waits for its turn, outside its ``timeout``. ``None``: 16
-            (the SDK's own pool holds that many).
+            past it, a call waits for its turn, outside its ``timeout``. ``None``: 16,
+            what the SDK's own pool holds.
             With a ``DefaultAioHttpClient``, 100.
         cache: A translation cache that ``translate``, ``translate_batch`` and
             ``translate_many`` consult before sending: a text found is not sent
@@ -93,8 +85,7 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
 
     Raises:
         ConfigurationError: If the key or the base URL is missing or unusable, another
-            setting is invalid, or a proxy or certificate variable of the environment
-            cannot be used.
+            setting is invalid, or a proxy or certificate variable cannot be used.
     """
 
     _http_client_type = httpx.AsyncClient
@@ -247,11 +238,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
     ) -> list[str]:
         """Translate any number of texts in as few requests as the service allows, keeping all work.
 
-        Every text is checked before the first request. Each distinct text is sent once,
-        a blank one not at all, in batches of ``batch_size`` sent by up to
-        ``max_concurrency`` tasks, each with the usual retries. When the requests left
-        in the rate-limit window do not exceed those in flight, it waits for the reset
-        (within ``wait_for_rate_limit``).
+        Every text is checked first. Each distinct text is sent once, a blank one not at
+        all, in batches of ``batch_size`` sent by up to ``max_concurrency`` tasks, each with
+        the usual retries; when the rate-limit window runs short, it waits for the reset.
 
         The first error stops it: no further batch is started, a wait for a reset ends at
         once, the batches in flight are cancelled, and that first error is raised.
@@ -277,10 +266,8 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
             done: Translations you already have, by index in ``texts`` (not sent); each
                 translation made is added to it as its batch is answered.
             cache: Whether the client's cache is consulted: every text is looked up
-                (a request's worth at a time) before the first request, and only those
-                missed are sent. The translations answered are stored up to 1,000 at
-                a time, the rest at a pause for the rate limit and at the end (an error
-                or Ctrl-C included), by this call, not by the batches' workers.
+                first, and only those missed are sent. The translations are stored up to
+                1,000 at a time, and at the end (an error or Ctrl-C included).
             timeout: Each batch request's own, for each attempt (see the class).
             extra_headers: Each batch request's own (see the class).
             extra_query: Each batch request's own (see the class).
@@ -438,12 +425,9 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
                 [`translate_document`][lingodoc.AsyncClient.translate_document], or its
                 translation id.
             poll_interval: Seconds between polls.
-            timeout: Seconds to wait in all: the whole wait, not each attempt (unlike
-                the other methods' ``timeout``). Ten minutes by default, so that a
-                forgotten limit cannot hold a worker for good; ``None`` waits as long as it
-                takes. Each poll is cut to the time left (the last, at the deadline, gets a
-                second); to bound each poll's request, wait on
-                ``client.with_options(timeout=...)``.
+            timeout: Seconds to wait in all, not for each attempt. Ten minutes by
+                default, so that a forgotten limit cannot hold a worker for good; ``None``
+                waits as long as it takes. Each poll is cut to the time left.
             on_progress: Called with each status read, after every poll; a coroutine
                 function is awaited before the next poll.
             extra_headers: Each poll's own (see the class).
@@ -559,83 +543,3 @@ class AsyncClient(BaseClient[httpx.AsyncClient]):
         call = _endpoints.raw(method, path, json, params, options)
         with _tracing.call("request"):
             return await self._send(call)
-
-    async def _send(
-        self,
-        call: Call[T],
-        *,
-        deadline: float | None = None,
-        stop: threading.Event | None = None,
-    ) -> T:
-        """Send ``call``, retried as `_retry.Retries` says; its error is raised from here.
-
-        ``deadline``: a time on the SDK clock past which no attempt or wait runs (a poll's).
-        ``stop``: ``translate_many``'s; once set, no retry is waited for or made.
-        """
-        self._gate()
-        check_http_loggers()  # mask the key in the http loggers made since the last call
-        request = self._build_request(call)
-        retries = _retry.Retries(call, self.max_retries, deadline)
-        began = _clock.current().monotonic()  # an error after retries says how long they took
-        failed: LingodocError | None = None
-        number = 1
-        while True:
-            async with self._shared.async_turn() as turn:
-                self._gate(call, failed, stop)  # in the turn: it sends, or close() closes
-                try:
-                    return await self._attempt(turn, call, request, deadline, number, began)
-                except LingodocError as exc:
-                    wait = retries.wait_after(exc)
-                    if wait is None:
-                        # Without the frames below: they hold the response as the server sent it.
-                        raise_scrubbed(exc)
-                    failed = exc
-            self._gate(call, failed, stop)  # no wait for a retry that would be refused
-            await _clock.async_wait(stop, wait)
-            number += 1
-
-    async def _attempt(
-        self,
-        turn: AsyncTurn,
-        call: Call[T],
-        request: httpx.Request,
-        deadline: float | None,
-        number: int,
-        began: float,
-    ) -> T:
-        """One attempt, in its ``turn``: the result, or its error raised.
-
-        ``number``: the attempt's, from 1; ``began``: the first one's start, on the SDK clock.
-        """
-        _tracing.attempted()
-        seconds, what = self._attempt_timeout(call, request, deadline)
-        started = time.perf_counter()
-        response: httpx.Response | None = None
-        failure = None
-        closed = False
-        try:
-            async with self._shared.limit(seconds):
-                response = await turn.send(request)
-                reader = BodyReader(response)
-                if not reader.in_memory:
-                    stream = response.stream  # as received: the SDK decodes it itself
-                    assert isinstance(stream, httpx.AsyncByteStream)
-                    async for chunk in stream:
-                        if reader.feed(chunk):
-                            break
-        except (httpx.HTTPError, TimeoutError, RuntimeError) as exc:
-            failure = exc
-        finally:
-            if response is not None and not response.is_closed:  # (one built in memory is)
-                # Read, or given up: what closing it raises is not the call's. An interrupt,
-                # a cancellation or a signal handler's exception goes on as it came.
-                with _deadline.async_shield(self._shared.pooled), contextlib.suppress(Exception):
-                    await response.aclose()
-                    closed = True
-        if failure is not None:  # raised here, not in the except block, which holds the key
-            expired = seconds is not None and time.perf_counter() - started >= seconds
-            what = what if expired else ""
-            raise self._connection_error(call, failure, number, began, started, what)
-        turn.clean = closed  # the main thread's connection is reused only after this
-        assert response is not None
-        return self._read_response(call, response, reader, request, number, started)
