@@ -176,19 +176,17 @@ def typecheck(session: nox.Session) -> None:
     session.run("python", "scripts/type_completeness.py", "--min", "0.98")
 
 
-@nox.session
+@nox.session(python="3.11")  # the figures of docs/performance.md are 3.11's, run to run
 def bench(session: nox.Session) -> None:
     """Benchmarks against raw httpx, raw aiohttp and other SDKs; writes docs/performance.md.
 
-    Arguments after -- go to benchmarks/run.py, such as `--quick` for a smoke run or a
-    single benchmark's name (`inprocess`, `peers`, `first_result`, `gather`, `many`,
-    `memory`, `cache`, `waits`) to print its JSON. aiohttp and redis-py come with the package's
-    `aiohttp` and `redis` extras (the cache benchmark starts a `redis-server` if there is
-    one); respx (the in-process rows) as the `test` group pins it; the peers are their
-    newest releases.
+    Arguments after -- go to benchmarks/run.py, such as `--quick` for a smoke run, or a
+    single benchmark's name (`sendpath`, `peers`, `first_result`, `gather`, `many`, `cache`,
+    `memory`, `waits`) to print its sections of the page, with `--write` to put them in it.
+    aiohttp and redis-py come with the package's `aiohttp` and `redis` extras (the cache
+    benchmark starts a `redis-server` if there is one); the peers are their newest releases.
     """
-    respx = [line for line in group("test") if canonicalize_name(Requirement(line).name) == "respx"]
-    session.install(".[aiohttp,redis]", *respx, "openai", "anthropic", "deepl")
+    session.install(".[aiohttp,redis]", "openai", "anthropic", "deepl")
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 

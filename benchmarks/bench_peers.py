@@ -7,8 +7,8 @@ read with ``json.loads``:
 - ``lingodoc``: ``Client.translate()`` on ``http_client=httpx.Client(transport=T)``; the
   floor ``httpx.Client(transport=T).send(request)``;
 - ``openai``: ``OpenAI.chat.completions.create()``, ``anthropic``: ``Anthropic.messages.create()``,
-  each on ``http_client=httpx2.Client(transport=T)`` (both are built on httpx2, which respx
-  does not mock); the floor ``httpx2.Client(transport=T).send(request)``;
+  each on ``http_client=httpx2.Client(transport=T)`` (both are built on httpx2); the floor
+  ``httpx2.Client(transport=T).send(request)``;
 - ``deepl``: ``Translator.translate_text()`` (built on requests); the floor a
   ``requests.Session`` sending a ``PreparedRequest``. Both go through requests'
   ``HTTPAdapter``, whose ``send`` is patched to build its response from the answer's bytes
@@ -31,21 +31,9 @@ from importlib import metadata
 from typing import Any
 from unittest import mock
 
+import bench_sendpath
 import httpx
-from _common import (
-    BASE_URL,
-    ENVELOPE,
-    KEY,
-    PAYLOAD,
-    RESPONSE_HEADERS,
-    TEXT,
-    TRANSLATION,
-    emit,
-    interleaved,
-    paired,
-    summary,
-    timed,
-)
+from _common import BASE_URL, KEY, TEXT, TRANSLATION, emit, interleaved, paired, summary, timed
 
 import lingodoc
 
@@ -84,24 +72,11 @@ DEEPL_ANSWER = {
 
 
 def lingodoc_pair(stack: ExitStack) -> tuple[Call, Call]:
-    body = json.dumps(ENVELOPE).encode()
-    transport = httpx.MockTransport(
-        lambda request: httpx.Response(200, headers=RESPONSE_HEADERS, content=body)
-    )
+    """The `caller` pair of bench_sendpath.py, sync."""
+    transport = httpx.MockTransport(bench_sendpath.answer)
     sdk = lingodoc.Client(KEY, base_url=BASE_URL, http_client=httpx.Client(transport=transport))
     stack.callback(sdk.close)
-    raw = httpx.Client(transport=transport)
-    headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
-    content = json.dumps(PAYLOAD).encode()
-    request = httpx.Request("POST", BASE_URL + "/translate", headers=headers, content=content)
-
-    def floor() -> str:
-        return json.loads(raw.send(request).content)["data"]["translated_text"]  # type: ignore[no-any-return]
-
-    def call() -> str:
-        return sdk.translate(TEXT, source_language="en", target_language="de").translated_text
-
-    return floor, call
+    return bench_sendpath.raw_call(httpx.Client(transport=transport)), bench_sendpath.sdk_call(sdk)
 
 
 def httpx2_floor(

@@ -3,15 +3,14 @@
 Usage::
 
     python benchmarks/run.py [--quick] [--output PATH] [--json PATH] [--from-json PATH]
-    python benchmarks/run.py --from-json PATH --update NAME [--json PATH]
-    python benchmarks/run.py inprocess|peers|first_result|gather|many|cache|memory|waits [--quick]
+    python benchmarks/run.py NAME [--quick] [--json PATH] [--write] [--output PATH]
 
-With no name it runs every benchmark, each in a fresh interpreter, and writes the page; a
-name runs that benchmark alone and prints its JSON. ``--quick`` is a smoke run with few
-rounds, whose figures are not worth publishing. ``--json`` keeps the results, and
-``--from-json`` writes the page from kept results without measuring again; with
-``--update NAME`` it measures that benchmark alone first, in place of the kept one (the
-page then says when and where that one was measured).
+With no name it runs every benchmark, each in a fresh interpreter, and writes the page;
+``--json`` keeps the results, and ``--from-json`` writes the page from kept results without
+measuring again. A NAME (sendpath, peers, first_result, gather, many, cache, memory, waits)
+runs that benchmark alone and prints its sections of the page; ``--write`` puts them in
+the page in place of the same sections, saying when and where they were measured.
+``--quick`` is a smoke run with few rounds, whose figures are not worth publishing.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 # name: (script, arguments with --quick, the child's time limit in seconds)
 BENCHMARKS: dict[str, tuple[str, list[str], int]] = {
-    "inprocess": ("bench_inprocess.py", ["--rounds", "3", "--calls", "300"], 600),
+    "sendpath": ("bench_sendpath.py", ["--rounds", "3", "--calls", "300"], 600),
     "peers": ("bench_peers.py", ["--rounds", "3", "--calls", "100"], 900),
     "first_result": ("bench_first_result.py", ["--rounds", "3"], 600),
     "gather": ("bench_gather.py", ["--calls", "3000,300", "--rounds", "1,1"], 1800),
@@ -42,7 +42,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], int]] = {
     "waits": ("bench_waits.py", ["--rounds", "2", "--calls", "5"], 300),
 }
 VERSIONS = (
-    "httpx", "httpcore", "aiohttp", "httpx-aiohttp", "pydantic", "tenacity", "anyio", "respx",
+    "httpx", "httpcore", "h11", "aiohttp", "httpx-aiohttp", "pydantic", "tenacity", "anyio",
     "redis",
 )  # fmt: skip
 # The call each peer of bench_peers.py makes, for the page.
@@ -108,18 +108,18 @@ def ratio(stats: dict[str, float]) -> str:
     return cell(stats, ".2f", " x")
 
 
-def per_call_table(out: list[str], rows: list[tuple[str, str, dict[str, Any]]], floor: str) -> None:
-    """A table of per-call times: (first column, client, row) each, against ``floor``."""
-    out.append(
-        f"| setup | client | {floor}, per call | lingodoc, per call | overhead per call"
-        f" | {floor} / lingodoc |"
+def per_call_table(add: Callable[[str], None], rows: dict[str, dict[str, Any]]) -> None:
+    """A table of per-call times, ``Client``'s and ``AsyncClient``'s, against raw httpx."""
+    add(
+        "| client | raw httpx, per call | lingodoc, per call | lingodoc adds, per call"
+        " | raw httpx / lingodoc |"
     )
-    out.append("|---|---|---|---|---|---|")
-    for setup, name, row in rows:
-        out.append(
-            f"| {setup} | `{name}` | {cell(row['raw_us'], unit=' µs')}"
-            f" | {cell(row['sdk_us'], unit=' µs')} | {cell(row['overhead_us'], unit=' µs')}"
-            f" | {ratio(row['ratio'])} |"
+    add("|---|---|---|---|---|")
+    for kind, name in (("sync", "Client"), ("async", "AsyncClient")):
+        row = rows[kind]
+        add(
+            f"| `{name}` | {cell(row['raw_us'], unit=' µs')} | {cell(row['sdk_us'], unit=' µs')}"
+            f" | {cell(row['overhead_us'], unit=' µs')} | {ratio(row['ratio'])} |"
         )
 
 
@@ -131,18 +131,193 @@ def complete(gather: dict[str, Any]) -> bool:
     )
 
 
-def measured_apart(results: dict[str, Any]) -> str:
-    """A sentence for the benchmarks measured after the rest (``--update``), or ``""``."""
-    notes = []
-    for name in BENCHMARKS:
-        info = (results.get(name) or {}).get("machine")
-        if info:
-            notes.append(
-                f"`{name}` was measured apart, {info['date']} at commit {info['commit']}"
-                f" (load average {info['load']:.2f} at the start and {info['load_end']:.2f}"
-                " at the end)"
+def sendpath_section(add: Callable[[str], None], send: dict[str, Any]) -> None:
+    """The send path's cost per call: what the SDK adds, and the whole stack over a fake socket."""
+    add("## Cost per call, in-process")
+    add("")
+    add(
+        f"One `translate()` at a time, {send['calls_per_round']:,} calls a round, against the"
+        " fastest raw httpx call: the request built once, `send()`, `json.loads`. Both tables:"
+        " `python benchmarks/run.py sendpath`."
+    )
+    add("")
+    add("### What the SDK adds, on your `http_client`")
+    add("")
+    add(
+        "`Client(..., http_client=httpx.Client(transport=T))` against"
+        " `httpx.Client(transport=T)`, one `httpx.MockTransport` under both."
+    )
+    add("")
+    per_call_table(add, send["caller"])
+    add("")
+    add("### The whole stack, over a fake socket")
+    add("")
+    add(
+        "The SDK's own transport against httpx's default, both down to httpcore and h11, whose"
+        " backends connect to an in-memory stream that answers the response's bytes."
+    )
+    add("")
+    per_call_table(add, send["socket"])
+    add("")
+
+
+def peers_section(add: Callable[[str], None], peers: dict[str, Any]) -> None:
+    """Other SDKs, each against its own floor."""
+    add("## Other SDKs, in-process")
+    add("")
+    add(
+        "Each SDK's most common call against the same request made by hand on the HTTP"
+        f" library it is built on (the floor). Sync clients, {peers['calls_per_round']:,}"
+        " calls a round."
+    )
+    add("")
+    add("| SDK | call | floor, per call | SDK, per call | overhead per call | floor / SDK |")
+    add("|---|---|---|---|---|---|")
+    for name, row in peers["cases"].items():
+        add(
+            f"| {name} {row['version']} | {PEER_CALLS.get(name, '')}"
+            f" | {cell(row['floor_us'], unit=' µs')} | {cell(row['sdk_us'], unit=' µs')}"
+            f" | {cell(row['overhead_us'], unit=' µs')} | {ratio(row['ratio'])} |"
+        )
+    if peers.get("missing"):
+        add("")
+        add(f"Not installed, so not measured: {', '.join(peers['missing'])}.")
+    for name, error in peers.get("failed", {}).items():
+        add("")
+        add(f"{name} could not be measured: `{error}`.")
+    add("")
+
+
+def first_result_section(add: Callable[[str], None], first: dict[str, Any]) -> None:
+    """A fresh process's first call."""
+    add("## Time to the first result")
+    add("")
+    add(
+        "A fresh process imports, builds a client and makes one call to a loopback server. The"
+        " floor is raw httpx with the answer validated by pydantic."
+    )
+    add("")
+    add("| case | time to the first result | baseline / lingodoc |")
+    add("|---|---|---|")
+    add(f"| lingodoc `Client` | {cell(first['ms']['lingodoc'], unit=' ms')} | |")
+    add(
+        f"| raw httpx + pydantic (the floor) | {cell(first['ms']['httpx + pydantic'], unit=' ms')}"
+        f" | {ratio(first['ratio_typed'])} |"
+    )
+    add(f"| raw httpx | {cell(first['ms']['httpx'], unit=' ms')} | {ratio(first['ratio_httpx'])} |")
+    add("")
+
+
+def gather_section(add: Callable[[str], None], gather: dict[str, Any]) -> None:
+    """An AsyncClient's gather against raw httpx and raw aiohttp."""
+    best = gather["gathers"][0]["best_pool"]
+    add(f"## A naive gather, {gather['delay'] * 1000:.0f} ms away")
+    add("")
+    add(
+        "`asyncio.gather` of N `translate()` calls on one `AsyncClient`, to a server"
+        f" {gather['delay'] * 1000:.0f} ms away on loopback: `lingodoc` on its default transport"
+        " (16 in flight), `lingodoc + aiohttp` on `DefaultAioHttpClient` (100 in flight). The"
+        f" floors: raw httpx with the best pool size of the first table (**{best}** this run:"
+        " httpcore's pool gets slower past about 16 connections in flight), and raw aiohttp;"
+        " the bare rows are what `DefaultAioHttpClient` stands on. *vs*: requests per second"
+        " over the floor's. CPU per call bounds what a busy async service gets through."
+        + (
+            ""
+            if all(map(complete, gather["gathers"]))
+            else " Answers: in the worst round; errors: in all."
+        )
+    )
+    for row in gather["gathers"]:
+        add("")
+        add(
+            f"{row['calls']:,} calls, {row['rounds']} round{'s' if row['rounds'] > 1 else ''}"
+            + (
+                ": every case got every answer, with no error, in every round."
+                if complete(row)
+                else ":"
             )
-    return " " + "; ".join(notes) + "." if notes else ""
+        )
+        add("")
+        columns = "" if complete(row) else " answers | errors |"
+        head = "| case | requests per second | CPU per call |"
+        add(f"{head}{columns} vs raw httpx | vs raw aiohttp |")
+        add("|---|---|---|---|---|" + ("" if complete(row) else "---|---|"))
+        for name, case in row["cases"].items():
+            errors = ", ".join(f"{kind}: {count}" for kind, count in case["errors"].items())
+            floor = " (the floor)" if name in (f"raw httpx, pool {best}", "raw aiohttp") else ""
+            cpu = cell(case["cpu_us_per_call"], ",.0f", " µs") if "cpu_us_per_call" in case else ""
+            lost = (
+                ""
+                if complete(row)
+                else f" {case['answers']['min']:,.0f} of {row['calls']:,} | {errors or 'none'} |"
+            )
+            add(
+                f"| {name}{floor} | {cell(case['req_per_s'], ',.0f')} | {cpu} |{lost}"
+                f" {ratio(case['vs raw httpx'])} | {ratio(case['vs raw aiohttp'])} |"
+            )
+    add("")
+
+
+def many_section(add: Callable[[str], None], many: dict[str, Any]) -> None:
+    """`translate_many`'s requests against the fewest that would do."""
+    add("## `translate_many`: requests against the minimum")
+    add("")
+    add(
+        f"{many['texts']:,} short texts ({many['repeats']:.0%} repeats of earlier ones,"
+        f" {many['blanks']:.0%} blank), batches of {many['batch_size']}, against the in-process"
+        " emulator. The minimum is ceil(distinct non-blank texts / batch size) requests."
+    )
+    add("")
+    add("| client | requests | minimum | requests / minimum | texts sent / distinct | results |")
+    add("|---|---|---|---|---|---|")
+    for name, case in many["cases"].items():
+        add(
+            f"| `{name}` | {cell(case['requests'], ',.0f')} | {cell(case['minimum'], ',.0f')}"
+            f" | {ratio(case['over_minimum'])} | {ratio(case['texts_over_distinct'])}"
+            f" | {'all correct' if case['all_correct'] else '**wrong**'} |"
+        )
+    add("")
+
+
+def memory_section(add: Callable[[str], None], memory: dict[str, Any]) -> None:
+    """What a client keeps in memory and takes to build."""
+    add("## Memory per client")
+    add("")
+    add(
+        f"A fresh process builds one client, then {memory['clients']:,} more: the memory each"
+        " keeps and the time to build one. httpx builds an SSL context per client; the SDK"
+        " shares one."
+    )
+    add("")
+    add("| client | Python memory (tracemalloc) | process memory (RSS) | time to build |")
+    add("|---|---|---|---|")
+    for name, case in memory["cases"].items():
+        add(
+            f"| `{name}()` | {cell(case['kib'], unit=' KiB')}"
+            f" | {cell(case['rss_kib'], unit=' KiB')} | {cell(case['build_us'], unit=' µs')} |"
+        )
+    add("")
+
+
+def waits_section(add: Callable[[str], None], waits: dict[str, Any]) -> None:
+    """Waits that should cost nothing."""
+    add("## Waits that should cost nothing")
+    add("")
+    add(
+        f"Median of {waits['rounds']} rounds: leaving `with Emulator().serve():` with a"
+        " keep-alive connection open; `RedisCache.get_many` with nothing listening, its first"
+        " call and those within `retry_after`; a first call to a Redis that never answers,"
+        f" over its `socket_timeout` of {waits['socket_timeout']:g} s."
+    )
+    add("")
+    add("| case | time |")
+    add("|---|---|")
+    add(f"| emulator stop | {cell(waits['emulator_stop_ms'], ',.2f', ' ms')} |")
+    add(f"| Redis refused, first call | {cell(waits['refused_first_ms'], ',.2f', ' ms')} |")
+    add(f"| Redis refused, later calls | {cell(waits['refused_later_us'], unit=' µs')} |")
+    silent = cell(waits["silent_over_timeout"], ".2f", " times `socket_timeout`")
+    add(f"| Redis silent, first call | {silent} |")
+    add("")
 
 
 def cache_section(add: Callable[[str], None], cache: dict[str, Any]) -> None:
@@ -212,6 +387,33 @@ def cache_section(add: Callable[[str], None], cache: dict[str, Any]) -> None:
     add("")
 
 
+SECTIONS: dict[str, Callable[[Callable[[str], None], dict[str, Any]], None]] = {
+    "sendpath": sendpath_section,
+    "peers": peers_section,
+    "first_result": first_result_section,
+    "gather": gather_section,
+    "many": many_section,
+    "cache": cache_section,
+    "memory": memory_section,
+    "waits": waits_section,
+}
+
+
+def section(name: str, data: dict[str, Any]) -> str:
+    """The page's sections of one benchmark; if measured apart from the page, when and where."""
+    out: list[str] = []
+    SECTIONS[name](out.append, data)
+    info = data.get("machine")
+    if info:
+        out.append(
+            f"Measured apart: {info['date']}, commit {info['commit']}, load average"
+            f" {info['load']:.2f} to {info['load_end']:.2f}."
+            + (" **A `--quick` smoke run: not worth quoting.**" if info.get("quick") else "")
+        )
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
 def report(results: dict[str, Any], quick: bool) -> str:
     info = results["machine"]
     versions = ", ".join(f"{name} {version}" for name, version in info["versions"].items())
@@ -225,189 +427,34 @@ def report(results: dict[str, Any], quick: bool) -> str:
         f"Measured {info['date']} at commit {info.get('commit', '?')}, on {info['platform']},"
         f" {info['cores']} cores (shared with other work: load average {info['load']:.2f} at"
         f" the start and {results['load_end']:.2f} at the end), Python {info['python']};"
-        f" {versions}.{measured_apart(results)}",
+        f" {versions}.",
         "",
         "A cell is `median (min-max)` over rounds interleaved with the baseline's; a ratio is"
         " baseline time / lingodoc time (requests per second: lingodoc / baseline): above 1,"
         " lingodoc is faster.",
         "",
     ]
-    add = out.append
+    page = "\n".join(out) + "\n"
+    page += "".join(section(name, results[name]) for name in BENCHMARKS if results.get(name))
+    return page.rstrip("\n") + "\n"
 
-    rows = results["inprocess"]
-    add("## Cost per call, in-process")
-    add("")
-    add(
-        "One `translate()` at a time, nothing on the network, "
-        f"{rows['calls_per_round']:,} calls a round, against the same call made with raw httpx:"
-        " on the SDK's own transport, and on an `http_client` of yours."
-    )
-    add("")
-    per_call_table(
-        out,
-        [
-            (setup, name, rows[key][kind])
-            for setup, key in (
-                ("own transport", "own_transport"),
-                ("your `http_client`", "http_client"),
-            )
-            for kind, name in (("sync", "Client"), ("async", "AsyncClient"))
-        ],
-        "raw httpx",
-    )
-    add("")
 
-    peers = results.get("peers")
-    if peers:
-        add("## Other SDKs, in-process")
-        add("")
-        add(
-            "Each SDK's most common call against the same request made by hand on the HTTP"
-            f" library it is built on (the floor). Sync clients, {peers['calls_per_round']:,}"
-            " calls a round."
+def splice(page: str, sections: str) -> str:
+    """``page`` with each of ``sections`` in place of the page's under the same ``## `` heading.
+
+    Raises:
+        SystemExit: If the page has no such section: write the whole page.
+    """
+    blocks = re.split(r"(?m)^(?=## )", page)
+    new = {block.split("\n", 1)[0]: block for block in re.split(r"(?m)^(?=## )", sections)}
+    new.pop("", None)
+    missing = set(new) - {block.split("\n", 1)[0] for block in blocks}
+    if missing:
+        raise SystemExit(
+            f"the page has no section {sorted(missing)}: write it whole (nox -s bench)"
         )
-        add("")
-        add("| SDK | call | floor, per call | SDK, per call | overhead per call | floor / SDK |")
-        add("|---|---|---|---|---|---|")
-        for name, row in peers["cases"].items():
-            add(
-                f"| {name} {row['version']} | {PEER_CALLS.get(name, '')}"
-                f" | {cell(row['floor_us'], unit=' µs')} | {cell(row['sdk_us'], unit=' µs')}"
-                f" | {cell(row['overhead_us'], unit=' µs')} | {ratio(row['ratio'])} |"
-            )
-        if peers.get("missing"):
-            add("")
-            add(f"Not installed, so not measured: {', '.join(peers['missing'])}.")
-        for name, error in peers.get("failed", {}).items():
-            add("")
-            add(f"{name} could not be measured: `{error}`.")
-        add("")
-
-    first = results["first_result"]
-    add("## Time to the first result")
-    add("")
-    add(
-        "A fresh process imports, builds a client and makes one call to a loopback server. The"
-        " floor is raw httpx with the answer validated by pydantic."
-    )
-    add("")
-    add("| case | time to the first result | baseline / lingodoc |")
-    add("|---|---|---|")
-    add(f"| lingodoc `Client` | {cell(first['ms']['lingodoc'], unit=' ms')} | |")
-    add(
-        f"| raw httpx + pydantic (the floor) | {cell(first['ms']['httpx + pydantic'], unit=' ms')}"
-        f" | {ratio(first['ratio_typed'])} |"
-    )
-    add(f"| raw httpx | {cell(first['ms']['httpx'], unit=' ms')} | {ratio(first['ratio_httpx'])} |")
-    add("")
-
-    gather = results["gather"]
-    best = gather["gathers"][0]["best_pool"]
-    add(f"## A naive gather, {gather['delay'] * 1000:.0f} ms away")
-    add("")
-    add(
-        "`asyncio.gather` of N `translate()` calls on one `AsyncClient`, to a server"
-        f" {gather['delay'] * 1000:.0f} ms away on loopback: `lingodoc` on its default transport"
-        " (16 in flight), `lingodoc + aiohttp` on `DefaultAioHttpClient` (100 in flight). The"
-        f" floors: raw httpx with the best pool size of the first table (**{best}** this run:"
-        " httpcore's pool gets slower past about 16 connections in flight), and raw aiohttp;"
-        " the bare rows are what `DefaultAioHttpClient` stands on. *vs*: requests per second"
-        " over the floor's. CPU per call bounds what a busy async service gets through."
-        + (
-            ""
-            if all(map(complete, gather["gathers"]))
-            else " Answers: in the worst round; errors: in all."
-        )
-    )
-    for row in gather["gathers"]:
-        add("")
-        add(
-            f"{row['calls']:,} calls, {row['rounds']} round{'s' if row['rounds'] > 1 else ''}"
-            + (
-                ": every case got every answer, with no error, in every round."
-                if complete(row)
-                else ":"
-            )
-        )
-        add("")
-        columns = "" if complete(row) else " answers | errors |"
-        head = "| case | requests per second | CPU per call |"
-        add(f"{head}{columns} vs raw httpx | vs raw aiohttp |")
-        add("|---|---|---|---|---|" + ("" if complete(row) else "---|---|"))
-        for name, case in row["cases"].items():
-            errors = ", ".join(f"{kind}: {count}" for kind, count in case["errors"].items())
-            floor = " (the floor)" if name in (f"raw httpx, pool {best}", "raw aiohttp") else ""
-            cpu = cell(case["cpu_us_per_call"], ",.0f", " µs") if "cpu_us_per_call" in case else ""
-            lost = (
-                ""
-                if complete(row)
-                else f" {case['answers']['min']:,.0f} of {row['calls']:,} | {errors or 'none'} |"
-            )
-            add(
-                f"| {name}{floor} | {cell(case['req_per_s'], ',.0f')} | {cpu} |{lost}"
-                f" {ratio(case['vs raw httpx'])} | {ratio(case['vs raw aiohttp'])} |"
-            )
-    add("")
-
-    many = results["many"]
-    add("## `translate_many`: requests against the minimum")
-    add("")
-    add(
-        f"{many['texts']:,} short texts ({many['repeats']:.0%} repeats of earlier ones,"
-        f" {many['blanks']:.0%} blank), batches of {many['batch_size']}, against the in-process"
-        " emulator. The minimum is ceil(distinct non-blank texts / batch size) requests."
-    )
-    add("")
-    add("| client | requests | minimum | requests / minimum | texts sent / distinct | results |")
-    add("|---|---|---|---|---|---|")
-    for name, case in many["cases"].items():
-        add(
-            f"| `{name}` | {cell(case['requests'], ',.0f')} | {cell(case['minimum'], ',.0f')}"
-            f" | {ratio(case['over_minimum'])} | {ratio(case['texts_over_distinct'])}"
-            f" | {'all correct' if case['all_correct'] else '**wrong**'} |"
-        )
-    add("")
-
-    if results.get("cache"):
-        cache_section(add, results["cache"])
-
-    memory = results["memory"]
-    add("## Memory per client")
-    add("")
-    add(
-        f"A fresh process builds one client, then {memory['clients']:,} more: the memory each"
-        " keeps and the time to build one. httpx builds an SSL context per client; the SDK"
-        " shares one."
-    )
-    add("")
-    add("| client | Python memory (tracemalloc) | process memory (RSS) | time to build |")
-    add("|---|---|---|---|")
-    for name, case in memory["cases"].items():
-        add(
-            f"| `{name}()` | {cell(case['kib'], unit=' KiB')}"
-            f" | {cell(case['rss_kib'], unit=' KiB')} | {cell(case['build_us'], unit=' µs')} |"
-        )
-
-    waits = results.get("waits")
-    if waits:
-        add("")
-        add("## Waits that should cost nothing")
-        add("")
-        add(
-            f"Median of {waits['rounds']} rounds: leaving `with Emulator().serve():` with a"
-            " keep-alive connection open; `RedisCache.get_many` with nothing listening, its first"
-            " call and those within `retry_after`; a first call to a Redis that never answers,"
-            f" over its `socket_timeout` of {waits['socket_timeout']:g} s."
-        )
-        add("")
-        add("| case | time |")
-        add("|---|---|")
-        add(f"| emulator stop | {cell(waits['emulator_stop_ms'], ',.2f', ' ms')} |")
-        add(f"| Redis refused, first call | {cell(waits['refused_first_ms'], ',.2f', ' ms')} |")
-        add(f"| Redis refused, later calls | {cell(waits['refused_later_us'], unit=' µs')} |")
-        silent = cell(waits["silent_over_timeout"], ".2f", " times `socket_timeout`")
-        add(f"| Redis silent, first call | {silent} |")
-    return "\n".join(out) + "\n"
+    spliced = "".join(new.get(block.split("\n", 1)[0], block) for block in blocks)
+    return spliced.rstrip("\n") + "\n"
 
 
 def main() -> None:
@@ -418,22 +465,26 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="keep the results here")
     parser.add_argument("--from-json", type=Path, help="write the page from kept results")
     parser.add_argument(
-        "--update", choices=sorted(BENCHMARKS), help="with --from-json: measure this one again"
+        "--write", action="store_true", help="with a name: put its sections in the page"
     )
     args = parser.parse_args()
-    if args.update and not args.from_json:
-        parser.error("--update needs --from-json: the kept results of the other benchmarks")
+    if args.write and not args.name:
+        parser.error("--write goes with a benchmark's name (without one, the page is written)")
     if args.name:
-        print(json.dumps(run(args.name, quick=args.quick), indent=2))
+        info = machine()
+        data = run(args.name, quick=args.quick)
+        # Its own date, commit and load, for the page: not those of the rest of it.
+        data["machine"] = {**info, "load_end": os.getloadavg()[0], "quick": args.quick}
+        if args.json:
+            args.json.write_text(json.dumps(data, indent=2))
+        text = section(args.name, data)
+        print(text, end="")
+        if args.write:
+            args.output.write_text(splice(args.output.read_text("utf-8"), text), "utf-8")
+            print(f"wrote {args.output}", file=sys.stderr)
         return
     if args.from_json:
         results = json.loads(args.from_json.read_text())
-        if args.update:
-            info = machine()
-            results[args.update] = run(args.update, quick=args.quick)
-            # Its own date, commit and load, for the page: not those of the kept run.
-            results[args.update]["machine"] = {**info, "load_end": os.getloadavg()[0]}
-            results["quick"] = results["quick"] or args.quick
     else:
         results = {"machine": machine()}
         for name in BENCHMARKS:
