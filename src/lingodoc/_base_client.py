@@ -158,7 +158,8 @@ class BaseClient(Generic[HttpClientT]):
     @property
     def rate_limit(self) -> RateLimit | None:
         """The rate-limit state of the most recent response that reported one, or ``None``."""
-        return self._shared.rate_limit
+        reported = self._shared.rate_limit
+        return None if reported is None else reported.value
 
     @property
     def is_closed(self) -> bool:
@@ -241,7 +242,7 @@ class BaseClient(Generic[HttpClientT]):
     ) -> None:
         """Whether a call goes on: the one place that decides it, raising the error if not.
 
-        Called as a call starts, and again in each attempt's turn (``call``), and before a
+        Called as a call starts (no ``call``), and again in each attempt's turn, and before a
         wait for a retry (``failed``: the last attempt's error). A closed client (or copy)
         sends nothing more: not the call, nor a retry. Once ``translate_many``'s run is over
         (``stop``), ``failed`` is not retried: it ends the call. A forked child's state is
@@ -268,8 +269,9 @@ class BaseClient(Generic[HttpClientT]):
             ) from failed.with_traceback(None)
         if failed is not None and stop is not None and stop.is_set():
             raise failed.with_traceback(None)
-        self._shared.in_this_process()
-        self._shared.check_loop()
+        if call is None:  # as a call starts: its turns belong to this process and loop
+            self._shared.in_this_process()
+            self._shared.check_loop()
 
     def _build_request(self, call: Call[Any]) -> httpx.Request:
         """The request of ``call``, or ``InvalidArgument(Type)`` if it cannot be sent.
@@ -488,6 +490,11 @@ class BaseClient(Generic[HttpClientT]):
             )
 
 
+# As httpx encodes a JSON body (its type is in the headers: _with_json_type); one encoder,
+# not one per json.dumps call.
+_JSON = _json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def _new_request(
     method: str,
     url: httpx.URL,
@@ -508,9 +515,7 @@ def _new_request(
     sent = httpx.Headers(headers)
     content = b""
     if json is not None:
-        # As httpx encodes a JSON body (its type is in the headers: _with_json_type).
-        text = _json.dumps(json, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        content = text.encode("utf-8")
+        content = _JSON.encode(json).encode("utf-8")
     if json is not None or method in ("POST", "PUT", "PATCH"):
         sent["Content-Length"] = str(len(content))
     request = httpx.Request(

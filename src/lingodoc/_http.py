@@ -23,7 +23,7 @@ from lingodoc._deadline import Limit
 from lingodoc._exceptions import LingodocError
 
 if TYPE_CHECKING:
-    from lingodoc._models import RateLimit
+    from lingodoc._models import Reported
 
 HttpClientT = TypeVar("HttpClientT", httpx.Client, httpx.AsyncClient)
 # Sends one request: a transport's handle_request, or an http client's send().
@@ -90,7 +90,7 @@ class SharedHttp(Generic[HttpClientT]):
         self.in_flight = 0
         self.lock = threading.Lock()
         self.pid = os.getpid()
-        self.rate_limit: RateLimit | None = None  # of the last response that reported one
+        self.rate_limit: Reported | None = None  # of the last response that reported one
 
     def _sender(self) -> Send:
         """What sends an attempt: the transport itself, or the caller's client's ``send()``."""

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from lingodoc._models import Document as Document
     from lingodoc._models import Origin as Origin
     from lingodoc._models import RateLimit as RateLimit
+    from lingodoc._models import Reported as Reported
     from lingodoc._models import TextTranslation as TextTranslation
     from lingodoc._models import TranslationJob as TranslationJob
     from lingodoc._models import TranslationState as TranslationState
@@ -25,7 +26,7 @@ PUBLIC = frozenset({
     "BatchTranslation", "Document", "RateLimit", "TextTranslation", "TranslationJob",
     "TranslationState", "TranslationStatus",
 })  # fmt: skip
-NAMES = PUBLIC | {"Origin", "origin_of", "parse_rate_limit", "set_origin"}
+NAMES = PUBLIC | {"Origin", "Reported", "origin_of", "parse_rate_limit", "set_origin"}
 
 
 def __getattr__(name: str) -> Any:

@@ -115,26 +115,65 @@ def parse_rate_limit(limit: str, remaining: str, reset: str, *, now: float) -> R
     )
 
 
+class Reported:
+    """A response's ``X-RateLimit-*`` values: a `RateLimit` built when first read.
+
+    Most results' rate limits are never read; a response's is read at most once.
+    """
+
+    __slots__ = ("_raw", "_value")
+
+    def __init__(self, limit: str, remaining: str, reset: str, now: float) -> None:
+        self._raw: tuple[str, str, str, float] | None = (limit, remaining, reset, now)
+        self._value: RateLimit | None = None
+
+    @property
+    def value(self) -> RateLimit | None:
+        """The rate limit; ``None`` unless each value is an integer."""
+        raw = self._raw
+        if raw is not None:  # two threads may both parse it: either value will do
+            self._value = parse_rate_limit(*raw[:3], now=raw[3])
+            self._raw = None
+        return self._value
+
+
 class Origin:
     """The response a result came in; a copy or pickle drops it (its request holds the key).
 
-    ``cache_hits``: the translations of the result the cache held (none were sent).
+    ``rate_limit`` may be `Reported`, and ``request_id`` the id as sent with what masks it:
+    each is read when first asked for. ``cache_hits``: the translations of the result the
+    cache held (none were sent).
     """
 
-    __slots__ = ("_response", "cache_hits", "rate_limit", "request_id")
+    __slots__ = ("_rate_limit", "_request_id", "_response", "cache_hits")
 
     def __init__(
         self,
-        rate_limit: RateLimit | None,
-        request_id: str | None,
+        rate_limit: RateLimit | Reported | None,
+        request_id: str | tuple[str, Callable[[str], str]] | None,
         response: httpx.Response | tuple[Any, ...] | None = None,
         cache_hits: int = 0,
     ) -> None:
-        self.rate_limit = rate_limit
-        self.request_id = request_id
+        self._rate_limit = rate_limit
+        self._request_id = request_id
         # Or (a function making it, its arguments): few ask for it.
         self._response = response
         self.cache_hits = cache_hits
+
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        """The rate limit its response reported."""
+        rate_limit = self._rate_limit
+        return rate_limit.value if isinstance(rate_limit, Reported) else rate_limit
+
+    @property
+    def request_id(self) -> str | None:
+        """Its response's ``X-Request-Id``, masked (servers echo headers too)."""
+        request_id = self._request_id
+        if isinstance(request_id, tuple):
+            sent, redact = request_id
+            request_id = self._request_id = redact(sent)
+        return request_id
 
     @property
     def response(self) -> httpx.Response | None:
@@ -147,7 +186,7 @@ class Origin:
 
     def counted(self, cache_hits: int) -> Origin:
         """This origin, its response included, with ``cache_hits`` translations from the cache."""
-        return Origin(self.rate_limit, self.request_id, self._response, cache_hits)
+        return Origin(self._rate_limit, self._request_id, self._response, cache_hits)
 
     def __reduce__(self) -> tuple[type[Origin], tuple[RateLimit | None, str | None, None, int]]:
         # Used by pickle, copy.copy and copy.deepcopy (so pydantic's deep copy).

@@ -65,6 +65,8 @@ class KeyMask:
         """Return ``text`` with every echo of the key masked, whatever the case of its letters."""
         if len(self._key) < WINDOW:
             return text.replace(self._key, self._replacement) if text and self._key else text
+        if len(text) < WINDOW:  # too short to hold a window (a request id, say)
+            return text
         folded = text.lower()  # fast; to ASCII it folds only A-Z and the Kelvin sign (to k)
         if len(folded) != len(text):  # a letter became two ("İ"): positions would shift
             folded = text.translate(_FOLD)

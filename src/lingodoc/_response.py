@@ -28,7 +28,7 @@ from lingodoc._exceptions import (
 
 if TYPE_CHECKING:
     from lingodoc._endpoints import Call
-    from lingodoc._models import RateLimit
+    from lingodoc._models import Reported
 
 T = TypeVar("T")
 
@@ -143,11 +143,14 @@ class BodyReader:
         return httpx.DecodingError(f"the response body is not valid {self.encoding}: {exc}")
 
 
-def rate_limit_of(headers: dict[bytes, list[str]], now: float) -> RateLimit | None:
-    """The rate limit a response's headers (`BodyReader.headers`) report, if they do."""
+def rate_limit_of(headers: dict[bytes, list[str]], now: float) -> Reported | None:
+    """The rate limit a response's headers (`BodyReader.headers`) report, read when asked for.
+
+    ``None`` if a header is missing or sent twice: unreadable.
+    """
     limit, remaining, reset = (headers.get(name, ()) for name in _RATE_LIMIT_HEADERS)
-    if len(limit) == len(remaining) == len(reset) == 1:  # missing, or sent twice: unreadable
-        return _lazy.parse_rate_limit(limit[0], remaining[0], reset[0], now=now)
+    if len(limit) == len(remaining) == len(reset) == 1:
+        return _lazy.Reported(limit[0], remaining[0], reset[0], now)
     return None
 
 
@@ -156,7 +159,7 @@ def read(
     response: httpx.Response,
     reader: BodyReader,
     request: httpx.Request,
-    rate_limit: RateLimit | None,
+    rate_limit: Reported | None,
     *,
     now: float,
     elapsed: float,
@@ -169,32 +172,42 @@ def read(
     """
     headers, status_code = reader.headers, response.status_code
     request_id = ", ".join(headers[b"x-request-id"]) if b"x-request-id" in headers else None
-    if request_id is not None:  # masked: servers echo headers too
-        request_id = redact(request_id)
-    fields: dict[str, Any] = {
-        "status_code": status_code, "rate_limit": rate_limit, "request_id": request_id
-    }  # fmt: skip
     body = reader.body()
-    if len(body) > MAX_BODY_BYTES:
-        problem = f"the response body is larger than {MAX_BODY_BYTES:,} bytes"
-        raise _unexpected(problem, request, redact, **fields)
-    data = unwrap(
-        status_code, headers, body, rate_limit, request_id,
-        now=now, redact=redact, request=request,
-    )  # fmt: skip
-    try:
-        origin = _lazy.Origin(rate_limit, request_id, _kept(response, reader, request, elapsed))
-        return call.parse(data, origin)
-    except ShapeError as exc:
-        shape_error = exc
-    # Raised outside the except block: the shape error holds the data as sent.
+    if len(body) <= MAX_BODY_BYTES:
+        data = unwrap(
+            status_code, headers, body, rate_limit, request_id,
+            now=now, redact=redact, request=request,
+        )  # fmt: skip
+        # Masked when first read: servers echo headers too.
+        sent_id = None if request_id is None else (request_id, redact)
+        try:
+            kept = _kept(response, reader, request, elapsed)
+            return call.parse(data, _lazy.Origin(rate_limit, sent_id, kept))
+        except ShapeError as exc:
+            shape_error = exc
+        # Raised outside the except block: the shape error holds the data as sent.
+        problem = redact(str(shape_error))
+        shown = excerpt(json.dumps(shape_error.data, default=str), redact)
+    else:
+        problem, shown = f"the response body is larger than {MAX_BODY_BYTES:,} bytes", None
     raise _unexpected(
-        redact(str(shape_error)),
-        request,
-        redact,
-        body=excerpt(json.dumps(shape_error.data, default=str), redact),
-        **fields,
-    )
+        problem, request, redact, body=shown,
+        **_error_fields(status_code, rate_limit, request_id, redact),
+    )  # fmt: skip
+
+
+def _error_fields(
+    status_code: int,
+    rate_limit: Reported | None,
+    request_id: str | None,
+    redact: Callable[[str], str],
+) -> dict[str, Any]:
+    """The fields every `APIError` of a response holds: its rate limit and masked id."""
+    return {
+        "status_code": status_code,
+        "rate_limit": None if rate_limit is None else rate_limit.value,
+        "request_id": None if request_id is None else redact(request_id),
+    }
 
 
 def _unexpected(
@@ -245,7 +258,7 @@ def unwrap(
     status_code: int,
     headers: dict[bytes, list[str]],
     body: bytes,
-    rate_limit: RateLimit | None,
+    rate_limit: Reported | None,
     request_id: str | None,
     *,
     now: float,
@@ -291,10 +304,8 @@ def unwrap(
             cls, problem = chosen, redact(message or "no message given")
         else:
             problem = f"a failure envelope came with status {status_code}"
-    fields: dict[str, Any] = {
-        "code": code, "status_code": status_code, "rate_limit": rate_limit,
-        "request_id": request_id, "retry_after": _retry_after(headers, now, cls),
-    }  # fmt: skip
+    fields = _error_fields(status_code, rate_limit, request_id, redact)
+    fields.update(code=code, retry_after=_retry_after(headers, now, cls))
     if cls is UnexpectedResponse:
         text = body[: BODY_EXCERPT_CHARS * 32].decode("utf-8", "replace")
         raise _unexpected(problem, request, redact, body=excerpt(text, redact), **fields)

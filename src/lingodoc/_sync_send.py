@@ -80,6 +80,7 @@ class Sending(BaseClient[httpx.Client]):
         seconds, what = self._attempt_timeout(call, request, deadline)
         started = time.perf_counter()
         response: httpx.Response | None = None
+        reader: BodyReader | None = None
         failure = None
         closed = False
         try:
@@ -97,8 +98,10 @@ class Sending(BaseClient[httpx.Client]):
         finally:
             if response is not None and not response.is_closed:  # (one built in memory is)
                 # Read, or given up: what closing it raises is not the call's. An interrupt,
-                # a cancellation or a signal handler's exception goes on as it came.
-                with _deadline.shield(self._shared.pooled), contextlib.suppress(Exception):
+                # a cancellation or a signal handler's exception goes on as it came. One read
+                # in memory has no connection to leave busy: no shield.
+                pooled = self._shared.pooled and not (reader is not None and reader.in_memory)
+                with _deadline.shield(pooled), contextlib.suppress(Exception):
                     response.close()
                     closed = True
         if failure is not None:  # raised here, not in the except block, which holds the key
@@ -107,4 +110,5 @@ class Sending(BaseClient[httpx.Client]):
             raise self._connection_error(call, failure, number, began, started, what)
         turn.clean = closed  # the main thread's connection is reused only after this
         assert response is not None
+        assert reader is not None
         return self._read_response(call, response, reader, request, number, started)
