@@ -76,11 +76,11 @@ pytestmark = [
     ),
     # Sockets caught being made by the interrupt are closed when collected (docstring).
     pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning"),
-    # An interrupt that lands in a finalizer or weakref callback run by the garbage
-    # collector (a finished checker thread leaving threading's WeakSet) is printed and
-    # dropped by Python itself: it never reaches the SDK.
+    # An interrupt that lands in a finalizer or a callback run by the garbage collector (a
+    # finished checker thread leaving threading's WeakSet, hypothesis's gc callback) is
+    # printed and dropped by Python itself: it never reaches the SDK.
     pytest.mark.filterwarnings(
-        r"ignore:(?s)Exception ignored in.*KeyboardInterrupt"
+        r"ignore:(?s)Exception ignored in.*(KeyboardInterrupt|TimeoutError|HandlerTimeout)"
         ":pytest.PytestUnraisableExceptionWarning"
     ),
 ]
