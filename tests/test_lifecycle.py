@@ -220,16 +220,18 @@ async def test_a_call_in_flight_at_close_is_not_retried_and_says_client_closed(
 
 
 async def test_a_call_closed_in_flight_does_not_wait_for_a_retry_it_will_not_make(
-    client: lingodoc.Client, api: respx.MockRouter
+    client: lingodoc.Client, api: respx.MockRouter, caplog: pytest.LogCaptureFixture
 ) -> None:
     answer = httpx.Response(503, json=failure("SERVICE_UNAVAILABLE"))
     api.get("/translations/tr_1").mock(side_effect=closing_then(client, answer, []))
     with (
         fake_clock() as clock,
+        caplog.at_level("INFO", logger="lingodoc"),
         pytest.raises(lingodoc.APIConnectionError, match="not retried: client closed"),
     ):
         await call(client, "get_translation", "tr_1")
     assert clock.sleeps == []  # no backoff before a retry that would be refused
+    assert "retrying" not in caplog.text  # nor a log line announcing it
 
 
 async def test_a_wait_closed_in_flight_ends_without_another_poll_interval(

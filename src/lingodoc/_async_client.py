@@ -467,8 +467,9 @@ class AsyncClient(AsyncSending):
             except RateLimited as exc:
                 delay = waiter.after_rate_limit(exc.retry_after)
             except (APIError, APIConnectionError) as exc:
+                if self.is_closed:  # its retries were refused by the gate: nor is it ridden out
+                    raise
                 delay = waiter.after_failure(exc)
-                self._gate(waiter.call, exc)  # a closed client's failure is not ridden out
             else:
                 await _callbacks.async_report(waiter.on_progress, status)
                 if (delay := waiter.after_status(status)) is None:

@@ -157,10 +157,7 @@ class BaseClient(Generic[HttpClientT]):
 
     @property
     def rate_limit(self) -> RateLimit | None:
-        """The rate limit of the most recent response that sent its three headers, or ``None``.
-
-        ``None`` too if their values were not integers.
-        """
+        """The rate-limit state of the most recent response that reported one, or ``None``."""
         reported = self._shared.rate_limit
         return None if reported is None else reported.value
 

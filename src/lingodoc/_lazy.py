@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from lingodoc._models import TranslationState as TranslationState
     from lingodoc._models import TranslationStatus as TranslationStatus
     from lingodoc._models import origin_of as origin_of
-    from lingodoc._models import parse_rate_limit as parse_rate_limit
     from lingodoc._models import set_origin as set_origin
 
 # Exported by lingodoc at its top level.
@@ -26,7 +25,7 @@ PUBLIC = frozenset({
     "BatchTranslation", "Document", "RateLimit", "TextTranslation", "TranslationJob",
     "TranslationState", "TranslationStatus",
 })  # fmt: skip
-NAMES = PUBLIC | {"Origin", "Reported", "origin_of", "parse_rate_limit", "set_origin"}
+NAMES = PUBLIC | {"Origin", "Reported", "origin_of", "set_origin"}
 
 
 def __getattr__(name: str) -> Any:

@@ -101,38 +101,33 @@ def reset_delay(reset: int, now: float) -> float:
     return max(0.0, reset - now) if reset > _UNIX_TIME_THRESHOLD else float(max(reset, 0))
 
 
-def parse_rate_limit(limit: str, remaining: str, reset: str, *, now: float) -> RateLimit | None:
-    """Read the ``X-RateLimit-*`` header values; ``None`` unless each is an integer."""
-    try:
-        limits = int(limit), int(remaining), int(reset)
-        at = limits[2] if limits[2] > _UNIX_TIME_THRESHOLD else now + max(limits[2], 0)
-        reset_at = datetime.fromtimestamp(at, tz=timezone.utc)
-    except (ValueError, OverflowError, OSError):  # not an int, or a time no datetime holds
-        return None
-    # Checked above: pydantic's validation would cost more than the parsing.
-    return RateLimit.model_construct(
-        limit=limits[0], remaining=limits[1], reset=limits[2], reset_at=reset_at
-    )
-
-
 class Reported:
-    """A response's ``X-RateLimit-*`` values: a `RateLimit` built when first read.
+    """A response's ``X-RateLimit-*`` values, integers: a `RateLimit` built when first read.
 
-    Most results' rate limits are never read; a response's is read at most once.
+    Most results' rate limits are never read; a response's is built at most once.
     """
 
     __slots__ = ("_raw", "_value")
 
-    def __init__(self, limit: str, remaining: str, reset: str, now: float) -> None:
-        self._raw: tuple[str, str, str, float] | None = (limit, remaining, reset, now)
+    def __init__(self, limit: int, remaining: int, reset: int, now: float) -> None:
+        self._raw: tuple[int, int, int, float] | None = (limit, remaining, reset, now)
         self._value: RateLimit | None = None
 
     @property
     def value(self) -> RateLimit | None:
-        """The rate limit; ``None`` unless each value is an integer."""
+        """The rate limit; ``None`` if its reset is a time no ``datetime`` holds."""
         raw = self._raw
-        if raw is not None:  # two threads may both parse it: either value will do
-            self._value = parse_rate_limit(*raw[:3], now=raw[3])
+        if raw is not None:  # two threads may both build it: either will do
+            limit, remaining, reset, now = raw
+            at = reset if reset > _UNIX_TIME_THRESHOLD else now + max(reset, 0)
+            try:
+                reset_at = datetime.fromtimestamp(at, tz=timezone.utc)
+            except (OverflowError, OSError):
+                self._value = None
+            else:  # checked: pydantic's validation would cost more than the parsing
+                self._value = RateLimit.model_construct(
+                    limit=limit, remaining=remaining, reset=reset, reset_at=reset_at
+                )
             self._raw = None
         return self._value
 

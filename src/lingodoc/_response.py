@@ -144,13 +144,14 @@ class BodyReader:
 
 
 def rate_limit_of(headers: dict[bytes, list[str]], now: float) -> Reported | None:
-    """The rate limit a response's headers (`BodyReader.headers`) report, read when asked for.
+    """The rate limit a response's headers (`BodyReader.headers`) report, built when read.
 
-    ``None`` if a header is missing or sent twice: unreadable.
+    ``None`` if a header is missing, sent twice, or not an integer: unreadable.
     """
     limit, remaining, reset = (headers.get(name, ()) for name in _RATE_LIMIT_HEADERS)
     if len(limit) == len(remaining) == len(reset) == 1:
-        return _lazy.Reported(limit[0], remaining[0], reset[0], now)
+        with contextlib.suppress(ValueError):
+            return _lazy.Reported(int(limit[0]), int(remaining[0]), int(reset[0]), now)
     return None
 
 

@@ -101,16 +101,20 @@ class Retries:
         state.upcoming_sleep = server_wait(asked, state.attempt_number)
         if tenacity.stop_after_attempt(self._max_retries + 1)(state) or self._past_deadline(state):
             return None
+        return state.upcoming_sleep
+
+    def announce(self, error: LingodocError | None, wait: float) -> None:
+        """Log the retry after ``error`` that the client is about to wait ``wait`` seconds for."""
         status = f" {error.status_code}" if isinstance(error, APIError) else ""
+        number = 2 if self._state is None else self._state.attempt_number + 1
         logger.info(
             "retrying %s in %.2f s after %s (attempt %d of %d)",
             self._call.description,
-            state.upcoming_sleep,
+            wait,
             type(error).__name__ + status,
-            state.attempt_number + 1,
+            number,
             self._max_retries + 1,
         )
-        return state.upcoming_sleep
 
     def _past_deadline(self, state: tenacity.RetryCallState) -> bool:
         deadline = self._deadline

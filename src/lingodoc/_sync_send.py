@@ -63,6 +63,7 @@ class Sending(BaseClient[httpx.Client]):
                         raise_scrubbed(exc)
                     failed = exc
             self._gate(call, failed, stop)  # no wait for a retry that would be refused
+            retries.announce(failed, wait)
             _clock.wait(stop, wait)
             number += 1
 
@@ -80,7 +81,6 @@ class Sending(BaseClient[httpx.Client]):
         seconds, what = self._attempt_timeout(call, request, deadline)
         started = time.perf_counter()
         response: httpx.Response | None = None
-        reader: BodyReader | None = None
         failure = None
         closed = False
         try:
@@ -95,20 +95,22 @@ class Sending(BaseClient[httpx.Client]):
                             break
         except (httpx.HTTPError, TimeoutError, RuntimeError) as exc:
             failure = exc
-        finally:
-            if response is not None and not response.is_closed:  # (one built in memory is)
-                # Read, or given up: what closing it raises is not the call's. An interrupt,
-                # a cancellation or a signal handler's exception goes on as it came. One read
-                # in memory has no connection to leave busy: no shield.
-                pooled = self._shared.pooled and not (reader is not None and reader.in_memory)
-                with _deadline.shield(pooled), contextlib.suppress(Exception):
+        except BaseException:
+            # An interrupt, a cancellation or a signal handler's exception goes on as it came,
+            # never replaced by what closing the response it cut short may raise.
+            if response is not None:
+                with _deadline.shield(self._shared.pooled), contextlib.suppress(Exception):
                     response.close()
-                    closed = True
+            raise
+        if response is not None and not response.is_closed:  # (one built in memory is)
+            # Read, or given up: the http client's failure to close it is not the call's.
+            with _deadline.shield(self._shared.pooled), contextlib.suppress(httpx.HTTPError):
+                response.close()
+                closed = True
         if failure is not None:  # raised here, not in the except block, which holds the key
             expired = seconds is not None and time.perf_counter() - started >= seconds
             what = what if expired else ""
             raise self._connection_error(call, failure, number, began, started, what)
         turn.clean = closed  # the main thread's connection is reused only after this
         assert response is not None
-        assert reader is not None
         return self._read_response(call, response, reader, request, number, started)

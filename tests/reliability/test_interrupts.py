@@ -552,3 +552,55 @@ def test_an_exception_raised_at_any_line_of_a_call_leaves_the_client_usable(
     assert set(outcomes) <= {"answered", "raised", "LingodocError"}, outcomes
     assert outcomes["raised"] + outcomes["LingodocError"] > 0, outcomes
     closing_closes_every_connection(client, server)
+
+
+# An exception raised as the response is closed, once it is read: the call's, not swallowed.
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_an_exception_raised_while_the_response_is_closed_is_the_calls(
+    server: EmulatorServer, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    from lingodoc import _async_transport, _sync_transport
+
+    module = _sync_transport if kind == "sync" else _async_transport
+    name = "close" if kind == "sync" else "aclose"
+    closing = getattr(module._ResponseStream, name)
+    raised = [False]
+
+    def once() -> None:
+        if not raised[0]:
+            raised[0] = True
+            raise HandlerTimeout("raised as the response is closed")
+
+    if kind == "sync":
+
+        def close(self: object) -> None:
+            once()
+            closing(self)
+
+        monkeypatch.setattr(module._ResponseStream, name, close)
+        with lingodoc.Client(server.api_key, base_url=server.base_url, max_retries=0) as client:
+            with pytest.raises(HandlerTimeout):
+                translate(client, 7)
+            assert translate(client, 7) == expected_for(7)  # and the client goes on
+        return
+
+    async def aclose(self: object) -> None:
+        once()
+        await closing(self)
+
+    monkeypatch.setattr(module._ResponseStream, name, aclose)
+
+    async def calls() -> str:
+        async with lingodoc.AsyncClient(
+            server.api_key, base_url=server.base_url, max_retries=0
+        ) as client:
+            with pytest.raises(HandlerTimeout):
+                await client.translate(text_for(7), source_language="en", target_language="de")
+            result = await client.translate(text_for(7), source_language="en", target_language="de")
+            return result.translated_text
+
+    import anyio
+
+    assert anyio.run(calls) == expected_for(7)
