@@ -316,6 +316,19 @@ def typical_call(client: lingodoc.Client, ids: int) -> float:
     return statistics.median(durations[5:])
 
 
+@pytest.fixture(autouse=True)
+def no_tracing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calls make no OpenTelemetry span, even if another test of this worker imported it.
+
+    A span takes a lock of its own that an exception at the wrong line leaves taken (its
+    ``end()`` then waits for good, seen in CI): OpenTelemetry's, not the SDK's.
+    """
+    from lingodoc import _tracing
+
+    monkeypatch.setattr(_tracing, "_API", "opentelemetry.trace, not in this test")
+    monkeypatch.setattr(_tracing, "_HTTPX", "opentelemetry.instrumentation.httpx, not here")
+
+
 @pytest.fixture
 def emulator() -> Emulator:
     return Emulator(rate_limit=10**9)  # no 429: the limit never interferes
