@@ -24,6 +24,7 @@ from lingodoc import (
     _workers,
 )
 from lingodoc._async_send import AsyncSending
+from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
 from lingodoc._redaction import raise_scrubbed
@@ -44,7 +45,9 @@ T = TypeVar("T")
 AsyncClientT = TypeVar("AsyncClientT", bound="AsyncClient")
 
 
-class AsyncClient(AsyncSending):
+# BaseClient named again after the send loop's class: the API reference's generator (griffe)
+# finds the constructor's parameters, for the Args below, only in a base named here.
+class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
     """An async client for the lingodoc service, under asyncio or trio.
 
     Safe to share between the tasks of one event loop (or trio run).

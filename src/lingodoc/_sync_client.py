@@ -22,6 +22,7 @@ from lingodoc import (
     _tracing,
     _workers,
 )
+from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
 from lingodoc._redaction import raise_scrubbed
@@ -43,7 +44,9 @@ T = TypeVar("T")
 ClientT = TypeVar("ClientT", bound="Client")
 
 
-class Client(Sending):
+# BaseClient named again after the send loop's class: the API reference's generator (griffe)
+# finds the constructor's parameters, for the Args below, only in a base named here.
+class Client(Sending, BaseClient[httpx.Client]):
     """A blocking client for the lingodoc service.
 
     Safe to share between threads.
