@@ -20,12 +20,12 @@ import httpx
 from lingodoc import _clock, _deadline, _retry, _tracing
 from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import LingodocError
+from lingodoc._http import AsyncTurn
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
 from lingodoc._response import BodyReader
 
 if TYPE_CHECKING:
     from lingodoc._endpoints import Call
-    from lingodoc._http import AsyncTurn
 
 T = TypeVar("T")
 
@@ -53,7 +53,7 @@ class AsyncSending(BaseClient[httpx.AsyncClient]):
         failed: LingodocError | None = None
         number = 1
         while True:
-            async with self._shared.async_turn() as turn:
+            async with AsyncTurn(self._shared) as turn:
                 self._gate(call, failed, stop)  # in the turn: it sends, or close() closes
                 try:
                     return await self._attempt(turn, call, request, deadline, number, began)

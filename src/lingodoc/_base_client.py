@@ -242,11 +242,10 @@ class BaseClient(Generic[HttpClientT]):
     ) -> None:
         """Whether a call goes on: the one place that decides it, raising the error if not.
 
-        Called as a call starts (no ``call``), and again in each attempt's turn, and before a
-        wait for a retry (``failed``: the last attempt's error). A closed client (or copy)
-        sends nothing more: not the call, nor a retry. Once ``translate_many``'s run is over
-        (``stop``), ``failed`` is not retried: it ends the call. A forked child's state is
-        made its own, and an ``AsyncClient`` bound to its event loop (or refused in another).
+        Called as a call starts (no ``call``: a forked child's state made its own, an
+        ``AsyncClient`` bound to its loop), in each attempt's turn, and before a retry's wait
+        (``failed``: the last error, which ends the call once ``translate_many``'s ``stop``).
+        A closed client (or copy) sends nothing more, not even a retry.
 
         Raises:
             LingodocError: The client is closed (``APIConnectionError``, not sent, within a
@@ -274,10 +273,10 @@ class BaseClient(Generic[HttpClientT]):
             self._shared.check_loop()
 
     def _build_request(self, call: Call[Any]) -> httpx.Request:
-        """The request of ``call``, or ``InvalidArgument(Type)`` if it cannot be sent.
+        """The request of ``call``, with a caller's http client's headers, cookies and query.
 
-        A caller's http client's headers go too (under the SDK's), and, if it has any,
-        its cookies and query parameters (its ``build_request`` merges them).
+        Raises:
+            InvalidArgument: If it cannot be sent (``InvalidArgumentType`` for a type).
         """
         http = self._shared.http
         body, params, path, options = call.json, call.params, call.path, call.options
@@ -313,10 +312,7 @@ class BaseClient(Generic[HttpClientT]):
         raise error(f"{call.description} {problem}")
 
     def _with_headers_of(self, http: HttpClientT, *, json: bool) -> httpx.Headers:
-        """The SDK's headers over those of ``http``: merged again only if its headers changed.
-
-        ``json``: with the type of a JSON body.
-        """
+        """The SDK's headers over ``http``'s (merged again if they changed); ``json``: typed."""
         theirs = http.headers.raw
         merged = self._merged_headers
         if merged is None or merged[0] != theirs:
@@ -330,9 +326,8 @@ class BaseClient(Generic[HttpClientT]):
     ) -> tuple[float | None, str]:
         """Set the timeouts of an attempt on ``request``; return its seconds and what they are.
 
-        An attempt gets the largest of its timeouts in all (the call's own, else the
-        client's), and no more than the time left before the caller's ``deadline`` (a
-        poll's), but at least ``MIN_ATTEMPT_TIME``; ``None``: no limit.
+        The largest of the call's (else the client's) timeouts, cut to what is left before a
+        poll's ``deadline`` but at least ``MIN_ATTEMPT_TIME``; ``None``: no limit.
         """
         options = call.options
         timeout = options.timeout if options is not None and options.timeout else self.timeout
@@ -370,10 +365,8 @@ class BaseClient(Generic[HttpClientT]):
     ) -> LingodocError:
         """The error for a failure of the http client, chained to a copy without the request.
 
-        ``exc``: httpx's, ``TimeoutError`` (the attempt's deadline) or ``RuntimeError`` (a
-        closed http client, another event loop); ``number``: the attempt's, from 1;
-        ``began``: the first attempt's start (SDK clock); ``started``: this one's
-        (``time.perf_counter``, for the log); ``expired``: the deadline, if it passed.
+        ``exc``: httpx's, ``TimeoutError`` (the deadline, ``expired`` if it passed) or
+        ``RuntimeError`` (a closed http client, another event loop).
         """
         self._log(call, type(exc).__name__, number, started)
         detail = self._key_mask(str(exc)) or type(exc).__name__
@@ -381,8 +374,6 @@ class BaseClient(Generic[HttpClientT]):
             detail = f"the response took longer than {expired}"
         # Nothing left this machine: no connection was made, or none was free in time.
         sent = not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
-        # The last attempt's error ends the call: after retries, it says how many were made,
-        # and over how long, on the SDK's clock (the one tests replace).
         after = ""
         if number > 1:
             after = f" after {number} attempts over {_clock.current().monotonic() - began:.1f} s"
@@ -398,8 +389,17 @@ class BaseClient(Generic[HttpClientT]):
                 hint = None
             message = f"{to} timed out{after}: {detail}"
             error = APITimeoutError(message, request_sent=sent, hint=hint)
-        elif isinstance(exc, RuntimeError):
-            error = self._runtime_error(call, detail)
+        elif isinstance(exc, RuntimeError):  # a caller's http client: closed, or another loop's
+            passed = f"the http_client passed to {type(self).__name__}"
+            http = self._shared.http
+            if http is not None and http.is_closed:  # never the SDK's own while in flight
+                detail = f"{passed} has been closed"
+            elif "loop" in detail:  # "Event loop is closed", "... attached to a different loop"
+                detail += (
+                    f": {passed} holds connections of another event loop; create it inside "
+                    "the loop that uses it"
+                )
+            error = LingodocError(f"{call.description} could not be sent: {detail}")
         elif isinstance(exc, httpx.ConnectError):
             error = APIConnectionError(
                 f"{call.description} failed{after}: cannot connect to {self._destination} "
@@ -419,19 +419,6 @@ class BaseClient(Generic[HttpClientT]):
             cause = RuntimeError(f"{type(exc).__name__}: {detail}")
         error.__cause__, error.__suppress_context__ = cause, True
         return error
-
-    def _runtime_error(self, call: Call[Any], detail: str) -> LingodocError:
-        """The error for a RuntimeError of a caller's http client: closed, or of another loop."""
-        passed = f"the http_client passed to {type(self).__name__}"
-        http = self._shared.http
-        if http is not None and http.is_closed:  # never the SDK's own while in flight
-            detail = f"{passed} has been closed"
-        elif "loop" in detail:  # "Event loop is closed", "... attached to a different loop"
-            detail += (
-                f": {passed} holds connections of another event loop; create it inside the "
-                "loop that uses it"
-            )
-        return LingodocError(f"{call.description} could not be sent: {detail}")
 
     def _read_response(
         self,
@@ -505,9 +492,8 @@ def _new_request(
 ) -> httpx.Request:
     """The request ``httpx.Request(..., json=...)`` makes, from ``headers`` holding its Host.
 
-    And, with ``json``, a Content-Type (`_with_json_type`).
-
-    They are copied as they are: httpx would take them apart and build them twice more.
+    And, with ``json``, its Content-Type (`_with_json_type`). They are copied as they are:
+    httpx would take them apart and build them twice more.
 
     Raises:
         TypeError, ValueError: If ``json`` cannot be encoded, as httpx raises them.

@@ -1,10 +1,4 @@
-"""A client's life: turns among ``max_in_flight``, closing in flight, forks, event loops.
-
-`SharedHttp` is what a client shares with its ``with_options`` copies: what requests are
-sent through, the turns among ``max_in_flight``, closing while calls are in flight, forks,
-an ``AsyncClient``'s event loop, and the last rate limit. Whether a call may go on is
-decided by the client's gate (`BaseClient._gate`), which reads the state kept here.
-"""
+"""A client's life: turns among ``max_in_flight``, closing in flight, forks, event loops."""
 
 from __future__ import annotations
 
@@ -33,25 +27,18 @@ Send = Callable[[httpx.Request], Any]
 class SharedHttp(Generic[HttpClientT]):
     """What a client shares with its ``with_options`` copies: where requests go, and its state.
 
-    The SDK's own transport is sent through directly, as is a ``DefaultAioHttpClient``'s
-    (``direct``); a caller's http client through its ``send()``.
+    Requests go straight to the SDK's own transport or a ``DefaultAioHttpClient``'s
+    (``direct``), else through the caller's http client's ``send()``. The client's gate
+    (`BaseClient._gate`) reads the state kept here.
 
-    A ``Client``'s calls on the main thread, where Ctrl-C (or any exception of a signal
-    handler) lands, take no turn and use a transport of their own with one connection
-    (``Transport(single=True)``): an interrupt can leave a lock or a connection half-used at
-    any point, so nothing they touch is shared with other threads, and the next call on the
-    main thread builds a new one unless the last ended clean (`Turn`). Other threads and
-    tasks wait for a turn among ``max_in_flight``.
+    A ``Client``'s calls on the main thread, where Ctrl-C and signal handlers' exceptions
+    land, take no turn and share nothing with other threads: they use a one-connection
+    transport of their own, rebuilt after any call that did not end clean (`Turn`).
 
-    Closing is safe while calls are in flight: each attempt `enter`s and `leave`s (the
-    client's gate refuses it in between once closed), and the last of the two closes what
-    the client owns. So no connection is
-    closed under an attempt (in threads, its socket could be reused by another connection
-    and read from), and none opened by an attempt in flight outlives it.
-
-    A forked child must not use the connections it inherited (parent and child could read
-    each other's answers): the SDK's own transport is replaced on its first use there, the
-    inherited one left to the parent, and a caller's http client used before the fork refused.
+    Closing is safe while calls are in flight: each attempt `enter`s and `leave`s, and the
+    last of the two closes what the client owns, so no connection is closed under an
+    attempt nor outlives it. A forked child never uses the connections it inherited: the
+    SDK's own transport is replaced there, and a caller's http client used before refused.
     """
 
     def __init__(
@@ -109,11 +96,7 @@ class SharedHttp(Generic[HttpClientT]):
         return anyio.Semaphore(self.max_in_flight, fast_acquire=True)
 
     def limit(self, seconds: float | None) -> Limit:
-        """The deadline of an attempt of ``seconds``: its steps cut to it, or it cancelled at it.
-
-        The SDK's own transports cut each socket step to the deadline; an ``AsyncClient``
-        on another http client has the attempt cancelled at it.
-        """
+        """An attempt's deadline: socket steps cut to it, or (another http client) a cancel."""
         cancel = self.is_async and self.new_transport is None
         return Limit(seconds, cancel=cancel, on_asyncio=self.on_asyncio)
 
@@ -156,14 +139,6 @@ class SharedHttp(Generic[HttpClientT]):
 
         self.loop, self.turns = loop, self._new_turns()
         self.on_asyncio = isinstance(loop, asyncio.AbstractEventLoop)
-
-    def turn(self) -> Turn:
-        """A turn for one attempt of a ``Client``: ``with`` it, to get what sends it."""
-        return Turn(self)
-
-    def async_turn(self) -> AsyncTurn:
-        """A turn for one attempt of an ``AsyncClient``: ``async with`` it, as `turn`."""
-        return AsyncTurn(self)
 
     def main_lane(self) -> Any:
         """The main thread's own transport, rebuilt unless the last call left it clean."""
@@ -228,13 +203,11 @@ class SharedHttp(Generic[HttpClientT]):
 class Turn:
     """A ``Client``'s turn for one attempt: ``with`` it, and send with its ``send``.
 
-    The attempt sets ``clean`` once its response is read and closed. On the main thread,
-    where Ctrl-C and signal handlers' exceptions land, no turn is taken and no lock: the
-    main thread's own transport is marked in use and dirty, and stays dirty unless the
-    attempt ended clean, so that the next call builds a new one. `SharedHttp.close`, on
-    another thread, marks the client closed before it looks whether the transport is in
-    use; this turn marks it in use before the client's gate looks whether it is closed: so
-    either the call sends, or close closes it, never both.
+    The attempt sets ``clean`` once its response is read and closed. On the main thread no
+    turn is taken and no lock: its own transport is marked in use and dirty, and stays
+    dirty unless the attempt ended clean. `SharedHttp.close` marks the client closed before
+    it looks whether that transport is in use; the turn marks it in use before the gate
+    looks whether the client is closed: so either the call sends or close closes it.
     """
 
     __slots__ = ("_main", "_shared", "_turns", "clean", "send")

@@ -19,12 +19,12 @@ import httpx
 from lingodoc import _clock, _deadline, _retry, _tracing
 from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import LingodocError
+from lingodoc._http import Turn
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
 from lingodoc._response import BodyReader
 
 if TYPE_CHECKING:
     from lingodoc._endpoints import Call
-    from lingodoc._http import Turn
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ class Sending(BaseClient[httpx.Client]):
         failed: LingodocError | None = None
         number = 1
         while True:
-            with self._shared.turn() as turn:
+            with Turn(self._shared) as turn:
                 self._gate(call, failed, stop)  # in the turn: it sends, or close() closes
                 try:
                     return self._attempt(turn, call, request, deadline, number, began)

@@ -2,18 +2,11 @@
 
 Edit the async transport module, then run ``python scripts/unasync.py``.
 
-It is httpx's transport API over httpcore's public pool (HTTP/1.1, and any proxy of the
-environment), with a network backend whose streams:
-
-- cut each connect, handshake, read and write to the time left before the attempt's
-  deadline (httpcore gives each read the read timeout afresh, so headers or a body sent a
-  byte at a time would never time out);
-- follow each response with h11, so that a connection that read past a response's end is
-  closed rather than reused (`_framing`);
-- are counted while open, so that `Transport.drop` can close them without the pool,
-  whose locks an interrupted call may have left taken.
-
-Imported when a client builds its transport.
+httpx's transport API over httpcore's public pool (HTTP/1.1, and any proxy of the
+environment). Its streams cut each step to the time left before the attempt's deadline
+(httpcore gives each read the read timeout afresh), follow each response with h11
+(`_framing`), and are counted while open, so that `Transport.drop` closes them without
+the pool, whose locks an interrupted call may have left taken.
 """
 
 from __future__ import annotations
