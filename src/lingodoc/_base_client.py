@@ -498,15 +498,13 @@ def _new_request(
     Raises:
         TypeError, ValueError: If ``json`` cannot be encoded, as httpx raises them.
     """
-    sent = httpx.Headers(headers)
-    content = b""
-    if json is not None:
-        content = _JSON.encode(json).encode("utf-8")
-    if json is not None or method in ("POST", "PUT", "PATCH"):
-        sent["Content-Length"] = str(len(content))
+    content = b"" if json is None else _JSON.encode(json).encode("utf-8")
+    # httpx.Request copies the headers: the Content-Length goes into its copy.
     request = httpx.Request(
-        method, url, params=params, headers=sent, stream=httpx.ByteStream(content)
+        method, url, params=params, headers=headers, stream=httpx.ByteStream(content)
     )
+    if json is not None or method in ("POST", "PUT", "PATCH"):
+        request.headers["Content-Length"] = str(len(content))
     request.read()  # as httpx does for a body in memory: request.content is there
     return request
 

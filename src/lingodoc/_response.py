@@ -1,8 +1,4 @@
-"""Reading a response: its body within bounds, then the envelope, or the error it stands for.
-
-`BodyReader` caps the body in size (after decompression) and time; `read` turns the
-response into the call's result or raises its error; `unwrap` reads the envelope.
-"""
+"""Reading a response: its body within bounds, then the envelope, or the error it stands for."""
 
 from __future__ import annotations
 
@@ -42,7 +38,6 @@ _READ_HEADERS = frozenset({
     b"content-encoding", b"retry-after", b"x-request-id",
     b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset",
 })  # fmt: skip
-_RATE_LIMIT_HEADERS = (b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset")
 
 
 def _read_headers(headers: httpx.Headers) -> dict[bytes, list[str]]:
@@ -144,14 +139,15 @@ class BodyReader:
 
 
 def rate_limit_of(headers: dict[bytes, list[str]], now: float) -> Reported | None:
-    """The rate limit a response's headers (`BodyReader.headers`) report, built when read.
-
-    ``None`` if a header is missing, sent twice, or not an integer: unreadable.
-    """
-    limit, remaining, reset = (headers.get(name, ()) for name in _RATE_LIMIT_HEADERS)
+    """The rate limit the headers report, lazily; ``None`` if missing, twice or not ints."""
+    limit = headers.get(b"x-ratelimit-limit", ())
+    remaining = headers.get(b"x-ratelimit-remaining", ())
+    reset = headers.get(b"x-ratelimit-reset", ())
     if len(limit) == len(remaining) == len(reset) == 1:
-        with contextlib.suppress(ValueError):
+        try:
             return _lazy.Reported(int(limit[0]), int(remaining[0]), int(reset[0]), now)
+        except ValueError:
+            pass
     return None
 
 
@@ -214,10 +210,9 @@ def _error_fields(
 def _unexpected(
     problem: str, request: httpx.Request, redact: Callable[[str], str], **fields: Any
 ) -> UnexpectedResponse:
-    """The error for an answer that is not the service's: it names the request it answered.
+    """The error for an answer that is not the service's, naming the request it answered.
 
-    The URL without its query (which may hold secrets) or fragment, masked and cut; the hint
-    asks whether ``base_url`` is the service's address. ``fields``: `UnexpectedResponse`'s.
+    Its URL without the query (which may hold secrets), masked and cut.
     """
     url = request.url.copy_with(query=None, fragment=None)
     asked = cut(redact(f"{request.method} {url}"))
@@ -227,11 +222,10 @@ def _unexpected(
 def _kept(
     response: httpx.Response, reader: BodyReader, request: httpx.Request, elapsed: float
 ) -> httpx.Response | tuple[Any, ...]:
-    """What makes the ``http_response`` of a result: the body read, and no connection.
+    """What makes a result's ``http_response``: the body read, and no connection.
 
-    The response itself if it was built in memory and read (a mock transport's); else what
-    rebuilds it on first use, as one tuple (results may be kept by the thousand: a closure
-    would give the garbage collector seven objects each to walk).
+    The response if built in memory (a mock transport's), else one tuple that rebuilds it
+    on first use (results may be kept by the thousand: a closure is seven objects for the GC).
     """
     if reader.in_memory:
         return response
@@ -267,8 +261,6 @@ def unwrap(
     request: httpx.Request,
 ) -> Any:
     """Return the ``data`` of a success envelope (``None`` for a bodiless 204).
-
-    ``request``: the one answered, which an `_unexpected` answer names.
 
     Raises:
         APIError: What the code, else the status, stands for; ``UnexpectedResponse`` if no envelope.
