@@ -1,19 +1,8 @@
-"""The retry policy, shared by Client and AsyncClient, as tenacity's options.
+"""The retry policy, shared by Client and AsyncClient, as tenacity's strategies.
 
-=====================================  ==========================  ===================
-failure                                reads, translate, batch     translate_document
-=====================================  ==========================  ===================
-could not connect (nothing was sent)   retried                     retried
-429 with the reset within 60 s         waits for the reset         waits for the reset
-429 with the reset further off         raised at once              raised at once
-503                                    retried                     retried
-500, 502, 504                          retried                     raised
-read timeout, dropped connection       retried                     raised
-any other 4xx                          raised                      raised
-=====================================  ==========================  ===================
-
-Waits: the one the response asks for (``Retry-After``, a 429's reset), else capped backoff;
-an ask under half a second gets the backoff at least (`server_wait`).
+Which failures are retried, for which calls, is the table of docs/retries.md; `is_retryable`
+is that table. Waits: the one the response asks for (``Retry-After``, a 429's reset), else
+capped backoff; an ask under half a second gets the backoff at least (`server_wait`).
 """
 
 from __future__ import annotations
@@ -73,8 +62,7 @@ def server_wait(asked: float | None, attempt: int) -> float:
 class Retries:
     """One call's retry policy, as tenacity's ``retry``, ``stop`` and ``wait`` strategies.
 
-    The client's send loop asks it after each failure (`wait_after`): a call answered at
-    once never builds any of it. No wait passes ``deadline`` (SDK clock, monotonic).
+    Asked after each failure (`wait_after`); no wait passes ``deadline`` (SDK clock).
     """
 
     __slots__ = ("_call", "_deadline", "_max_retries", "_state")
