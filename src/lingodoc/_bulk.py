@@ -412,8 +412,7 @@ class Bulk:
 
     def result(self) -> list[str]:
         """The translations in input order, or the first error (with ``.partial``) raised."""
-        error = self._error
-        if error is not None:
+        if (error := self._error) is not None:
             if isinstance(error, LingodocError):
                 error.partial = partial = PartialTranslations(self._order, self._results)
                 if sys.version_info >= (3, 11):  # notes are new in 3.11

@@ -8,7 +8,6 @@ every step without I/O is in ``_base_client``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
@@ -98,12 +97,7 @@ class Client(Sending, BaseClient[httpx.Client]):
         self._gate()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -399,8 +393,7 @@ class Client(Sending, BaseClient[httpx.Client]):
 
         Args:
             job_or_id: The job from
-                [`translate_document`][lingodoc.Client.translate_document], or its
-                translation id.
+                [`translate_document`][lingodoc.Client.translate_document], or its id.
             poll_interval: Seconds between polls.
             timeout: Seconds to wait in all, not for each attempt: by default ten minutes,
                 so that a forgotten limit cannot hold a worker for good; ``None``, no limit.
@@ -495,8 +488,7 @@ class Client(Sending, BaseClient[httpx.Client]):
             path: A path relative to ``base_url``, such as ``"/documents/doc_1"``; absolute
                 URLs and ``.`` or ``..`` segments, percent-encoded or not, are refused.
             json: A JSON body; none if ``None``.
-            params: Query parameters; merged with a query written in ``path`` (those in
-                ``params`` win).
+            params: Query parameters, merged with a query written in ``path`` (these win).
             timeout: This call's own, for each attempt (see the class).
             extra_headers: This call's own (see the class).
 
