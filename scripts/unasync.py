@@ -56,7 +56,6 @@ CLIENT_PHRASES = [
         "\n            Calls on the main thread take no turn: they have a connection of their"
         "\n            own, which Ctrl-C cannot leave half-taken for the other threads.",
     ),
-    ("``max_concurrency`` tasks,", "``max_concurrency`` threads,"),
     (
         "the batches in flight are cancelled, and that first error is raised.\n"
         "        Cancelling the awaiting task cancels them too.\n"
@@ -67,10 +66,11 @@ CLIENT_PHRASES = [
         "        No thread is left running",
     ),
     (
-        "in the calling task, one call at\n"
-        "                a time; a coroutine function is awaited.",
-        "in the calling thread, one call at\n"
-        "                a time; a coroutine function is refused (``TypeError``).",
+        "in the\n"
+        "                calling task, one call at a time; a coroutine function is awaited.",
+        "in the\n"
+        "                calling thread, one call at a time; a coroutine function is refused\n"
+        "                (``TypeError``).",
     ),
     ("other tasks are sending", "other threads are sending"),
     (

@@ -83,12 +83,7 @@ class Pause(NamedTuple):
 
 
 def max_wait(value: object) -> float:
-    """Return the longest wait for a reset that ``wait_for_rate_limit`` allows, in seconds.
-
-    Raises:
-        InvalidArgumentType: If it is neither a bool nor a number.
-        InvalidArgument: If it is a negative number or NaN.
-    """
+    """The longest wait for a reset, in seconds, that ``wait_for_rate_limit`` (checked) allows."""
     if isinstance(value, bool):
         return math.inf if value else MAX_SERVER_WAIT
     if not isinstance(value, (int, float)):
@@ -104,12 +99,6 @@ class Bulk:
 
     Each distinct text is sent once, a blank one never. ``rate_limit`` is the client's last;
     ``awaits``: the client awaits what ``on_progress`` returns.
-
-    Raises:
-        InvalidArgumentType: If an argument has the wrong type.
-        InvalidArgument: If ``texts`` is empty, a size below 1, or an index of ``done`` wrong.
-        TextTooLong: If a text has more than 10,000 characters.
-        InvalidLanguage: If a code is malformed.
     """
 
     def __init__(
@@ -193,10 +182,7 @@ class Bulk:
         self.workers = self.running = min(self._concurrency, self._batches)
 
     def look_ups(self, cache: CacheUse, keys: Keys) -> Iterator[tuple[list[int], list[str]]]:
-        """The texts to look up in ``cache``, a request's worth at a time: their ids, keys.
-
-        Pass each answer to `found`; the batches are planned again once all are looked up.
-        """
+        """The ids and keys of the texts to look up, a request's worth at a time, for `found`."""
         self.cache, self._keys = cache, keys
         for start in range(0, len(self._todo), self._batch_size):
             uids = self._todo[start : start + self._batch_size]
@@ -214,10 +200,9 @@ class Bulk:
                 self.cache_hits += 1
 
     def unstored(self, progress: BulkProgress | None) -> dict[str, str]:
-        """The translations to store in the cache after reporting ``progress``, if any.
+        """What the coordinator stores after ``progress``: `STORE_AT_ONCE` or more, else none.
 
-        `STORE_AT_ONCE` or more; all of them at a pause, or once the run is over (``None``).
-        Stored by the coordinator, many at a time: a worker never waits for the cache.
+        All at a pause, or at the end (``None``); a worker never waits for the cache.
         """
         every = progress is None or progress.waiting_until is not None
         if not every and len(self._unstored) < STORE_AT_ONCE:
@@ -426,14 +411,8 @@ class Bulk:
             pass
 
     def result(self) -> list[str]:
-        """Return the translations in input order.
-
-        Raises:
-            Exception: The first error a batch raised; a ``LingodocError`` carries the
-                finished work as ``.partial``.
-        """
-        error = self._error
-        if error is not None:
+        """The translations in input order, or the first error (with ``.partial``) raised."""
+        if (error := self._error) is not None:
             if isinstance(error, LingodocError):
                 error.partial = partial = PartialTranslations(self._order, self._results)
                 if sys.version_info >= (3, 11):  # notes are new in 3.11

@@ -36,13 +36,9 @@ WaitError = TypeVar("WaitError", TranslationFailed, WaitTimeout)
 
 
 class Waiter:
-    """One ``wait_for_translation``: its deadline, the last status, and what to do next.
+    """One ``wait_for_translation``, its arguments checked: deadline, last status, next step.
 
     ``call`` is one poll's request; ``awaits``: the client awaits ``on_progress``.
-
-    Raises:
-        InvalidArgumentType: If an argument has the wrong type.
-        InvalidArgument: If ``poll_interval`` or ``timeout`` is out of range.
     """
 
     def __init__(
@@ -81,12 +77,8 @@ class Waiter:
     def after_status(self, status: TranslationStatus) -> float | None:
         """Record a poll's status: ``None`` if completed, else the sleep before the next poll.
 
-        A state the SDK does not know (a plain string) is polled again, but not on more
-        than ``MAX_UNKNOWN_STATES`` polls in a row: it may be a new final one (cancelled).
-
-        Raises:
-            TranslationFailed: If it failed, or stayed in unknown states too long.
-            WaitTimeout: If the deadline has passed.
+        ``TranslationFailed`` if it failed, or stayed in states the SDK does not know for
+        ``MAX_UNKNOWN_STATES`` polls in a row; ``WaitTimeout`` past the deadline.
         """
         self.last = status
         self.rate_limited = 0
@@ -95,10 +87,8 @@ class Waiter:
             return None
         if state == _lazy.TranslationState.FAILED:
             raise self._masked(TranslationFailed(status))
-        if isinstance(state, _lazy.TranslationState):
-            self.unknown_states = 0
-            return self.delay()
-        self.unknown_states += 1
+        known = isinstance(state, _lazy.TranslationState)
+        self.unknown_states = 0 if known else self.unknown_states + 1
         if self.unknown_states < MAX_UNKNOWN_STATES:
             return self.delay()
         error = TranslationFailed(status)
@@ -112,12 +102,9 @@ class Waiter:
         raise self._masked(error)
 
     def delay(self, wanted: float | None = None) -> float:
-        """Seconds to sleep before the next poll.
+        """Seconds to sleep before the next poll: the interval, or ``wanted`` (a 429's reset).
 
-        ``wanted``: a wait the service asked for (a 429's reset), instead of the interval.
-
-        Raises:
-            WaitTimeout: If the deadline has passed, or passes before ``wanted`` ends.
+        ``WaitTimeout`` if the deadline has passed, or passes before ``wanted`` ends.
         """
         if wanted is None:
             delay = self.poll_interval
@@ -133,22 +120,15 @@ class Waiter:
         return min(delay, remaining)
 
     def after_rate_limit(self, wanted: float | None) -> float:
-        """The sleep after a 429: the wait asked for, or a backoff growing with each 429.
-
-        Raises:
-            WaitTimeout: As `delay`.
-        """
+        """The sleep after a 429: the wait asked for, or a backoff growing with each 429."""
         self.rate_limited += 1
         return self.delay(_retry.server_wait(wanted, self.rate_limited))
 
     def after_failure(self, error: LingodocError) -> float:
-        """The sleep after a poll failed its retries.
+        """The sleep after a poll failed its retries, or ``error`` raised again.
 
-        With a timeout, a 5xx or a network failure is ridden out until the deadline.
-
-        Raises:
-            LingodocError: ``error``, if it is not ridden out.
-            WaitTimeout: If the deadline passes first (caused by ``error``).
+        With a timeout, a 5xx or a network failure is ridden out until the deadline (then
+        ``WaitTimeout``, caused by ``error``).
         """
         transient = isinstance(error, APIConnectionError) or (
             isinstance(error, APIError) and (error.status_code or 0) >= 500

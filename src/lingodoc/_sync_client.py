@@ -8,7 +8,6 @@ every step without I/O is in ``_base_client``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
@@ -58,6 +57,11 @@ class Client(Sending, BaseClient[httpx.Client]):
     the client's, never ``Authorization``), ``extra_query`` and, with a body, ``extra_body``
     (JSON fields merged over the SDK's). See "Per-call options" in the configuration guide.
 
+    Every method that sends raises, besides what its Raises lists: ``InvalidArgumentType``
+    or ``InvalidArgument`` for an argument or option of the wrong type or out of range
+    (before sending), ``APIError`` (a subclass for each status) for an error the service
+    reports, and ``APIConnectionError`` if it cannot be reached.
+
     Args:
         api_key: The API key; defaults to the ``LINGODOC_API_KEY`` environment variable.
         base_url: The service address up to and including ``/v1``; defaults to
@@ -74,15 +78,13 @@ class Client(Sending, BaseClient[httpx.Client]):
             docker-compose service such as ``"emulator"``); defaults to
             ``LINGODOC_ALLOW_HTTP_HOST``. The key then goes there in clear text (a warning
             is logged), never through a proxy of the environment.
-        max_in_flight: The most calls sent at once (with the ``with_options`` copies);
-            past it, a call waits for its turn, outside its ``timeout``. ``None``: 16,
-            what the SDK's own pool holds.
+        max_in_flight: The most calls sent at once (with the ``with_options`` copies); past
+            it, a call waits for its turn, outside its ``timeout``. ``None``: 16 (the pool's).
             Calls on the main thread take no turn: they have a connection of their
             own, which Ctrl-C cannot leave half-taken for the other threads.
-        cache: A translation cache that ``translate``, ``translate_batch`` and
-            ``translate_many`` consult before sending: a text found is not sent
-            ([`SQLiteCache`][lingodoc.SQLiteCache], or your own
-            [`Cache`][lingodoc.Cache]). ``None``: no cache.
+        cache: A translation cache ([`SQLiteCache`][lingodoc.SQLiteCache], or your own
+            [`Cache`][lingodoc.Cache]) that ``translate``, ``translate_batch`` and
+            ``translate_many`` consult: a text found is not sent. ``None``: no cache.
 
     Raises:
         ConfigurationError: If the key or the base URL is missing or unusable, another
@@ -95,12 +97,7 @@ class Client(Sending, BaseClient[httpx.Client]):
         self._gate()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -147,12 +144,9 @@ class Client(Sending, BaseClient[httpx.Client]):
             The translation; ``.cached`` if it came from the client's cache.
 
         Raises:
-            InvalidArgumentType: If an argument has the wrong type.
-            InvalidArgument: If an option is out of range.
-            TextTooLong: If the text exceeds 10,000 characters (checked before sending).
-            InvalidLanguage: If a code is malformed (checked before sending) or unsupported.
-            APIError: For any other error the service reports.
-            APIConnectionError: If the service cannot be reached.
+            TextTooLong: If the text exceeds 10,000 characters.
+            InvalidLanguage: If a code is malformed or not supported.
+            LingodocError: As every method (see the class).
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate(text, source_language, target_language, style, options)
@@ -185,16 +179,12 @@ class Client(Sending, BaseClient[httpx.Client]):
 
         Returns:
             The translations, one per text, in input order. With a cache, only the texts
-            it misses are sent, in one request: ``.cache_hits`` counts those found, and
-            ``.cached`` says whether all were.
+            it misses are sent: ``.cache_hits`` counts those found; ``.cached``, whether all were.
 
         Raises:
-            InvalidArgument: If ``texts`` is empty, or an option is out of range.
-            InvalidArgumentType: If ``texts`` is not a list of strings, or an option is not.
             TextTooLong: If a text has more than 10,000 characters.
             InvalidLanguage: If a code is malformed or not supported.
-            APIError: For any other error the service reports.
-            APIConnectionError: If the service cannot be reached.
+            LingodocError: As every method (see the class).
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate_batch(texts, source_language, target_language, options)
@@ -235,37 +225,34 @@ class Client(Sending, BaseClient[httpx.Client]):
     ) -> list[str]:
         """Translate any number of texts in as few requests as the service allows, keeping all work.
 
-        Every text is checked first. Each distinct text is sent once, a blank one not at
-        all, in batches of ``batch_size`` sent by up to ``max_concurrency`` threads, each with
-        the usual retries; when the rate-limit window runs short, it waits for the reset.
+        Every text is checked before the first request. Each distinct text is sent once, a
+        blank one not at all, each batch with the usual retries; when the rate-limit window
+        runs short, it waits for the reset.
 
         The first error stops it: no further batch is started, a wait for a reset ends at
         once, the batches in flight are finished (with their retries) and kept, and that
         first error is raised. Ctrl-C stops it the same way, and raises
         KeyboardInterrupt once the batches in flight are kept.
-        No thread is left running when it returns or raises. Nothing finished is lost:
-        the error carries the translations done as ``.partial`` (a
-        [`PartialTranslations`][lingodoc.PartialTranslations]: pass
-        ``done=err.partial.translations`` to resume), and a ``done`` dict of yours is
-        filled in as batches are answered.
+        No thread is left running when it returns or raises. Nothing finished is lost: the
+        error's ``.partial`` (a [`PartialTranslations`][lingodoc.PartialTranslations]) holds
+        the translations done; pass ``done=err.partial.translations`` to resume.
 
         Args:
             texts: The texts, a non-empty list of strings.
             source_language: ISO 639-1 code of the texts.
             target_language: ISO 639-1 code to translate into.
-            batch_size: Texts per request (default 100, what the emulator accepts).
-            max_concurrency: Requests in flight at most (default 4).
+            batch_size: Texts per request (100: what the emulator accepts).
+            max_concurrency: Requests in flight at most.
             wait_for_rate_limit: How long to wait for a window to reset: ``False`` up to
                 60 s, as the retries do; ``True`` as long as the service says; or seconds.
             on_progress: Called with a [`BulkProgress`][lingodoc.BulkProgress] before the
-                first request, after each batch and as a wait for a reset begins,
-                in the calling thread, one call at
-                a time; a coroutine function is refused (``TypeError``).
+                first request, after each batch and as a wait for a reset begins, in the
+                calling thread, one call at a time; a coroutine function is refused
+                (``TypeError``).
             done: Translations you already have, by index in ``texts`` (not sent); each
                 translation made is added to it as its batch is answered.
-            cache: Whether the client's cache is consulted: every text is looked up
-                first, and only those missed are sent. The translations are stored up to
-                1,000 at a time, and at the end (an error or Ctrl-C included).
+            cache: Whether the client's cache is consulted first, only its misses sent; the
+                translations are stored 1,000 at a time, and at the end however it ends.
             timeout: Each batch request's own, for each attempt (see the class).
             extra_headers: Each batch request's own (see the class).
             extra_query: Each batch request's own (see the class).
@@ -275,14 +262,10 @@ class Client(Sending, BaseClient[httpx.Client]):
             The translations, one per text, in input order.
 
         Raises:
-            InvalidArgument: If ``texts`` is empty, a size below 1, or ``done`` or an option
-                out of range.
-            InvalidArgumentType: If an argument has the wrong type.
             TextTooLong: If a text has more than 10,000 characters.
             InvalidLanguage: If a code is malformed or not supported.
             RateLimited: If the window is spent and resets later than allowed.
-            APIError: For any other error the service reports.
-            APIConnectionError: If the service cannot be reached.
+            LingodocError: As every method (see the class).
         """
         self._gate()
         options = call_options(timeout, extra_headers, extra_query, extra_body)
@@ -336,7 +319,7 @@ class Client(Sending, BaseClient[httpx.Client]):
         Not retried where the service may already have started the job.
 
         Args:
-            document_id: The document's id.
+            document_id: The document's id (not empty, ``.`` or ``..``).
             target_language: ISO 639-1 code to translate into.
             style: A style such as ``"formal"``.
             use_translation_memory: Whether the service uses stored translation memory;
@@ -350,13 +333,10 @@ class Client(Sending, BaseClient[httpx.Client]):
             The started job (state ``processing``).
 
         Raises:
-            InvalidArgument: If ``document_id`` is empty, ``.`` or ``..``, or an option is.
-            InvalidArgumentType: If an argument has the wrong type.
             NotFound: If there is no such document.
             UnexpectedResponse: If the answer is not a job, or a job on another document.
             InvalidLanguage: If the code is malformed or not supported.
-            APIError: For any other error the service reports.
-            APIConnectionError: If the service cannot be reached.
+            LingodocError: As every method (see the class).
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate_document(
@@ -376,7 +356,7 @@ class Client(Sending, BaseClient[httpx.Client]):
         """Read the state of a document translation.
 
         Args:
-            translation_id: The job's id, from
+            translation_id: The job's id (not empty, ``.`` or ``..``), from
                 [`translate_document`][lingodoc.Client.translate_document].
             timeout: This call's own, for each attempt (see the class).
             extra_headers: This call's own (see the class).
@@ -386,12 +366,9 @@ class Client(Sending, BaseClient[httpx.Client]):
             Its state and progress.
 
         Raises:
-            InvalidArgument: If ``translation_id`` is empty, ``.`` or ``..``, or an option is.
-            InvalidArgumentType: If an argument has the wrong type.
             NotFound: If there is no such translation.
             UnexpectedResponse: If the answer is not a status, or that of another one.
-            APIError: For any other error the service reports.
-            APIConnectionError: If the service cannot be reached.
+            LingodocError: As every method (see the class).
         """
         options = call_options(timeout, extra_headers, extra_query)
         call = _endpoints.get_translation(translation_id, options)
@@ -410,22 +387,18 @@ class Client(Sending, BaseClient[httpx.Client]):
     ) -> TranslationStatus:
         """Poll a document translation until it completes, for ``timeout`` seconds in all.
 
-        Here ``timeout`` bounds the whole wait, not each attempt as in every other method.
-        Each poll's request has the client's timeout; for another, wait on a copy:
-        ``client.with_options(timeout=10).wait_for_translation(job)``.
-
         A 429 is waited out until the reset, even with ``max_retries=0``; with a
         ``timeout``, so is a 5xx or network failure, until the deadline. Ctrl-C
         stops the polling at once; the translation goes on on the service.
 
         Args:
             job_or_id: The job from
-                [`translate_document`][lingodoc.Client.translate_document], or its
-                translation id.
+                [`translate_document`][lingodoc.Client.translate_document], or its id.
             poll_interval: Seconds between polls.
-            timeout: Seconds to wait in all, not for each attempt. Ten minutes by
-                default, so that a forgotten limit cannot hold a worker for good; ``None``
-                waits as long as it takes. Each poll is cut to the time left.
+            timeout: Seconds to wait in all, not for each attempt: by default ten minutes,
+                so that a forgotten limit cannot hold a worker for good; ``None``, no limit.
+                Each poll has the client's timeout, cut to the time left; for another, wait
+                on a copy: ``client.with_options(timeout=10).wait_for_translation(job)``.
             on_progress: Called with each status read, after every poll; a coroutine
                 function is refused with ``TypeError`` before the first poll.
             extra_headers: Each poll's own (see the class).
@@ -438,13 +411,8 @@ class Client(Sending, BaseClient[httpx.Client]):
             TranslationFailed: If it failed, or stayed in states this version of the SDK
                 does not know for 3 polls in a row; ``.status`` holds the last.
             WaitTimeout: If ``timeout`` passed first; ``.status`` holds the last state.
-            InvalidArgument: If ``poll_interval``, ``timeout``, the id or a header is not
-                usable.
-            InvalidArgumentType: If an argument has the wrong type, or ``on_progress`` is a
-                coroutine function that the client cannot run.
-            APIError: For an error other than 429 while polling (``UnexpectedResponse``
-                for the status of another translation).
-            APIConnectionError: If the service cannot be reached.
+            UnexpectedResponse: If a status read is that of another translation.
+            LingodocError: As every method (see the class).
         """
         waiter = self._waiter(
             job_or_id, call_options(None, extra_headers, extra_query),
@@ -492,10 +460,7 @@ class Client(Sending, BaseClient[httpx.Client]):
             The documents, each with at least a ``document_id``.
 
         Raises:
-            InvalidArgumentType: If an option has the wrong type.
-            InvalidArgument: If an option is out of range.
-            APIError: For an error the service reports.
-            APIConnectionError: If the service cannot be reached.
+            LingodocError: As every method (see the class).
         """
         options = call_options(timeout, extra_headers, extra_query)
         call = _endpoints.list_documents(options)
@@ -523,8 +488,7 @@ class Client(Sending, BaseClient[httpx.Client]):
             path: A path relative to ``base_url``, such as ``"/documents/doc_1"``; absolute
                 URLs and ``.`` or ``..`` segments, percent-encoded or not, are refused.
             json: A JSON body; none if ``None``.
-            params: Query parameters; merged with a query written in ``path`` (those in
-                ``params`` win).
+            params: Query parameters, merged with a query written in ``path`` (these win).
             timeout: This call's own, for each attempt (see the class).
             extra_headers: This call's own (see the class).
 
@@ -532,11 +496,7 @@ class Client(Sending, BaseClient[httpx.Client]):
             The ``data`` of the envelope, as plain JSON values.
 
         Raises:
-            InvalidArgument: If ``method``, ``path`` (leaving ``base_url``) or an option is
-                not usable.
-            InvalidArgumentType: If ``path``, ``params``, ``json`` or an option cannot be sent.
-            APIError: For an error the service reports.
-            APIConnectionError: If the service cannot be reached.
+            LingodocError: As every method (see the class).
         """
         options = call_options(timeout, extra_headers)
         call = _endpoints.raw(method, path, json, params, options)
