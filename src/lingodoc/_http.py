@@ -262,8 +262,11 @@ class AsyncTurn:
         self.clean = False
 
     async def __aenter__(self) -> AsyncTurn:
-        self._turns = self._shared.turns  # given back to the one taken (another loop's: new)
-        await self._turns.acquire()
+        turns = self._turns = self._shared.turns  # given back to the one taken (a loop's own)
+        if turns.value:  # a free turn, taken without anyio's checkpoint
+            turns.acquire_nowait()
+        else:
+            await turns.acquire()
         self.send = self._shared.enter()
         return self
 
