@@ -14,6 +14,7 @@ import contextlib
 import os
 import sqlite3
 import stat
+import tempfile
 import threading
 import time
 import weakref
@@ -132,16 +133,12 @@ class _File:
                 or cannot be made.
         """
         try:
-            if not stat.S_ISREG(os.stat(self.path).st_mode):  # /dev/null, a pipe: never read
-                raise ConfigurationError(f"the cache {self.path!r} is not a regular file")
-        except FileNotFoundError:
             try:
-                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-            except FileExistsError:  # made meanwhile, by another process
-                pass
-            except OSError as exc:
-                raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from None
-        except OSError as exc:
+                if not stat.S_ISREG(os.stat(self.path).st_mode):  # /dev/null, a pipe: never read
+                    raise ConfigurationError(f"the cache {self.path!r} is not a regular file")
+            except FileNotFoundError:
+                self._make()
+        except (OSError, sqlite3.Error) as exc:
             raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from None
         # Used by one thread at a time (the lock), whichever it is.
         connection = sqlite3.connect(
@@ -178,6 +175,37 @@ class _File:
             connection.close()
             raise
         return connection
+
+    def _make(self) -> None:
+        """Make a new cache at the path, set up under a temporary name first: never half-made.
+
+        Processes setting up one file at once cannot wait for each other's switch to WAL
+        ("database is locked"). A link replaces nothing: one made meanwhile is used instead.
+        An empty file at the path is still set up in place: replacing a file that others
+        may have opened could pair their log files with another database.
+        """
+        folder, name = os.path.split(self.path)
+        descriptor, temporary = tempfile.mkstemp(
+            prefix=f"{name}.", suffix=".new", dir=folder or "."
+        )
+        os.close(descriptor)  # made 0600, which its -wal and -shm files take
+        try:
+            with contextlib.closing(sqlite3.connect(temporary, isolation_level=None)) as connection:
+                connection.execute("PRAGMA journal_mode = WAL")
+                with _transaction(connection):
+                    connection.execute(_SCHEMA)
+                    connection.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
+            try:
+                os.link(temporary, self.path)
+            except FileExistsError:
+                pass  # made meanwhile by another process: theirs is used
+            except OSError:  # no hard links on this file system (FAT): set up in place
+                with contextlib.suppress(FileExistsError):
+                    os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        finally:  # an interrupt included: no temporary file is left behind
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temporary + suffix)
 
     def _move_aside(self, error: sqlite3.DatabaseError) -> None:
         """Move the damaged file aside, unless another process did, for a new one to start."""
