@@ -7,7 +7,8 @@ Headers are left out: they carry tracing ids. The namespace is the store's own
 (`SQLiteCache`, `RedisCache`), folded into what it stores.
 
 A lookup or store that fails is logged and the call goes on: a paid translation is never
-lost for the cache's sake. Neither counts in a call's ``timeout``.
+lost for the cache's sake. Neither counts in a call's ``timeout``. Stores raise; `CacheUse`
+alone logs, backs off and notices the recovery, for every store.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
-from lingodoc import _endpoints, _lazy, _validation
+from lingodoc import _clock, _endpoints, _lazy, _validation
 from lingodoc._exceptions import ConfigurationError
 from lingodoc._logging import logger
 
@@ -41,6 +44,10 @@ class Cache(Protocol):
 
     A key is a 64-character hex digest; a value the translation. `SQLiteCache` and
     `RedisCache` are two; a dict is enough for a third (see the text guide).
+
+    A store that fails raises: the client logs it (a warning, then quietly until the store
+    works again) and goes on without it. A store with a ``retry_after`` attribute (seconds,
+    as `RedisCache` has) is not asked again for that long after a failure.
     """
 
     def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
@@ -166,6 +173,9 @@ def check_use(value: object) -> bool:
 class CacheUse:
     """A client's cache, consulted as the module says: a failure is logged, never raised.
 
+    A failure warns once, then DEBUG records until the cache works again (one INFO record);
+    a store's ``retry_after`` is the time after one during which it is not asked.
+
     Raises:
         ConfigurationError: If ``cache`` has neither protocol's methods (an `AsyncCache`
             alone only for an `AsyncClient`).
@@ -184,29 +194,37 @@ class CacheUse:
             )
         self.cache: Any = cache
         self._async = asynchronous
-        self._failing = False  # warned once; quiet until a lookup or store works again
+        retry_after = getattr(cache, "retry_after", 0)
+        self._retry_after = retry_after if isinstance(retry_after, (int, float)) else 0
+        self._lock = threading.Lock()  # a client's threads share it
+        self._failing = False  # warned; quiet until a lookup or store works again
+        self._retry_at = -math.inf  # monotonic: no call asks the cache before it
 
     def look_up(self, keys: Sequence[str]) -> dict[str, str]:
         """Return the translations the cache holds for ``keys``; none if it fails."""
-        with self._guard("lookup"):
-            return _checked(keys, self.cache.get_many(keys))
+        if self._may_try():
+            with self._guard("lookup"):
+                return _checked(keys, self.cache.get_many(keys))
         return {}
 
     async def async_look_up(self, keys: Sequence[str]) -> dict[str, str]:
         """`look_up`, awaited."""
-        with self._guard("lookup"):
-            return _checked(keys, await self._awaited("get_many", keys))
+        if self._may_try():
+            with self._guard("lookup"):
+                return _checked(keys, await self._awaited("get_many", keys))
         return {}
 
     def keep(self, items: Mapping[str, str]) -> None:
         """Store ``items``; a failure is logged."""
-        with self._guard("store"):
-            self.cache.set_many(items)
+        if self._may_try():
+            with self._guard("store"):
+                self.cache.set_many(items)
 
     async def async_keep(self, items: Mapping[str, str]) -> None:
         """`keep`, awaited."""
-        with self._guard("store"):
-            await self._awaited("set_many", items)
+        if self._may_try():
+            with self._guard("store"):
+                await self._awaited("set_many", items)
 
     async def _awaited(self, method: str, argument: object) -> Any:
         # The cache's async twin of ``method``, else ``method`` in a worker thread.
@@ -216,19 +234,35 @@ class CacheUse:
 
         return await anyio.to_thread.run_sync(getattr(self.cache, method), argument)
 
+    def _may_try(self) -> bool:
+        # Once a failure's wait is over, the first call tries alone: the others wait on.
+        now = _clock.current().monotonic()
+        with self._lock:
+            if now < self._retry_at:
+                return False
+            if self._failing:
+                self._retry_at = now + self._retry_after
+            return True
+
     @contextlib.contextmanager
     def _guard(self, what: str) -> Iterator[None]:
         try:
             yield
         except Exception as exc:
-            log = logger.debug if self._failing else logger.warning
-            self._failing = True
-            log(
-                "the cache's %s failed (%s: %s); the translations are sent and returned without it",
+            with self._lock:
+                self._retry_at = _clock.current().monotonic() + self._retry_after
+                starts, self._failing = not self._failing, True
+            (logger.warning if starts else logger.debug)(
+                "the cache's %s failed (%s: %s); the translations are sent and returned "
+                "without it%s",
                 what, type(exc).__name__, exc,
+                f", and it is not asked for {self._retry_after:g} s" if self._retry_after else "",
             )  # fmt: skip
         else:
-            self._failing = False
+            with self._lock:
+                ends, self._failing, self._retry_at = self._failing, False, -math.inf
+            if ends:
+                logger.info("the cache works again: translations are looked up and stored")
 
 
 def _checked(keys: Sequence[str], found: Mapping[str, Any]) -> dict[str, str]:

@@ -10,13 +10,11 @@ import math
 import re
 import threading
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, unquote_plus
 
-from lingodoc import _clock
 from lingodoc._exceptions import ConfigurationError, InvalidArgument, shown
-from lingodoc._logging import logger
 
 if TYPE_CHECKING:
     import asyncio
@@ -77,68 +75,6 @@ class _MaskedUrl:
         return text
 
 
-class _Health:
-    """Whether Redis answers: one warning an outage, no try for ``retry_after`` seconds after one.
-
-    Shared by the sync and async paths of one cache; its lock guards only its own fields.
-    """
-
-    __slots__ = ("_down", "_lock", "_retry_after", "_retry_at", "_url")
-
-    def __init__(self, url: _MaskedUrl, retry_after: float) -> None:
-        self._url = url
-        self._retry_after = retry_after
-        self._lock = threading.Lock()
-        self._down = False  # warned of an outage, not yet told it ended
-        self._retry_at: float | None = None  # monotonic; no call tries Redis before it
-
-    def may_try(self) -> bool:
-        """Whether a call may ask Redis now; the first past a wait claims the next try alone."""
-        if self._retry_at is None:
-            return True
-        now = _clock.current().monotonic()
-        with self._lock:
-            if self._retry_at is None:
-                return True
-            if now < self._retry_at:
-                return False
-            # This call tries; the others go on without Redis until it has an answer.
-            self._retry_at = now + self._retry_after
-            return True
-
-    @contextlib.contextmanager
-    def guard(self, errors: tuple[type[Exception], ...]) -> Iterator[None]:
-        """Around a call to Redis: swallow its error (one of ``errors``) and note the outcome.
-
-        A failure warns if it starts an outage, and no call tries Redis for ``retry_after``
-        seconds; an answer that ends an outage says so.
-        """
-        try:
-            yield
-        except errors as error:
-            now = _clock.current().monotonic()
-            with self._lock:
-                self._retry_at = now + self._retry_after
-                starts, self._down = not self._down, True
-            reason = self._url.scrub(f"{type(error).__name__}: {error}")
-            if starts:
-                logger.warning(
-                    "RedisCache: Redis at %s failed (%s); translations go on without the cache, "
-                    "and Redis is not tried again for %g s",
-                    self._url.shown, reason, self._retry_after,
-                )  # fmt: skip
-            else:
-                logger.debug("RedisCache: Redis at %s still fails (%s)", self._url.shown, reason)
-        else:
-            if self._down:
-                with self._lock:
-                    ends, self._down, self._retry_at = self._down, False, None
-                if ends:
-                    logger.info(
-                        "RedisCache: Redis at %s answers again; the cache is back", self._url.shown
-                    )
-
-
 def _positive(name: str, value: object, *, zero: bool = False) -> float:
     """``value`` as a finite float above 0 (or at 0 with ``zero``); else a ConfigurationError."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -160,11 +96,9 @@ class RedisCache:
     with ``ttl`` one pipeline of ``SET`` commands (not a transaction).
 
     Redis never fails a translation. A Redis that is down, refuses, or does not answer within
-    ``socket_timeout`` (a ``redis.RedisError`` or ``OSError``) makes the call go on without
-    the cache: a lookup finds nothing and a store keeps nothing. One warning on the
-    ``lingodoc`` logger says so, naming the URL (password masked) and the error; then no call
-    tries Redis for ``retry_after`` seconds. When Redis answers again, one INFO record says
-    so, and a later outage warns again.
+    ``socket_timeout`` makes a lookup or store raise ``ConnectionError``, naming the URL and
+    redis-py's error, every password masked; a client logs it (one warning an outage), goes
+    on without the cache, and does not ask Redis again for ``retry_after`` seconds.
 
     The async methods use ``redis.asyncio`` on asyncio, with a client of their own in each
     event loop. ``redis.asyncio`` runs on asyncio only: on trio, ``aget_many`` and
@@ -183,7 +117,7 @@ class RedisCache:
             long as Redis keeps it (its ``maxmemory-policy`` decides).
         socket_timeout: The longest wait in seconds, for a connection and for each answer
             (redis-py would wait forever by default).
-        retry_after: Seconds after a failure during which no call tries Redis.
+        retry_after: Seconds after a failure during which a client does not ask Redis.
 
     Raises:
         ConfigurationError: If redis-py is not installed (``pip install "lingodoc[redis]"``),
@@ -213,7 +147,8 @@ class RedisCache:
             raise ConfigurationError(f"ttl must be at least 0.001 seconds (1 ms): {ttl!r}")
         self._px = None if self._ttl is None else max(1, round(self._ttl * 1000))
         timeout = _positive("socket_timeout", socket_timeout)
-        self._health = _Health(self._url, _positive("retry_after", retry_after, zero=True))
+        self.retry_after = _positive("retry_after", retry_after, zero=True)
+        """Seconds after a failure during which a client does not ask Redis."""
         import asyncio  # here: ``import lingodoc`` does not import it (redis-py does)
 
         try:
@@ -254,6 +189,11 @@ class RedisCache:
                 f"RedisCache: redis-py refuses the URL {self._url.shown!r}: {reason}"
             ) from None
 
+    def _failed(self, error: Exception) -> ConnectionError:
+        """What a lookup or store raises when Redis fails: redis-py's message, masked."""
+        reason = self._url.scrub(f"{type(error).__name__}: {error}")
+        return ConnectionError(f"Redis at {self._url.shown} failed ({reason})")
+
     def _names(self, keys: Sequence[str]) -> list[str]:
         """The Redis keys of ``keys``, each checked."""
         names = []
@@ -293,39 +233,43 @@ class RedisCache:
             keys: Cache keys, each 64 lowercase hex characters.
 
         Returns:
-            The translations found, by key; a key not found is left out. Nothing while
-            Redis fails (the class docstring says how that is logged).
+            The translations found, by key; a key not found is left out.
 
         Raises:
             InvalidArgument: If a key is not 64 lowercase hex characters.
+            ConnectionError: If Redis fails (its message masks the password).
         """
         names = self._names(keys)
-        if names and self._health.may_try():
-            with self._health.guard(self._errors):
-                return self._found(keys, self._client.mget(names))
-        return {}
+        if not names:
+            return {}
+        try:
+            return self._found(keys, self._client.mget(names))
+        except self._errors as error:
+            raise self._failed(error) from None
 
     def set_many(self, items: Mapping[str, str]) -> None:
         """Store translations, in one ``MSET`` (with ``ttl``, a pipeline of ``SET ... PX``).
-
-        Nothing is stored while Redis fails (the class docstring says how that is logged).
 
         Args:
             items: The translations, by cache key.
 
         Raises:
             InvalidArgument: If a key is not 64 lowercase hex characters, or a value not a str.
+            ConnectionError: If Redis fails (its message masks the password).
         """
         entries = self._entries(items)
-        if entries and self._health.may_try():
-            with self._health.guard(self._errors):
-                if self._px is None:
-                    self._client.mset(entries)
-                else:
-                    with self._client.pipeline(transaction=False) as pipe:
-                        for name, value in entries.items():
-                            pipe.set(name, value, px=self._px)
-                        pipe.execute()
+        if not entries:
+            return
+        try:
+            if self._px is None:
+                self._client.mset(entries)
+            else:
+                with self._client.pipeline(transaction=False) as pipe:
+                    for name, value in entries.items():
+                        pipe.set(name, value, px=self._px)
+                    pipe.execute()
+        except self._errors as error:
+            raise self._failed(error) from None
 
     def _async_client(self) -> redis.asyncio.Redis | None:
         """The running asyncio event loop's client (made on first use); ``None`` off asyncio."""
@@ -348,11 +292,11 @@ class RedisCache:
             keys: Cache keys, each 64 lowercase hex characters.
 
         Returns:
-            The translations found, by key; a key not found is left out. Nothing while
-            Redis fails (the class docstring says how that is logged).
+            The translations found, by key; a key not found is left out.
 
         Raises:
             InvalidArgument: If a key is not 64 lowercase hex characters.
+            ConnectionError: If Redis fails (its message masks the password).
         """
         client = self._async_client()
         if client is None:
@@ -360,10 +304,12 @@ class RedisCache:
 
             return await anyio.to_thread.run_sync(self.get_many, keys)
         names = self._names(keys)
-        if names and self._health.may_try():
-            with self._health.guard(self._async_errors):
-                return self._found(keys, await client.mget(names))
-        return {}
+        if not names:
+            return {}
+        try:
+            return self._found(keys, await client.mget(names))
+        except self._async_errors as error:
+            raise self._failed(error) from None
 
     async def aset_many(self, items: Mapping[str, str]) -> None:
         """`set_many`, awaited: through ``redis.asyncio`` on asyncio, a worker thread on trio.
@@ -373,6 +319,7 @@ class RedisCache:
 
         Raises:
             InvalidArgument: If a key is not 64 lowercase hex characters, or a value not a str.
+            ConnectionError: If Redis fails (its message masks the password).
         """
         client = self._async_client()
         if client is None:
@@ -381,15 +328,18 @@ class RedisCache:
             await anyio.to_thread.run_sync(self.set_many, items)
             return
         entries = self._entries(items)
-        if entries and self._health.may_try():
-            with self._health.guard(self._async_errors):
-                if self._px is None:
-                    await client.mset(entries)
-                else:
-                    async with client.pipeline(transaction=False) as pipe:
-                        for name, value in entries.items():
-                            pipe.set(name, value, px=self._px)
-                        await pipe.execute()
+        if not entries:
+            return
+        try:
+            if self._px is None:
+                await client.mset(entries)
+            else:
+                async with client.pipeline(transaction=False) as pipe:
+                    for name, value in entries.items():
+                        pipe.set(name, value, px=self._px)
+                    await pipe.execute()
+        except self._async_errors as error:
+            raise self._failed(error) from None
 
     def close(self) -> None:
         """Release the connections of the sync methods (and of ``aget_many`` on trio).
