@@ -6,9 +6,8 @@ and every ``extra_body`` field), the ``extra_query`` parameters and the text, ex
 Headers are left out: they carry tracing ids. The namespace is the store's own
 (`SQLiteCache`, `RedisCache`), folded into what it stores.
 
-A lookup or store that fails is logged and the call goes on: a paid translation is never
-lost for the cache's sake. Neither counts in a call's ``timeout``. Stores raise; `CacheUse`
-alone logs, backs off and notices the recovery, for every store.
+Stores raise; `CacheUse` alone logs a failure, backs off and sees the recovery, and the call
+goes on: a paid translation is never lost for the cache's sake. Neither counts in ``timeout``.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import hashlib
 import json
 import math
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
@@ -115,27 +114,12 @@ def service_of(base_url: str) -> str:
     return f"{url.scheme}://{url.host}:{port}{url.path}"
 
 
-class Keys:
-    """The keys of one call's texts: the digest of its context, continued with each text."""
-
-    __slots__ = ("_context",)
-
-    def __init__(self, context: bytes) -> None:
-        self._context = hashlib.sha256(context)
-
-    def __call__(self, text: str) -> str:
-        digest = self._context.copy()
-        digest.update(text.encode("utf-8", "surrogatepass"))  # as exact as the text
-        return digest.hexdigest()
+# The key of each text of a call: the digest of the call's context, continued with the text.
+Keys = Callable[[str], str]
 
 
 def keys_of(service: str, call: Call[Any], params: httpx.QueryParams | None) -> Keys | None:
-    """The keys of ``call``'s texts, or ``None``: the call is sent without the cache.
-
-    So is a call whose ``extra_body`` replaces the text, or whose keys JSON cannot sort.
-
-    ``params``: those a caller's http client adds to each request.
-    """
+    """The keys of ``call``'s texts (``params``: the http client's); ``None``: sent uncached."""
     body = {name: value for name, value in call.json.items() if name not in _TEXT_FIELDS}
     query = list(params.multi_items()) if params else []
     options = call.options
@@ -156,30 +140,25 @@ def keys_of(service: str, call: Call[Any], params: httpx.QueryParams | None) -> 
         )  # fmt: skip
     except TypeError:  # an extra_body mapping with keys of mixed types: httpx sends it as is
         return None
-    return Keys(context.encode("utf-8", "surrogatepass") + b"\0")
+    digest = hashlib.sha256(context.encode("utf-8", "surrogatepass") + b"\0")
+
+    def key(text: str) -> str:
+        continued = digest.copy()
+        continued.update(text.encode("utf-8", "surrogatepass"))  # as exact as the text
+        return continued.hexdigest()
+
+    return key
 
 
 def check_use(value: object) -> bool:
-    """A call's ``cache=``: whether it consults the client's cache.
-
-    Raises:
-        InvalidArgumentType: If it is not a bool.
-    """
+    """A call's ``cache=``, which must be a bool: whether it consults the client's cache."""
     if not isinstance(value, bool):
         raise _validation.wrong_type("cache", "a bool", value)
     return value
 
 
 class CacheUse:
-    """A client's cache, consulted as the module says: a failure is logged, never raised.
-
-    A failure warns once, then DEBUG records until the cache works again (one INFO record);
-    a store's ``retry_after`` is the time after one during which it is not asked.
-
-    Raises:
-        ConfigurationError: If ``cache`` has neither protocol's methods (an `AsyncCache`
-            alone only for an `AsyncClient`).
-    """
+    """A client's cache: a failure is logged, and the store left alone for its ``retry_after``."""
 
     def __init__(self, cache: object, *, awaits: bool) -> None:
         def has(*methods: str) -> bool:
@@ -271,10 +250,7 @@ def _checked(keys: Sequence[str], found: Mapping[str, Any]) -> dict[str, str]:
 
 
 class Consulted:
-    """A ``translate`` or ``translate_batch`` call once the cache has been asked.
-
-    ``call`` is what is left to send: ``None`` if the cache held every text.
-    """
+    """A ``translate(_batch)`` call once the cache was asked: ``call`` is what is left to send."""
 
     __slots__ = ("_found", "_keys", "call", "template")
 
@@ -318,11 +294,7 @@ class Consulted:
         return found
 
     def _batch(self, result: BatchTranslation | None) -> BatchTranslation:
-        """The translations in input order, found or sent.
-
-        Its rate limit, request id and response are those of the request for the texts
-        missed (``None`` if none was sent); ``cache_hits`` counts the texts found.
-        """
+        # In input order, found or sent; the origin is the request's for the texts missed.
         hits = len(self._keys) - (0 if self.call is None else len(self.call.json["texts"]))
         if result is not None and not hits:
             return result

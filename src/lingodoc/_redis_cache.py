@@ -10,7 +10,7 @@ import math
 import re
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, unquote_plus
 
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     import redis
     import redis.asyncio
     from typing_extensions import Self
-
-__all__ = ["RedisCache"]
 
 # A key of the cache protocol: a SHA-256 digest in lowercase hex. Its length is fixed, so
 # "lingodoc:<namespace>:<key>" is unambiguous whatever the namespace holds.
@@ -38,41 +36,29 @@ _QUERY = re.compile(r"\?(?P<query>[^#]*)")
 _SECRET_PARAMETER = re.compile(r"password", re.IGNORECASE)
 
 
-class _MaskedUrl:
-    """A Redis URL as it may be shown: every password in it masked, in it and in messages."""
-
-    __slots__ = ("_secrets", "shown")
-
-    def __init__(self, url: str) -> None:
-        secrets: set[str] = set()
-        shown_url = url
-        userinfo = _USERINFO.match(url)
-        if userinfo is not None:
-            user, colon, password = userinfo["userinfo"].partition(":")
-            if colon and password:
-                # Before a "/", the password is what urllib takes for the port, and quotes.
-                secrets.update((password, unquote(password), password.partition("/")[0]))
-                start, end = userinfo.span("userinfo")
-                shown_url = f"{url[:start]}{user}:{_MASK}{url[end:]}"
-        query = _QUERY.search(shown_url)
-        if query is not None:
-            parameters = query["query"].split("&")
-            for index, parameter in enumerate(parameters):
-                name, equals, value = parameter.partition("=")
-                if equals and value and _SECRET_PARAMETER.search(unquote_plus(name)):
-                    secrets.update((value, unquote_plus(value)))
-                    parameters[index] = f"{name}={_MASK}"
-            start, end = query.span("query")
-            shown_url = f"{shown_url[:start]}{'&'.join(parameters)}{shown_url[end:]}"
-        # The longest first: a password may hold another (its decoded form, say).
-        self._secrets = sorted(filter(None, secrets), key=len, reverse=True)
-        self.shown = shown_url
-
-    def scrub(self, text: str) -> str:
-        """Return ``text`` with every password of the URL masked (an error's message, say)."""
-        for secret in self._secrets:
-            text = text.replace(secret, _MASK)
-        return text
+def _masked(url: str) -> tuple[str, list[str]]:
+    """A Redis URL as it may be shown, every password in it masked; and those passwords."""
+    secrets: set[str] = set()
+    userinfo = _USERINFO.match(url)
+    if userinfo is not None:
+        user, colon, password = userinfo["userinfo"].partition(":")
+        if colon and password:
+            # Before a "/", the password is what urllib takes for the port, and quotes.
+            secrets.update((password, unquote(password), password.partition("/")[0]))
+            start, end = userinfo.span("userinfo")
+            url = f"{url[:start]}{user}:{_MASK}{url[end:]}"
+    query = _QUERY.search(url)
+    if query is not None:
+        parameters = query["query"].split("&")
+        for index, parameter in enumerate(parameters):
+            name, equals, value = parameter.partition("=")
+            if equals and value and _SECRET_PARAMETER.search(unquote_plus(name)):
+                secrets.update((value, unquote_plus(value)))
+                parameters[index] = f"{name}={_MASK}"
+        start, end = query.span("query")
+        url = f"{url[:start]}{'&'.join(parameters)}{url[end:]}"
+    # The longest first: a password may hold another (its decoded form, say).
+    return url, sorted(filter(None, secrets), key=len, reverse=True)
 
 
 def _positive(name: str, value: object, *, zero: bool = False) -> float:
@@ -89,22 +75,18 @@ def _positive(name: str, value: object, *, zero: bool = False) -> float:
 class RedisCache:
     """A translation cache in Redis, for ``Client(cache=...)`` and ``AsyncClient(cache=...)``.
 
-    Each translation is stored as a Redis string, its UTF-8 text, under the key
-    ``lingodoc:<namespace>:<key>`` (``lingodoc:<key>`` without a namespace), where ``<key>``
-    is the 64-character hex digest the client computes for a text; with ``ttl``, each entry
-    expires that long after it was stored. A lookup is one ``MGET``; a store one ``MSET``, or
-    with ``ttl`` one pipeline of ``SET`` commands (not a transaction).
+    Each translation is a Redis string, its UTF-8 text, under the key
+    ``lingodoc:<namespace>:<key>`` (``lingodoc:<key>`` without a namespace), ``<key>`` being
+    the 64-character hex digest the client computes for a text.
 
     Redis never fails a translation. A Redis that is down, refuses, or does not answer within
-    ``socket_timeout`` makes a lookup or store raise ``ConnectionError``, naming the URL and
-    redis-py's error, every password masked; a client logs it (one warning an outage), goes
-    on without the cache, and does not ask Redis again for ``retry_after`` seconds.
+    ``socket_timeout`` makes a lookup or store raise ``ConnectionError``, every password
+    masked; a client logs it (one warning an outage), goes on without the cache, and does not
+    ask Redis again for ``retry_after`` seconds.
 
-    The async methods use ``redis.asyncio`` on asyncio, with a client of their own in each
-    event loop. ``redis.asyncio`` runs on asyncio only: on trio, ``aget_many`` and
-    ``aset_many`` run ``get_many`` and ``set_many`` in a worker thread. One cache may be
-    shared by threads and tasks, and is safe across ``os.fork()``: a child (a Celery prefork
-    worker, a gunicorn worker) opens connections of its own.
+    The async methods use ``redis.asyncio`` on asyncio, a client of their own in each event
+    loop; on trio, they run the sync ones in a worker thread. One cache may be shared by
+    threads and tasks, and is safe across ``os.fork()``: a child opens connections of its own.
 
     Args:
         url: The Redis server: ``redis://[[user]:password@]host[:port][/db]``, ``rediss://``
@@ -135,7 +117,7 @@ class RedisCache:
     ) -> None:
         if not isinstance(url, str):
             raise ConfigurationError(f"url must be a str, not {type(url).__name__}")
-        self._url = _MaskedUrl(url)
+        self._shown, self._secrets = _masked(url)
         if namespace is not None and not isinstance(namespace, str):
             raise ConfigurationError(f"namespace must be a str or None, not {shown(namespace)}")
         if namespace == "":
@@ -158,9 +140,8 @@ class RedisCache:
             raise ConfigurationError(
                 'RedisCache needs redis-py: pip install "lingodoc[redis]"'
             ) from exc
-        self._errors: tuple[type[Exception], ...] = (redis.RedisError, OSError)
         # asyncio's own timeout is no OSError before Python 3.11 (redis-py imports asyncio).
-        self._async_errors = (*self._errors, asyncio.TimeoutError)
+        self._errors = (redis.RedisError, OSError, asyncio.TimeoutError)
         self._raw_url = url
         self._options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
         self._client: redis.Redis = self._connect(redis.Redis, Retry)
@@ -172,9 +153,7 @@ class RedisCache:
         ] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
-        return (
-            f"RedisCache(url={self._url.shown!r}, namespace={self._namespace!r}, ttl={self._ttl!r})"
-        )
+        return f"RedisCache(url={self._shown!r}, namespace={self._namespace!r}, ttl={self._ttl!r})"
 
     def _connect(self, kind: Any, retry: Any) -> Any:
         """A redis-py client (``kind``); its error a ConfigurationError, the password masked."""
@@ -184,37 +163,44 @@ class RedisCache:
             # No retries of redis-py's own (with their sleeps): a failure backs off here instead.
             return kind.from_url(self._raw_url, retry=retry(NoBackoff(), 0), **self._options)
         except Exception as exc:
-            reason = self._url.scrub(f"{type(exc).__name__}: {exc}")
             raise ConfigurationError(
-                f"RedisCache: redis-py refuses the URL {self._url.shown!r}: {reason}"
+                f"RedisCache: redis-py refuses the URL {self._shown!r}: {self._scrubbed(exc)}"
             ) from None
 
-    def _failed(self, error: Exception) -> ConnectionError:
-        """What a lookup or store raises when Redis fails: redis-py's message, masked."""
-        reason = self._url.scrub(f"{type(error).__name__}: {error}")
-        return ConnectionError(f"Redis at {self._url.shown} failed ({reason})")
+    @contextlib.contextmanager
+    def _failing(self) -> Iterator[None]:
+        """Around a call to Redis: its failure a ConnectionError, redis-py's message masked."""
+        try:
+            yield
+        except self._errors as error:
+            raise ConnectionError(
+                f"Redis at {self._shown} failed ({self._scrubbed(error)})"
+            ) from None
+
+    def _scrubbed(self, error: Exception) -> str:
+        """``Type: message`` of ``error`` (redis-py's), every password of the URL masked."""
+        text = f"{type(error).__name__}: {error}"
+        for secret in self._secrets:
+            text = text.replace(secret, _MASK)
+        return text
 
     def _names(self, keys: Sequence[str]) -> list[str]:
         """The Redis keys of ``keys``, each checked."""
-        names = []
         for key in keys:
             if not isinstance(key, str) or _KEY.fullmatch(key) is None:
                 raise InvalidArgument(
                     f"a cache key must be 64 lowercase hex characters, not {shown(key)}"
                 )
-            names.append(self._prefix + key)
-        return names
+        return [self._prefix + key for key in keys]
 
     def _entries(self, items: Mapping[str, str]) -> dict[str, bytes]:
         """The Redis keys and values of ``items``, each checked."""
-        names = self._names(list(items))
-        values = []
         for key, value in items.items():
             if not isinstance(value, str):
                 raise InvalidArgument(f"the translation of {key} must be a str, not {shown(value)}")
-            # surrogatepass: any str the service's JSON can give comes back exactly.
-            values.append(value.encode("utf-8", "surrogatepass"))
-        return dict(zip(names, values, strict=True))
+        # surrogatepass: any str the service's JSON can give comes back exactly.
+        values = [value.encode("utf-8", "surrogatepass") for value in items.values()]
+        return dict(zip(self._names(list(items)), values, strict=True))
 
     @staticmethod
     def _found(keys: Sequence[str], values: Sequence[object]) -> dict[str, str]:
@@ -227,7 +213,7 @@ class RedisCache:
         return found
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
-        """Return the translations stored for ``keys``, in one ``MGET``.
+        """Return the translations stored for ``keys``: one ``MGET``.
 
         Args:
             keys: Cache keys, each 64 lowercase hex characters.
@@ -242,13 +228,11 @@ class RedisCache:
         names = self._names(keys)
         if not names:
             return {}
-        try:
+        with self._failing():
             return self._found(keys, self._client.mget(names))
-        except self._errors as error:
-            raise self._failed(error) from None
 
     def set_many(self, items: Mapping[str, str]) -> None:
-        """Store translations, in one ``MSET`` (with ``ttl``, a pipeline of ``SET ... PX``).
+        """Store translations: one ``MSET``, or with ``ttl`` a pipeline of ``SET ... PX``, no MULTI.
 
         Args:
             items: The translations, by cache key.
@@ -258,18 +242,18 @@ class RedisCache:
             ConnectionError: If Redis fails (its message masks the password).
         """
         entries = self._entries(items)
-        if not entries:
-            return
-        try:
-            if self._px is None:
-                self._client.mset(entries)
-            else:
-                with self._client.pipeline(transaction=False) as pipe:
-                    for name, value in entries.items():
-                        pipe.set(name, value, px=self._px)
-                    pipe.execute()
-        except self._errors as error:
-            raise self._failed(error) from None
+        if entries:
+            with self._failing():
+                self._store(self._client, entries)
+
+    def _store(self, client: Any, entries: dict[str, bytes]) -> Any:
+        """``MSET``, or with ``ttl`` a pipeline of ``SET ... PX`` (awaitable on redis.asyncio)."""
+        if self._px is None:
+            return client.mset(entries)
+        pipe = client.pipeline(transaction=False)  # reset by execute, failed or not
+        for name, value in entries.items():
+            pipe.set(name, value, px=self._px)
+        return pipe.execute()
 
     def _async_client(self) -> redis.asyncio.Redis | None:
         """The running asyncio event loop's client (made on first use); ``None`` off asyncio."""
@@ -306,10 +290,8 @@ class RedisCache:
         names = self._names(keys)
         if not names:
             return {}
-        try:
+        with self._failing():
             return self._found(keys, await client.mget(names))
-        except self._async_errors as error:
-            raise self._failed(error) from None
 
     async def aset_many(self, items: Mapping[str, str]) -> None:
         """`set_many`, awaited: through ``redis.asyncio`` on asyncio, a worker thread on trio.
@@ -328,32 +310,21 @@ class RedisCache:
             await anyio.to_thread.run_sync(self.set_many, items)
             return
         entries = self._entries(items)
-        if not entries:
-            return
-        try:
-            if self._px is None:
-                await client.mset(entries)
-            else:
-                async with client.pipeline(transaction=False) as pipe:
-                    for name, value in entries.items():
-                        pipe.set(name, value, px=self._px)
-                    await pipe.execute()
-        except self._async_errors as error:
-            raise self._failed(error) from None
+        if entries:
+            with self._failing():
+                await self._store(client, entries)
 
     def close(self) -> None:
-        """Release the connections of the sync methods (and of ``aget_many`` on trio).
+        """Release the connections of the sync methods (and of the async ones on trio).
 
-        The cache stays usable: a later call connects again. ``aclose`` releases those of
-        the running event loop too.
+        The cache stays usable: a later call connects again.
         """
         self._client.close()
 
     async def aclose(self) -> None:
         """Release the connections of the running event loop's client, then `close`.
 
-        Call it (or use ``async with``) in each asyncio event loop that used the cache,
-        before the loop ends. The cache stays usable: a later call connects again.
+        Call it (or use ``async with``) in each event loop that used the cache, before it ends.
         """
         loop = _running_loop()
         with self._lock:
