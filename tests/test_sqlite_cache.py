@@ -280,6 +280,31 @@ def test_a_damaged_cache_is_moved_aside_with_one_warning_and_a_new_one_started(
     assert (tmp_path / aside[0]).read_bytes() == bytes(damaged)  # kept as it was
 
 
+def test_a_cache_cleared_by_another_process_is_not_taken_for_a_damaged_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "cache.db"
+
+    def checkpoint() -> None:  # as SQLite does on its own, at any time
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    cache = lingodoc.SQLiteCache(path)
+    cache.set_many(entries(2_000, "old "))
+    checkpoint()
+    assert len(cache.get_many(list(entries(2_000)))) == 2_000  # the file seen at its size
+    cleaner = lingodoc.SQLiteCache(path)  # as `lingodoc cache clear` in another process
+    assert cleaner.clear() == 2_000
+    cleaner.set_many(entries(3))
+    checkpoint()
+    with caplog.at_level(logging.WARNING, logger="lingodoc"):
+        assert cache.get_many(list(entries(3))) == entries(3)  # smaller, and sound
+    assert (caplog.records, sorted(os.listdir(tmp_path))) == (
+        [],
+        ["cache.db", "cache.db-shm", "cache.db-wal"],
+    )
+
+
 def test_another_programs_database_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "app.db"
     with contextlib.closing(sqlite3.connect(path)) as connection, connection:
