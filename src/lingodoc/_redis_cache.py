@@ -173,9 +173,8 @@ class RedisCache:
         try:
             yield
         except self._errors as error:
-            raise ConnectionError(
-                f"Redis at {self._shown} failed ({self._scrubbed(error)})"
-            ) from None
+            reason = self._scrubbed(error)
+            raise ConnectionError(f"Redis at {self._shown} failed ({reason})") from None
 
     def _scrubbed(self, error: Exception) -> str:
         """``Type: message`` of ``error`` (redis-py's), every password of the URL masked."""
