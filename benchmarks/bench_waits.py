@@ -7,11 +7,13 @@ round each:
 
 - ``emulator stop``: leaving ``with Emulator().serve():`` with a keep-alive connection open
   (its thread blocked reading the next request), after one request;
-- ``Redis refused, first call``: ``RedisCache.get_many`` of a new cache whose URL has nothing
-  listening: its one try, refused, and its warning;
-- ``Redis refused, later calls``: the calls after that one, within ``retry_after``: no try;
-- ``Redis silent, first call``: a new cache's first ``get_many`` against a server that
+- ``Redis refused, first call``: a client's first lookup in a new ``RedisCache`` whose URL has
+  nothing listening: its one try, refused, and its warning;
+- ``Redis refused, later calls``: the lookups after that one, within ``retry_after``: no try;
+- ``Redis silent, first call``: a client's first lookup in a new cache against a server that
   accepts connections and never answers, over ``--socket-timeout``: about 1 if it is cut there.
+
+A client's lookup is the SDK's `CacheUse.look_up`, which logs a failure and backs off.
 
 Cases take turns in interleaved rounds. Needs redis-py (the ``redis`` extra), not a
 redis-server. Prints JSON.
@@ -31,6 +33,7 @@ import httpx
 from _common import emit, interleaved, summary
 
 import lingodoc
+from lingodoc._cache import CacheUse
 from lingodoc.emulator import Emulator
 
 KEY = "0" * 64  # a cache key is a digest: 64 hex characters
@@ -62,8 +65,9 @@ def refused_first(calls: int) -> float:
     took = 0.0
     for _ in range(calls):
         with lingodoc.RedisCache(url) as cache:
+            use = CacheUse(cache, awaits=False)
             started = time.perf_counter()
-            assert cache.get_many([KEY]) == {}
+            assert use.look_up([KEY]) == {}
             took += time.perf_counter() - started
     return took / calls
 
@@ -71,10 +75,11 @@ def refused_first(calls: int) -> float:
 def refused_later(calls: int) -> float:
     """Seconds per call within ``retry_after`` of the first, refused, one."""
     with lingodoc.RedisCache(f"redis://127.0.0.1:{free_port()}/0", retry_after=3600) as cache:
-        assert cache.get_many([KEY]) == {}  # the one try
+        use = CacheUse(cache, awaits=False)
+        assert use.look_up([KEY]) == {}  # the one try
         started = time.perf_counter()
         for _ in range(calls):
-            assert cache.get_many([KEY]) == {}
+            assert use.look_up([KEY]) == {}
         return (time.perf_counter() - started) / calls
 
 
@@ -110,8 +115,9 @@ def silent_first(url: str, calls: int, socket_timeout: float) -> float:
     took = 0.0
     for _ in range(calls):
         with lingodoc.RedisCache(url, socket_timeout=socket_timeout) as cache:
+            use = CacheUse(cache, awaits=False)
             started = time.perf_counter()
-            assert cache.get_many([KEY]) == {}
+            assert use.look_up([KEY]) == {}
             took += time.perf_counter() - started
     return took / calls / socket_timeout
 

@@ -310,8 +310,9 @@ def waits_section(add: Callable[[str], None], waits: dict[str, Any]) -> None:
     add("")
     add(
         f"Median of {waits['rounds']} rounds: leaving `with Emulator().serve():` with a"
-        " keep-alive connection open; `RedisCache.get_many` with nothing listening, its first"
-        " call and those within `retry_after`; a first call to a Redis that never answers,"
+        " keep-alive connection open; a client's lookup in a `RedisCache` with nothing"
+        " listening, its first and those within `retry_after`; a first one in a Redis that"
+        " never answers,"
         f" over its `socket_timeout` of {waits['socket_timeout']:g} s."
     )
     add("")

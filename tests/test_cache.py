@@ -18,6 +18,7 @@ import respx
 import lingodoc
 from lingodoc import _cache, _endpoints
 from lingodoc._options import call_options
+from lingodoc.testing import FakeClock
 from tests.conftest import API_KEY, BASE_URL, call, close, envelope, sent_json
 
 LANGS = {"source_language": "en", "target_language": "de"}
@@ -258,6 +259,60 @@ async def test_a_failing_cache_never_loses_a_translation_and_is_logged_once(
     assert [r.levelname for r in failures][:2] == ["WARNING", "DEBUG"]
     assert {r.levelname for r in failures[1:]} == {"DEBUG"}
     assert "ConnectionError: the cache is down" in failures[0].getMessage()
+
+
+class Outage(DictCache):
+    """A store that is down until told otherwise, asking to be left alone 10 s after a failure."""
+
+    retry_after = 10
+    down = True
+    asked = 0  # lookups and stores, failed or not
+
+    def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
+        self.asked += 1
+        if self.down:
+            raise ConnectionError("the cache is down")
+        return super().get_many(keys)
+
+    def set_many(self, items: Mapping[str, str]) -> None:
+        self.asked += 1
+        if self.down:
+            raise ConnectionError("the cache is down")
+        super().set_many(items)
+
+
+async def test_a_failing_store_is_left_alone_for_its_retry_after_then_used_again(
+    client_class: type[lingodoc.Client],
+    routes: tuple[respx.Route, respx.Route],
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = Outage()
+    client = client_class(API_KEY, base_url=BASE_URL, cache=store)
+    asked = []
+    with caplog.at_level(logging.DEBUG, logger="lingodoc"):
+        await call(client, "translate", "one", **LANGS)  # its lookup fails; its store waits
+        asked.append(store.asked)
+        store.down = False
+        clock.advance(9.9)  # up, but not asked yet
+        await call(client, "translate_batch", ["one", "two"], **LANGS)
+        asked.append(store.asked)
+        clock.advance(0.1)
+        await call(client, "translate", "one", **LANGS)  # looked up, missed, stored
+        asked.append(store.asked)
+        found = await call(client, "translate", "one", **LANGS)
+    await close(client)
+    assert asked == [1, 1, 3]
+    assert (store.data, found.cached) == ({store.lookups[0][0]: "[de] one"}, True)
+    logged = [
+        (r.levelname, r.getMessage()) for r in caplog.records if "the cache" in r.getMessage()
+    ]
+    assert logged == [
+        ("WARNING", "the cache's lookup failed (ConnectionError: the cache is down); the "
+                    "translations are sent and returned without it, and it is not asked for 10 s"),
+        ("INFO", "the cache works again: translations are looked up and stored"),
+    ]  # fmt: skip
+    assert (routes[0].call_count, routes[1].call_count) == (2, 1)  # the last one found
 
 
 async def test_translate_many_looks_up_a_requests_worth_at_a_time_and_sends_the_misses(

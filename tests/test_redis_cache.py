@@ -7,8 +7,10 @@ a missing redis-server fails them rather than skipping them. The tests that need
 (the URL's masking, the missing extra, a Redis that is down or never answers) run everywhere.
 
 The async tests run ``[sync]``, ``[async]`` (redis.asyncio on asyncio) and ``[async-trio]``
-(the sync methods in a worker thread): tests/conftest.py's pytest_generate_tests. The
-backoff is checked on the fake clock of tests/conftest.py, an entry's expiry with PTTL.
+(the sync methods in a worker thread): tests/conftest.py's pytest_generate_tests. A failing
+Redis raises; how a client goes on without it (one warning, ``retry_after``, the recovery) is
+checked through Client and AsyncClient on the in-process emulator, the backoff on the fake
+clock of tests/conftest.py; an entry's expiry with PTTL.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ import pytest
 
 import lingodoc
 from lingodoc._redis_cache import RedisCache
+from lingodoc.emulator import Emulator
 from lingodoc.testing import FakeClock
+from tests.conftest import call
 from tests.redis_server import RedisServer, free_port, require_redis_server, running_redis
 from tests.reliability.test_environment import in_child  # a forked child, reporting back
 from tests.waiting import PATIENCE
@@ -37,6 +41,7 @@ from tests.waiting import PATIENCE
 PASSWORD = "hunter2-never-shown"
 NAMESPACE = "acct:7"
 K1, K2, K3 = "1" * 64, "ab" * 32, "f" * 64
+LANGS = {"source_language": "en", "target_language": "de"}
 
 
 # redis-server, started by the tests (tests/redis_server.py) -------------------------------
@@ -245,58 +250,76 @@ async def test_a_key_that_is_not_a_digest_is_refused(
 # A Redis that is down or never answers --------------------------------------------------------
 
 
-async def test_a_refused_connection_finds_nothing_stores_nothing_and_warns_once(
-    flavour: str, make: Callable[..., RedisCache], caplog: pytest.LogCaptureFixture
+async def test_a_refused_connection_raises_a_connection_error_that_masks_the_password(
+    flavour: str, make: Callable[..., RedisCache]
 ) -> None:
     port = free_port()
     cache = make(f"redis://:{PASSWORD}@127.0.0.1:{port}/0", socket_timeout=0.5)
-    with caplog.at_level(logging.DEBUG, logger="lingodoc"):
-        assert await get(cache, flavour, [K1, K2]) == {}
-        await put(cache, flavour, {K1: "Hallo"})
-        assert await get(cache, flavour, [K1]) == {}
-    warnings_logged = records(caplog, logging.WARNING)
-    assert len(warnings_logged) == 1
-    # One try in all: another would have logged that Redis still fails. (How long the calls
-    # take is a figure of benchmarks/bench_waits.py.)
-    assert records(caplog) == warnings_logged
-    assert (
-        f"Redis at redis://:****@127.0.0.1:{port}/0 failed (ConnectionError: "
-        in (warnings_logged[0])
-    )
-    assert f"Error {errno.ECONNREFUSED} connecting to 127.0.0.1:{port}" in warnings_logged[0]
-    assert "not tried again for 30 s" in warnings_logged[0]
-    assert not any(PASSWORD in message for message in records(caplog))
+    for operation in (get(cache, flavour, [K1, K2]), put(cache, flavour, {K1: "Hallo"})):
+        with pytest.raises(ConnectionError) as raised:
+            await operation
+        message = str(raised.value)
+        assert message.startswith(
+            f"Redis at redis://:****@127.0.0.1:{port}/0 failed (ConnectionError: "
+            f"Error {errno.ECONNREFUSED} connecting to 127.0.0.1:{port}"
+        )
+        shown = "".join(traceback.format_exception(raised.value))
+        assert PASSWORD not in shown
 
 
-async def test_a_server_that_never_answers_is_cut_at_the_socket_timeout_then_left_alone(
-    flavour: str,
+async def test_a_server_that_never_answers_is_cut_at_the_socket_timeout(
+    flavour: str, make: Callable[..., RedisCache], silent: SilentServer
+) -> None:
+    cache = make(f"redis://127.0.0.1:{silent.port}/0", socket_timeout=0.25)
+    started = time.monotonic()
+    with pytest.raises(ConnectionError, match="Timeout"):
+        await get(cache, flavour, [K1])
+    assert time.monotonic() - started >= 0.2  # it waited for an answer, then gave up
+    assert silent.connections() == 1  # no second try
+
+
+# A client's cache in Redis, while Redis fails: CacheUse logs once, backs off, recovers.
+
+
+@pytest.fixture
+def emulator() -> Emulator:
+    return Emulator()
+
+
+def cache_records(caplog: pytest.LogCaptureFixture, level: int = logging.DEBUG) -> list[str]:
+    """What the client logged of its cache (its requests left out)."""
+    return [message for message in records(caplog, level) if "the cache" in message]
+
+
+async def test_a_client_leaves_a_silent_redis_alone_for_retry_after(
+    emulated: Any,
     make: Callable[..., RedisCache],
     silent: SilentServer,
     clock: FakeClock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     cache = make(f"redis://127.0.0.1:{silent.port}/0", socket_timeout=0.25, retry_after=30)
+    client = emulated.with_options(cache=cache)
     with caplog.at_level(logging.DEBUG, logger="lingodoc"):
-        started = time.monotonic()
-        assert await get(cache, flavour, [K1]) == {}
-        assert time.monotonic() - started >= 0.2  # it waited for an answer, then gave up
-        assert silent.connections() == 1  # no second try
-        warned = records(caplog, logging.WARNING)
+        first = await call(client, "translate", "Hello", **LANGS)
+        assert silent.connections() == 1  # the lookup; the store is not tried
+        warned = cache_records(caplog)
         assert len(warned) == 1
         assert "Timeout" in warned[0]
-        # Within retry_after: no call tries Redis (none connects, none logs), none warns.
+        assert "it is not asked for 30 s" in warned[0]
+        # Within retry_after: no call tries Redis (none connects, none logs).
         clock.advance(29.9)
-        assert await get(cache, flavour, [K1, K2]) == {}
-        await put(cache, flavour, {K1: "Hallo"})
+        again = await call(client, "translate_batch", ["Hello", "World"], **LANGS)
         assert silent.connections() == 1
-        assert records(caplog) == warned
+        assert cache_records(caplog) == warned
         # Then one try, which fails again: the same outage, no second warning.
         clock.advance(0.1)
-        assert await get(cache, flavour, [K1]) == {}
+        await call(client, "translate", "Hello", **LANGS)
         assert silent.connections() == 2
-        assert await get(cache, flavour, [K1]) == {}  # and it waits again
+        await call(client, "translate", "Hello", **LANGS)  # and it waits again
         assert silent.connections() == 2
-    assert len(records(caplog, logging.WARNING)) == 1
+    assert len(cache_records(caplog, logging.WARNING)) == 1
+    assert (first.cached, again.translations[0]) == (False, first.translated_text)
 
 
 async def test_on_trio_the_async_methods_run_the_sync_ones_in_a_worker_thread(
@@ -316,8 +339,10 @@ async def test_on_trio_the_async_methods_run_the_sync_ones_in_a_worker_thread(
 
     monkeypatch.setattr(cache, "get_many", spy("get_many"))
     monkeypatch.setattr(cache, "set_many", spy("set_many"))
-    assert await cache.aget_many([K1]) == {}
-    await cache.aset_many({K1: "Hallo"})
+    with pytest.raises(ConnectionError):  # nothing listens
+        await cache.aget_many([K1])
+    with pytest.raises(ConnectionError):
+        await cache.aset_many({K1: "Hallo"})
     if anyio_backend == "trio":
         assert [name for name, _ in threads] == ["get_many", "set_many"]
         assert all(thread is not threading.current_thread() for _, thread in threads)
@@ -407,7 +432,7 @@ async def test_a_value_that_is_not_utf8_is_a_miss(
 
 @pytest.mark.redis
 async def test_a_redis_that_comes_back_is_used_again_after_retry_after(
-    flavour: str,
+    emulated: Any,
     make: Callable[..., RedisCache],
     clock: FakeClock,
     caplog: pytest.LogCaptureFixture,
@@ -415,35 +440,36 @@ async def test_a_redis_that_comes_back_is_used_again_after_retry_after(
 ) -> None:
     port = free_port()
     cache = make(f"redis://:{PASSWORD}@127.0.0.1:{port}/0", retry_after=10)
+    client = emulated.with_options(cache=cache)
     with caplog.at_level(logging.DEBUG, logger="lingodoc"):
-        assert await get(cache, flavour, [K1]) == {}  # down: refused
-        assert len(records(caplog, logging.WARNING)) == 1
+        await call(client, "translate", "Hello", **LANGS)  # down: refused
+        warned = cache_records(caplog, logging.WARNING)
+        assert len(warned) == 1
+        assert f"Redis at redis://:****@127.0.0.1:{port}/0 failed" in warned[0]
         with running_redis(port) as server:
             server.admin.config_set("requirepass", PASSWORD)
             server.admin.auth(PASSWORD)
             received = server.connections_received()
             # Up, but within retry_after: not tried.
-            assert await get(cache, flavour, [K1]) == {}
-            await put(cache, flavour, {K1: "Hallo"})
+            await call(client, "translate", "Hello", **LANGS)
             assert server.connections_received() == received
-            assert server.admin.exists(f"lingodoc:{K1}") == 0
             clock.advance(10)
-            await put(cache, flavour, {K1: "Hallo"})
-            assert await get(cache, flavour, [K1]) == {K1: "Hallo"}
-            back = [m for m in records(caplog, logging.INFO) if "answers again" in m]
-            assert back == [f"RedisCache: Redis at redis://:****@127.0.0.1:{port}/0 answers "
-                            "again; the cache is back"]  # fmt: skip
+            await call(client, "translate", "Hello", **LANGS)  # looked up, missed, stored
+            assert len(server.admin.keys("lingodoc:*")) == 1
+            assert (await call(client, "translate", "Hello", **LANGS)).cached
+            back = [m for m in cache_records(caplog, logging.INFO) if "works again" in m]
+            assert back == ["the cache works again: translations are looked up and stored"]
         # Down again: a new outage, a new warning.
-        assert await get(cache, flavour, [K1]) == {}
-        assert await get(cache, flavour, [K1]) == {}
-    assert len(records(caplog, logging.WARNING)) == 2
-    assert len([m for m in records(caplog, logging.INFO) if "answers again" in m]) == 1
+        clock.advance(10)
+        assert not (await call(client, "translate", "Hello", **LANGS)).cached
+        await call(client, "translate", "Hello", **LANGS)
+    assert len(cache_records(caplog, logging.WARNING)) == 2
     assert not any(PASSWORD in message for message in records(caplog))
 
 
 @pytest.mark.redis
 async def test_a_wrong_password_goes_on_without_the_cache_and_is_never_shown(
-    flavour: str,
+    emulated: Any,
     make: Callable[..., RedisCache],
     caplog: pytest.LogCaptureFixture,
     redis_installed: None,
@@ -451,13 +477,17 @@ async def test_a_wrong_password_goes_on_without_the_cache_and_is_never_shown(
     with running_redis() as server:
         server.admin.config_set("requirepass", "the-right-one")
         cache = make(f"redis://:{PASSWORD}@127.0.0.1:{server.port}/0")
+        client = emulated.with_options(cache=cache)
         with caplog.at_level(logging.DEBUG, logger="lingodoc"):
-            assert await get(cache, flavour, [K1]) == {}
-            await put(cache, flavour, {K1: "Hallo"})
-    warned = records(caplog, logging.WARNING)
+            translated = await call(client, "translate", "Hello", **LANGS)
+        with pytest.raises(ConnectionError, match="AuthenticationError") as raised:
+            cache.get_many([K1])
+    assert translated.translated_text
+    warned = cache_records(caplog, logging.WARNING)
     assert len(warned) == 1
     assert "AuthenticationError" in warned[0]
     assert not any(PASSWORD in message for message in records(caplog))
+    assert PASSWORD not in "".join(traceback.format_exception(raised.value))
 
 
 @pytest.mark.redis

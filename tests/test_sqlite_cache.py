@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
 import os
 import signal
 import sqlite3
@@ -14,14 +15,18 @@ import stat
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import lingodoc
+from lingodoc import _sqlite_cache
 from lingodoc.emulator import Emulator
 from lingodoc.testing import FakeClock
 from tests.conftest import call
+from tests.waiting import PATIENCE
 
 LANGS = {"source_language": "en", "target_language": "de"}
 
@@ -127,6 +132,104 @@ def test_several_processes_write_one_file_at_once(tmp_path: Path) -> None:
     assert len(cache.get_many(keys)) == 200
 
 
+OPENERS, NEW_PATHS = 8, 40
+
+
+def open_new_paths_at_once(paths: list[str], barrier: Any, number: int, errors: Any) -> None:
+    """A child of the test below: on each path, opens the cache as the others do, stores its
+    entry, and once all have, reads all of theirs."""
+    try:
+        mine = {f"{number:064x}": f"opener {number}"}
+        for path in paths:
+            barrier.wait(PATIENCE)
+            cache = lingodoc.SQLiteCache(path)
+            cache.set_many(mine)
+            barrier.wait(PATIENCE)
+            everyone = [f"{other:064x}" for other in range(OPENERS)]
+            assert cache.get_many(everyone) == {key: f"opener {int(key, 16)}" for key in everyone}
+            cache.close()
+    except BaseException as exc:  # reported to the test, then the barrier let go of
+        errors.put(f"{path}: {type(exc).__name__}: {exc}")
+        barrier.abort()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_processes_opening_a_new_file_at_once_all_use_one_cache(tmp_path: Path) -> None:
+    # Processes that each set up the new file met "database is locked" when two switched it
+    # to WAL at once: a race that cannot be forced, which these 40 paths used to meet.
+    context = multiprocessing.get_context("fork")
+    barrier, errors = context.Barrier(OPENERS), context.Queue()
+    paths = [str(tmp_path / f"cache{number}.db") for number in range(NEW_PATHS)]
+    openers = [
+        context.Process(target=open_new_paths_at_once, args=(paths, barrier, number, errors))
+        for number in range(OPENERS)
+    ]
+    for opener in openers:
+        opener.start()
+    for opener in openers:
+        opener.join(PATIENCE)
+    reported = []
+    while not errors.empty():
+        reported.append(errors.get())
+    assert (reported, [opener.exitcode for opener in openers]) == ([], [0] * OPENERS)
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(path) for path in paths)
+
+
+@pytest.mark.parametrize(
+    ("interrupt", "raised"),
+    [
+        (sqlite3.OperationalError("disk I/O error"), lingodoc.ConfigurationError),
+        (KeyboardInterrupt(), KeyboardInterrupt),
+    ],
+)
+def test_a_new_cache_is_never_at_its_path_half_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interrupt: BaseException, raised: type
+) -> None:
+    path = tmp_path / "cache.db"
+    seen: list[list[str]] = []
+
+    @contextlib.contextmanager
+    def failing(connection: sqlite3.Connection) -> Iterator[None]:
+        # As the schema is made: what another process would find in the folder then.
+        seen.append(os.listdir(tmp_path))
+        raise interrupt
+        yield
+
+    monkeypatch.setattr(_sqlite_cache, "_transaction", failing)
+    with pytest.raises(raised):
+        lingodoc.SQLiteCache(path)
+    # Only the file being made was there, under a name of its own.
+    assert [len(seen[0]) > 0, "cache.db" in seen[0]] == [True, False]
+    assert os.listdir(tmp_path) == []  # and nothing left of it
+    monkeypatch.undo()
+    cache = lingodoc.SQLiteCache(path)  # the next try makes it
+    cache.set_many(entries(1))
+    assert cache.get_many(list(entries(1))) == entries(1)
+    assert sorted(os.listdir(tmp_path)) == ["cache.db", "cache.db-shm", "cache.db-wal"]
+
+
+def test_an_empty_file_at_the_path_is_used_as_a_new_cache(tmp_path: Path) -> None:
+    path = tmp_path / "cache.db"
+    path.touch()
+    cache = lingodoc.SQLiteCache(path)
+    cache.set_many(entries(1))
+    assert lingodoc.SQLiteCache(path).get_many(list(entries(1))) == entries(1)
+
+
+def test_without_hard_links_a_new_cache_is_set_up_at_its_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def link(source: str, destination: str) -> None:
+        raise PermissionError(1, "Operation not permitted")  # as FAT answers
+
+    monkeypatch.setattr(os, "link", link)
+    cache = lingodoc.SQLiteCache(tmp_path / "cache.db")
+    cache.set_many(entries(1))
+    assert cache.get_many(list(entries(1))) == entries(1)
+    assert stat.S_IMODE(os.stat(tmp_path / "cache.db").st_mode) == 0o600
+    assert sorted(os.listdir(tmp_path)) == ["cache.db", "cache.db-shm", "cache.db-wal"]
+
+
 def test_a_kill_9_in_the_middle_of_writes_leaves_a_usable_cache(tmp_path: Path) -> None:
     path = str(tmp_path / "cache.db")
     writer = subprocess.Popen(
@@ -175,6 +278,31 @@ def test_a_damaged_cache_is_moved_aside_with_one_warning_and_a_new_one_started(
     assert str(path) in warnings[0]
     assert str(tmp_path / aside[0]) in warnings[0]
     assert (tmp_path / aside[0]).read_bytes() == bytes(damaged)  # kept as it was
+
+
+def test_a_cache_cleared_by_another_process_is_not_taken_for_a_damaged_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "cache.db"
+
+    def checkpoint() -> None:  # as SQLite does on its own, at any time
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    cache = lingodoc.SQLiteCache(path)
+    cache.set_many(entries(2_000, "old "))
+    checkpoint()
+    assert len(cache.get_many(list(entries(2_000)))) == 2_000  # the file seen at its size
+    cleaner = lingodoc.SQLiteCache(path)  # as `lingodoc cache clear` in another process
+    assert cleaner.clear() == 2_000
+    cleaner.set_many(entries(3))
+    checkpoint()
+    with caplog.at_level(logging.WARNING, logger="lingodoc"):
+        assert cache.get_many(list(entries(3))) == entries(3)  # smaller, and sound
+    assert (caplog.records, sorted(os.listdir(tmp_path))) == (
+        [],
+        ["cache.db", "cache.db-shm", "cache.db-wal"],
+    )
 
 
 def test_another_programs_database_is_refused_and_left_alone(tmp_path: Path) -> None:

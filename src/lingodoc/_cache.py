@@ -6,8 +6,8 @@ and every ``extra_body`` field), the ``extra_query`` parameters and the text, ex
 Headers are left out: they carry tracing ids. The namespace is the store's own
 (`SQLiteCache`, `RedisCache`), folded into what it stores.
 
-A lookup or store that fails is logged and the call goes on: a paid translation is never
-lost for the cache's sake. Neither counts in a call's ``timeout``.
+Stores raise; `CacheUse` alone logs a failure, backs off and sees the recovery, and the call
+goes on: a paid translation is never lost for the cache's sake. Neither counts in ``timeout``.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+import math
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
-from lingodoc import _endpoints, _lazy, _validation
+from lingodoc import _clock, _endpoints, _lazy, _validation
 from lingodoc._exceptions import ConfigurationError
 from lingodoc._logging import logger
 
@@ -41,6 +43,10 @@ class Cache(Protocol):
 
     A key is a 64-character hex digest; a value the translation. `SQLiteCache` and
     `RedisCache` are two; a dict is enough for a third (see the text guide).
+
+    A store that fails raises: the client logs it (a warning, then quietly until the store
+    works again) and goes on without it. A store with a ``retry_after`` attribute (seconds,
+    as `RedisCache` has) is not asked again for that long after a failure.
     """
 
     def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
@@ -108,27 +114,12 @@ def service_of(base_url: str) -> str:
     return f"{url.scheme}://{url.host}:{port}{url.path}"
 
 
-class Keys:
-    """The keys of one call's texts: the digest of its context, continued with each text."""
-
-    __slots__ = ("_context",)
-
-    def __init__(self, context: bytes) -> None:
-        self._context = hashlib.sha256(context)
-
-    def __call__(self, text: str) -> str:
-        digest = self._context.copy()
-        digest.update(text.encode("utf-8", "surrogatepass"))  # as exact as the text
-        return digest.hexdigest()
+# The key of each text of a call: the digest of the call's context, continued with the text.
+Keys = Callable[[str], str]
 
 
 def keys_of(service: str, call: Call[Any], params: httpx.QueryParams | None) -> Keys | None:
-    """The keys of ``call``'s texts, or ``None``: the call is sent without the cache.
-
-    So is a call whose ``extra_body`` replaces the text, or whose keys JSON cannot sort.
-
-    ``params``: those a caller's http client adds to each request.
-    """
+    """The keys of ``call``'s texts (``params``: the http client's); ``None``: sent uncached."""
     body = {name: value for name, value in call.json.items() if name not in _TEXT_FIELDS}
     query = list(params.multi_items()) if params else []
     options = call.options
@@ -149,27 +140,25 @@ def keys_of(service: str, call: Call[Any], params: httpx.QueryParams | None) -> 
         )  # fmt: skip
     except TypeError:  # an extra_body mapping with keys of mixed types: httpx sends it as is
         return None
-    return Keys(context.encode("utf-8", "surrogatepass") + b"\0")
+    digest = hashlib.sha256(context.encode("utf-8", "surrogatepass") + b"\0")
+
+    def key(text: str) -> str:
+        continued = digest.copy()
+        continued.update(text.encode("utf-8", "surrogatepass"))  # as exact as the text
+        return continued.hexdigest()
+
+    return key
 
 
 def check_use(value: object) -> bool:
-    """A call's ``cache=``: whether it consults the client's cache.
-
-    Raises:
-        InvalidArgumentType: If it is not a bool.
-    """
+    """A call's ``cache=``, which must be a bool: whether it consults the client's cache."""
     if not isinstance(value, bool):
         raise _validation.wrong_type("cache", "a bool", value)
     return value
 
 
 class CacheUse:
-    """A client's cache, consulted as the module says: a failure is logged, never raised.
-
-    Raises:
-        ConfigurationError: If ``cache`` has neither protocol's methods (an `AsyncCache`
-            alone only for an `AsyncClient`).
-    """
+    """A client's cache: a failure is logged, and the store left alone for its ``retry_after``."""
 
     def __init__(self, cache: object, *, awaits: bool) -> None:
         def has(*methods: str) -> bool:
@@ -184,29 +173,37 @@ class CacheUse:
             )
         self.cache: Any = cache
         self._async = asynchronous
-        self._failing = False  # warned once; quiet until a lookup or store works again
+        retry_after = getattr(cache, "retry_after", 0)
+        self._retry_after = retry_after if isinstance(retry_after, (int, float)) else 0
+        self._lock = threading.Lock()  # a client's threads share it
+        self._failing = False  # warned; quiet until a lookup or store works again
+        self._retry_at = -math.inf  # monotonic: no call asks the cache before it
 
     def look_up(self, keys: Sequence[str]) -> dict[str, str]:
         """Return the translations the cache holds for ``keys``; none if it fails."""
-        with self._guard("lookup"):
-            return _checked(keys, self.cache.get_many(keys))
+        if self._may_try():
+            with self._guard("lookup"):
+                return _checked(keys, self.cache.get_many(keys))
         return {}
 
     async def async_look_up(self, keys: Sequence[str]) -> dict[str, str]:
         """`look_up`, awaited."""
-        with self._guard("lookup"):
-            return _checked(keys, await self._awaited("get_many", keys))
+        if self._may_try():
+            with self._guard("lookup"):
+                return _checked(keys, await self._awaited("get_many", keys))
         return {}
 
     def keep(self, items: Mapping[str, str]) -> None:
         """Store ``items``; a failure is logged."""
-        with self._guard("store"):
-            self.cache.set_many(items)
+        if self._may_try():
+            with self._guard("store"):
+                self.cache.set_many(items)
 
     async def async_keep(self, items: Mapping[str, str]) -> None:
         """`keep`, awaited."""
-        with self._guard("store"):
-            await self._awaited("set_many", items)
+        if self._may_try():
+            with self._guard("store"):
+                await self._awaited("set_many", items)
 
     async def _awaited(self, method: str, argument: object) -> Any:
         # The cache's async twin of ``method``, else ``method`` in a worker thread.
@@ -216,19 +213,35 @@ class CacheUse:
 
         return await anyio.to_thread.run_sync(getattr(self.cache, method), argument)
 
+    def _may_try(self) -> bool:
+        # Once a failure's wait is over, the first call tries alone: the others wait on.
+        now = _clock.current().monotonic()
+        with self._lock:
+            if now < self._retry_at:
+                return False
+            if self._failing:
+                self._retry_at = now + self._retry_after
+            return True
+
     @contextlib.contextmanager
     def _guard(self, what: str) -> Iterator[None]:
         try:
             yield
         except Exception as exc:
-            log = logger.debug if self._failing else logger.warning
-            self._failing = True
-            log(
-                "the cache's %s failed (%s: %s); the translations are sent and returned without it",
+            with self._lock:
+                self._retry_at = _clock.current().monotonic() + self._retry_after
+                starts, self._failing = not self._failing, True
+            (logger.warning if starts else logger.debug)(
+                "the cache's %s failed (%s: %s); the translations are sent and returned "
+                "without it%s",
                 what, type(exc).__name__, exc,
+                f", and it is not asked for {self._retry_after:g} s" if self._retry_after else "",
             )  # fmt: skip
         else:
-            self._failing = False
+            with self._lock:
+                ends, self._failing, self._retry_at = self._failing, False, -math.inf
+            if ends:
+                logger.info("the cache works again: translations are looked up and stored")
 
 
 def _checked(keys: Sequence[str], found: Mapping[str, Any]) -> dict[str, str]:
@@ -237,10 +250,7 @@ def _checked(keys: Sequence[str], found: Mapping[str, Any]) -> dict[str, str]:
 
 
 class Consulted:
-    """A ``translate`` or ``translate_batch`` call once the cache has been asked.
-
-    ``call`` is what is left to send: ``None`` if the cache held every text.
-    """
+    """A ``translate(_batch)`` call once the cache was asked: ``call`` is what is left to send."""
 
     __slots__ = ("_found", "_keys", "call", "template")
 
@@ -284,11 +294,7 @@ class Consulted:
         return found
 
     def _batch(self, result: BatchTranslation | None) -> BatchTranslation:
-        """The translations in input order, found or sent.
-
-        Its rate limit, request id and response are those of the request for the texts
-        missed (``None`` if none was sent); ``cache_hits`` counts the texts found.
-        """
+        # In input order, found or sent; the origin is the request's for the texts missed.
         hits = len(self._keys) - (0 if self.call is None else len(self.call.json["texts"]))
         if result is not None and not hits:
             return result

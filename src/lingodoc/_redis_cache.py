@@ -14,9 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, unquote_plus
 
-from lingodoc import _clock
 from lingodoc._exceptions import ConfigurationError, InvalidArgument, shown
-from lingodoc._logging import logger
 
 if TYPE_CHECKING:
     import asyncio
@@ -24,8 +22,6 @@ if TYPE_CHECKING:
     import redis
     import redis.asyncio
     from typing_extensions import Self
-
-__all__ = ["RedisCache"]
 
 # A key of the cache protocol: a SHA-256 digest in lowercase hex. Its length is fixed, so
 # "lingodoc:<namespace>:<key>" is unambiguous whatever the namespace holds.
@@ -40,103 +36,29 @@ _QUERY = re.compile(r"\?(?P<query>[^#]*)")
 _SECRET_PARAMETER = re.compile(r"password", re.IGNORECASE)
 
 
-class _MaskedUrl:
-    """A Redis URL as it may be shown: every password in it masked, in it and in messages."""
-
-    __slots__ = ("_secrets", "shown")
-
-    def __init__(self, url: str) -> None:
-        secrets: set[str] = set()
-        shown_url = url
-        userinfo = _USERINFO.match(url)
-        if userinfo is not None:
-            user, colon, password = userinfo["userinfo"].partition(":")
-            if colon and password:
-                # Before a "/", the password is what urllib takes for the port, and quotes.
-                secrets.update((password, unquote(password), password.partition("/")[0]))
-                start, end = userinfo.span("userinfo")
-                shown_url = f"{url[:start]}{user}:{_MASK}{url[end:]}"
-        query = _QUERY.search(shown_url)
-        if query is not None:
-            parameters = query["query"].split("&")
-            for index, parameter in enumerate(parameters):
-                name, equals, value = parameter.partition("=")
-                if equals and value and _SECRET_PARAMETER.search(unquote_plus(name)):
-                    secrets.update((value, unquote_plus(value)))
-                    parameters[index] = f"{name}={_MASK}"
-            start, end = query.span("query")
-            shown_url = f"{shown_url[:start]}{'&'.join(parameters)}{shown_url[end:]}"
-        # The longest first: a password may hold another (its decoded form, say).
-        self._secrets = sorted(filter(None, secrets), key=len, reverse=True)
-        self.shown = shown_url
-
-    def scrub(self, text: str) -> str:
-        """Return ``text`` with every password of the URL masked (an error's message, say)."""
-        for secret in self._secrets:
-            text = text.replace(secret, _MASK)
-        return text
-
-
-class _Health:
-    """Whether Redis answers: one warning an outage, no try for ``retry_after`` seconds after one.
-
-    Shared by the sync and async paths of one cache; its lock guards only its own fields.
-    """
-
-    __slots__ = ("_down", "_lock", "_retry_after", "_retry_at", "_url")
-
-    def __init__(self, url: _MaskedUrl, retry_after: float) -> None:
-        self._url = url
-        self._retry_after = retry_after
-        self._lock = threading.Lock()
-        self._down = False  # warned of an outage, not yet told it ended
-        self._retry_at: float | None = None  # monotonic; no call tries Redis before it
-
-    def may_try(self) -> bool:
-        """Whether a call may ask Redis now; the first past a wait claims the next try alone."""
-        if self._retry_at is None:
-            return True
-        now = _clock.current().monotonic()
-        with self._lock:
-            if self._retry_at is None:
-                return True
-            if now < self._retry_at:
-                return False
-            # This call tries; the others go on without Redis until it has an answer.
-            self._retry_at = now + self._retry_after
-            return True
-
-    @contextlib.contextmanager
-    def guard(self, errors: tuple[type[Exception], ...]) -> Iterator[None]:
-        """Around a call to Redis: swallow its error (one of ``errors``) and note the outcome.
-
-        A failure warns if it starts an outage, and no call tries Redis for ``retry_after``
-        seconds; an answer that ends an outage says so.
-        """
-        try:
-            yield
-        except errors as error:
-            now = _clock.current().monotonic()
-            with self._lock:
-                self._retry_at = now + self._retry_after
-                starts, self._down = not self._down, True
-            reason = self._url.scrub(f"{type(error).__name__}: {error}")
-            if starts:
-                logger.warning(
-                    "RedisCache: Redis at %s failed (%s); translations go on without the cache, "
-                    "and Redis is not tried again for %g s",
-                    self._url.shown, reason, self._retry_after,
-                )  # fmt: skip
-            else:
-                logger.debug("RedisCache: Redis at %s still fails (%s)", self._url.shown, reason)
-        else:
-            if self._down:
-                with self._lock:
-                    ends, self._down, self._retry_at = self._down, False, None
-                if ends:
-                    logger.info(
-                        "RedisCache: Redis at %s answers again; the cache is back", self._url.shown
-                    )
+def _masked(url: str) -> tuple[str, list[str]]:
+    """A Redis URL as it may be shown, every password in it masked; and those passwords."""
+    secrets: set[str] = set()
+    userinfo = _USERINFO.match(url)
+    if userinfo is not None:
+        user, colon, password = userinfo["userinfo"].partition(":")
+        if colon and password:
+            # Before a "/", the password is what urllib takes for the port, and quotes.
+            secrets.update((password, unquote(password), password.partition("/")[0]))
+            start, end = userinfo.span("userinfo")
+            url = f"{url[:start]}{user}:{_MASK}{url[end:]}"
+    query = _QUERY.search(url)
+    if query is not None:
+        parameters = query["query"].split("&")
+        for index, parameter in enumerate(parameters):
+            name, equals, value = parameter.partition("=")
+            if equals and value and _SECRET_PARAMETER.search(unquote_plus(name)):
+                secrets.update((value, unquote_plus(value)))
+                parameters[index] = f"{name}={_MASK}"
+        start, end = query.span("query")
+        url = f"{url[:start]}{'&'.join(parameters)}{url[end:]}"
+    # The longest first: a password may hold another (its decoded form, say).
+    return url, sorted(filter(None, secrets), key=len, reverse=True)
 
 
 def _positive(name: str, value: object, *, zero: bool = False) -> float:
@@ -153,24 +75,18 @@ def _positive(name: str, value: object, *, zero: bool = False) -> float:
 class RedisCache:
     """A translation cache in Redis, for ``Client(cache=...)`` and ``AsyncClient(cache=...)``.
 
-    Each translation is stored as a Redis string, its UTF-8 text, under the key
-    ``lingodoc:<namespace>:<key>`` (``lingodoc:<key>`` without a namespace), where ``<key>``
-    is the 64-character hex digest the client computes for a text; with ``ttl``, each entry
-    expires that long after it was stored. A lookup is one ``MGET``; a store one ``MSET``, or
-    with ``ttl`` one pipeline of ``SET`` commands (not a transaction).
+    Each translation is a Redis string, its UTF-8 text, under the key
+    ``lingodoc:<namespace>:<key>`` (``lingodoc:<key>`` without a namespace), ``<key>`` being
+    the 64-character hex digest the client computes for a text.
 
     Redis never fails a translation. A Redis that is down, refuses, or does not answer within
-    ``socket_timeout`` (a ``redis.RedisError`` or ``OSError``) makes the call go on without
-    the cache: a lookup finds nothing and a store keeps nothing. One warning on the
-    ``lingodoc`` logger says so, naming the URL (password masked) and the error; then no call
-    tries Redis for ``retry_after`` seconds. When Redis answers again, one INFO record says
-    so, and a later outage warns again.
+    ``socket_timeout`` makes a lookup or store raise ``ConnectionError``, every password
+    masked; a client logs it (one warning an outage), goes on without the cache, and does not
+    ask Redis again for ``retry_after`` seconds.
 
-    The async methods use ``redis.asyncio`` on asyncio, with a client of their own in each
-    event loop. ``redis.asyncio`` runs on asyncio only: on trio, ``aget_many`` and
-    ``aset_many`` run ``get_many`` and ``set_many`` in a worker thread. One cache may be
-    shared by threads and tasks, and is safe across ``os.fork()``: a child (a Celery prefork
-    worker, a gunicorn worker) opens connections of its own.
+    The async methods use ``redis.asyncio`` on asyncio, a client of their own in each event
+    loop; on trio, they run the sync ones in a worker thread. One cache may be shared by
+    threads and tasks, and is safe across ``os.fork()``: a child opens connections of its own.
 
     Args:
         url: The Redis server: ``redis://[[user]:password@]host[:port][/db]``, ``rediss://``
@@ -183,7 +99,7 @@ class RedisCache:
             long as Redis keeps it (its ``maxmemory-policy`` decides).
         socket_timeout: The longest wait in seconds, for a connection and for each answer
             (redis-py would wait forever by default).
-        retry_after: Seconds after a failure during which no call tries Redis.
+        retry_after: Seconds after a failure during which a client does not ask Redis.
 
     Raises:
         ConfigurationError: If redis-py is not installed (``pip install "lingodoc[redis]"``),
@@ -201,7 +117,7 @@ class RedisCache:
     ) -> None:
         if not isinstance(url, str):
             raise ConfigurationError(f"url must be a str, not {type(url).__name__}")
-        self._url = _MaskedUrl(url)
+        self._shown, self._secrets = _masked(url)
         if namespace is not None and not isinstance(namespace, str):
             raise ConfigurationError(f"namespace must be a str or None, not {shown(namespace)}")
         if namespace == "":
@@ -213,7 +129,8 @@ class RedisCache:
             raise ConfigurationError(f"ttl must be at least 0.001 seconds (1 ms): {ttl!r}")
         self._px = None if self._ttl is None else max(1, round(self._ttl * 1000))
         timeout = _positive("socket_timeout", socket_timeout)
-        self._health = _Health(self._url, _positive("retry_after", retry_after, zero=True))
+        self.retry_after = _positive("retry_after", retry_after, zero=True)
+        """Seconds after a failure during which a client does not ask Redis."""
         import asyncio  # here: ``import lingodoc`` does not import it (redis-py does)
 
         try:
@@ -223,9 +140,8 @@ class RedisCache:
             raise ConfigurationError(
                 'RedisCache needs redis-py: pip install "lingodoc[redis]"'
             ) from exc
-        self._errors: tuple[type[Exception], ...] = (redis.RedisError, OSError)
         # asyncio's own timeout is no OSError before Python 3.11 (redis-py imports asyncio).
-        self._async_errors = (*self._errors, asyncio.TimeoutError)
+        self._errors = (redis.RedisError, OSError, asyncio.TimeoutError)
         self._raw_url = url
         self._options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
         self._client: redis.Redis = self._connect(redis.Redis, Retry)
@@ -237,9 +153,7 @@ class RedisCache:
         ] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
-        return (
-            f"RedisCache(url={self._url.shown!r}, namespace={self._namespace!r}, ttl={self._ttl!r})"
-        )
+        return f"RedisCache(url={self._shown!r}, namespace={self._namespace!r}, ttl={self._ttl!r})"
 
     def _connect(self, kind: Any, retry: Any) -> Any:
         """A redis-py client (``kind``); its error a ConfigurationError, the password masked."""
@@ -249,32 +163,43 @@ class RedisCache:
             # No retries of redis-py's own (with their sleeps): a failure backs off here instead.
             return kind.from_url(self._raw_url, retry=retry(NoBackoff(), 0), **self._options)
         except Exception as exc:
-            reason = self._url.scrub(f"{type(exc).__name__}: {exc}")
             raise ConfigurationError(
-                f"RedisCache: redis-py refuses the URL {self._url.shown!r}: {reason}"
+                f"RedisCache: redis-py refuses the URL {self._shown!r}: {self._scrubbed(exc)}"
             ) from None
+
+    @contextlib.contextmanager
+    def _failing(self) -> Iterator[None]:
+        """Around a call to Redis: its failure a ConnectionError, redis-py's message masked."""
+        try:
+            yield
+        except self._errors as error:
+            reason = self._scrubbed(error)
+            raise ConnectionError(f"Redis at {self._shown} failed ({reason})") from None
+
+    def _scrubbed(self, error: Exception) -> str:
+        """``Type: message`` of ``error`` (redis-py's), every password of the URL masked."""
+        text = f"{type(error).__name__}: {error}"
+        for secret in self._secrets:
+            text = text.replace(secret, _MASK)
+        return text
 
     def _names(self, keys: Sequence[str]) -> list[str]:
         """The Redis keys of ``keys``, each checked."""
-        names = []
         for key in keys:
             if not isinstance(key, str) or _KEY.fullmatch(key) is None:
                 raise InvalidArgument(
                     f"a cache key must be 64 lowercase hex characters, not {shown(key)}"
                 )
-            names.append(self._prefix + key)
-        return names
+        return [self._prefix + key for key in keys]
 
     def _entries(self, items: Mapping[str, str]) -> dict[str, bytes]:
         """The Redis keys and values of ``items``, each checked."""
-        names = self._names(list(items))
-        values = []
         for key, value in items.items():
             if not isinstance(value, str):
                 raise InvalidArgument(f"the translation of {key} must be a str, not {shown(value)}")
-            # surrogatepass: any str the service's JSON can give comes back exactly.
-            values.append(value.encode("utf-8", "surrogatepass"))
-        return dict(zip(names, values, strict=True))
+        # surrogatepass: any str the service's JSON can give comes back exactly.
+        values = [value.encode("utf-8", "surrogatepass") for value in items.values()]
+        return dict(zip(self._names(list(items)), values, strict=True))
 
     @staticmethod
     def _found(keys: Sequence[str], values: Sequence[object]) -> dict[str, str]:
@@ -287,45 +212,47 @@ class RedisCache:
         return found
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
-        """Return the translations stored for ``keys``, in one ``MGET``.
+        """Return the translations stored for ``keys``: one ``MGET``.
 
         Args:
             keys: Cache keys, each 64 lowercase hex characters.
 
         Returns:
-            The translations found, by key; a key not found is left out. Nothing while
-            Redis fails (the class docstring says how that is logged).
+            The translations found, by key; a key not found is left out.
 
         Raises:
             InvalidArgument: If a key is not 64 lowercase hex characters.
+            ConnectionError: If Redis fails (its message masks the password).
         """
         names = self._names(keys)
-        if names and self._health.may_try():
-            with self._health.guard(self._errors):
-                return self._found(keys, self._client.mget(names))
-        return {}
+        if not names:
+            return {}
+        with self._failing():
+            return self._found(keys, self._client.mget(names))
 
     def set_many(self, items: Mapping[str, str]) -> None:
-        """Store translations, in one ``MSET`` (with ``ttl``, a pipeline of ``SET ... PX``).
-
-        Nothing is stored while Redis fails (the class docstring says how that is logged).
+        """Store translations: one ``MSET``, or with ``ttl`` a pipeline of ``SET ... PX``, no MULTI.
 
         Args:
             items: The translations, by cache key.
 
         Raises:
             InvalidArgument: If a key is not 64 lowercase hex characters, or a value not a str.
+            ConnectionError: If Redis fails (its message masks the password).
         """
         entries = self._entries(items)
-        if entries and self._health.may_try():
-            with self._health.guard(self._errors):
-                if self._px is None:
-                    self._client.mset(entries)
-                else:
-                    with self._client.pipeline(transaction=False) as pipe:
-                        for name, value in entries.items():
-                            pipe.set(name, value, px=self._px)
-                        pipe.execute()
+        if entries:
+            with self._failing():
+                self._store(self._client, entries)
+
+    def _store(self, client: Any, entries: dict[str, bytes]) -> Any:
+        """``MSET``, or with ``ttl`` a pipeline of ``SET ... PX`` (awaitable on redis.asyncio)."""
+        if self._px is None:
+            return client.mset(entries)
+        pipe = client.pipeline(transaction=False)  # reset by execute, failed or not
+        for name, value in entries.items():
+            pipe.set(name, value, px=self._px)
+        return pipe.execute()
 
     def _async_client(self) -> redis.asyncio.Redis | None:
         """The running asyncio event loop's client (made on first use); ``None`` off asyncio."""
@@ -348,11 +275,11 @@ class RedisCache:
             keys: Cache keys, each 64 lowercase hex characters.
 
         Returns:
-            The translations found, by key; a key not found is left out. Nothing while
-            Redis fails (the class docstring says how that is logged).
+            The translations found, by key; a key not found is left out.
 
         Raises:
             InvalidArgument: If a key is not 64 lowercase hex characters.
+            ConnectionError: If Redis fails (its message masks the password).
         """
         client = self._async_client()
         if client is None:
@@ -360,10 +287,10 @@ class RedisCache:
 
             return await anyio.to_thread.run_sync(self.get_many, keys)
         names = self._names(keys)
-        if names and self._health.may_try():
-            with self._health.guard(self._async_errors):
-                return self._found(keys, await client.mget(names))
-        return {}
+        if not names:
+            return {}
+        with self._failing():
+            return self._found(keys, await client.mget(names))
 
     async def aset_many(self, items: Mapping[str, str]) -> None:
         """`set_many`, awaited: through ``redis.asyncio`` on asyncio, a worker thread on trio.
@@ -373,6 +300,7 @@ class RedisCache:
 
         Raises:
             InvalidArgument: If a key is not 64 lowercase hex characters, or a value not a str.
+            ConnectionError: If Redis fails (its message masks the password).
         """
         client = self._async_client()
         if client is None:
@@ -381,29 +309,21 @@ class RedisCache:
             await anyio.to_thread.run_sync(self.set_many, items)
             return
         entries = self._entries(items)
-        if entries and self._health.may_try():
-            with self._health.guard(self._async_errors):
-                if self._px is None:
-                    await client.mset(entries)
-                else:
-                    async with client.pipeline(transaction=False) as pipe:
-                        for name, value in entries.items():
-                            pipe.set(name, value, px=self._px)
-                        await pipe.execute()
+        if entries:
+            with self._failing():
+                await self._store(client, entries)
 
     def close(self) -> None:
-        """Release the connections of the sync methods (and of ``aget_many`` on trio).
+        """Release the connections of the sync methods (and of the async ones on trio).
 
-        The cache stays usable: a later call connects again. ``aclose`` releases those of
-        the running event loop too.
+        The cache stays usable: a later call connects again.
         """
         self._client.close()
 
     async def aclose(self) -> None:
         """Release the connections of the running event loop's client, then `close`.
 
-        Call it (or use ``async with``) in each asyncio event loop that used the cache,
-        before the loop ends. The cache stays usable: a later call connects again.
+        Call it (or use ``async with``) in each event loop that used the cache, before it ends.
         """
         loop = _running_loop()
         with self._lock:

@@ -5,15 +5,17 @@ short); the file is in WAL mode with a busy timeout, so the processes' readers n
 and their writers wait their turn. A connection made before a ``fork`` is never used nor
 closed in the child: SQLite forbids it. Before each use the file at the path is checked to
 be the one connected to, and no shorter: deleted or replaced, a new one is started there;
-cut short, it is moved aside first.
+shorter (cut, or VACUUMed by `clear`), it is checked as it is opened again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sqlite3
 import stat
+import tempfile
 import threading
 import time
 import weakref
@@ -107,41 +109,32 @@ class _File:
                 status = None
             if status is not None and (status.st_dev, status.st_ino) == self._identity:
                 seen, self._size = self._size, status.st_size
-                if status.st_size < seen:
-                    # Cut short while in use: SQLite shrinks a file only to VACUUM it, which
-                    # `clear` does, rarely; a cut shows only when a page lost is needed.
-                    raise sqlite3.DatabaseError("the file was cut short while in use")
-                return self._connection
-            self._drop()  # the file was deleted or replaced since
-            # SQLite finds a file's log by its name: the one left at the path holds the
-            # old file's pages (SQLite keeps it, the file being gone), which the new file
-            # would take for its own. Ours, unless another process has made new ones.
-            for suffix, identity in zip(("-wal", "-shm"), self._logs, strict=True):
-                if identity is not None and _identity(self.path + suffix) == identity:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self.path + suffix)
+                if status.st_size >= seen:
+                    return self._connection
+                # Cut short, or VACUUMed by `clear` (in any process): checked as it is opened
+                # again, SQLite's cache of its pages dropped.
+                self._drop()
+            else:
+                self._drop()  # the file was deleted or replaced since
+                # SQLite finds a file's log by its name: the one left at the path holds the
+                # old file's pages (SQLite keeps it, the file being gone), which the new
+                # file would take for its own. Ours, unless another process has made new ones.
+                for suffix, identity in zip(("-wal", "-shm"), self._logs, strict=True):
+                    if identity is not None and _identity(self.path + suffix) == identity:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(self.path + suffix)
         self._connection = self._open()
         return self._connection
 
     def _open(self) -> sqlite3.Connection:
-        """Connect to the file, made ``0600`` if missing; refuse another program's.
-
-        Raises:
-            sqlite3.DatabaseError: If it is not an SQLite file (to be moved aside).
-            ConfigurationError: If it is another program's database, not a regular file,
-                or cannot be made.
-        """
+        """Connect to the file, made if missing; refuse another program's, and no regular file."""
         try:
-            if not stat.S_ISREG(os.stat(self.path).st_mode):  # /dev/null, a pipe: never read
-                raise ConfigurationError(f"the cache {self.path!r} is not a regular file")
-        except FileNotFoundError:
             try:
-                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-            except FileExistsError:  # made meanwhile, by another process
-                pass
-            except OSError as exc:
-                raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from None
-        except OSError as exc:
+                if not stat.S_ISREG(os.stat(self.path).st_mode):  # /dev/null, a pipe: never read
+                    raise ConfigurationError(f"the cache {self.path!r} is not a regular file")
+            except FileNotFoundError:
+                self._make()
+        except (OSError, sqlite3.Error) as exc:
             raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from None
         # Used by one thread at a time (the lock), whichever it is.
         connection = sqlite3.connect(
@@ -178,6 +171,36 @@ class _File:
             connection.close()
             raise
         return connection
+
+    def _make(self) -> None:
+        """Make a new cache at the path, set up under a temporary name first: never half-made.
+
+        Processes setting up one file cannot wait for each other's switch to WAL ("database is
+        locked"). An empty file at the path is set up in place: to replace a file others may
+        have opened could pair their log files with another database.
+        """
+        folder, name = os.path.split(self.path)
+        descriptor, temporary = tempfile.mkstemp(
+            prefix=f"{name}.", suffix=".new", dir=folder or "."
+        )
+        os.close(descriptor)  # made 0600, which its -wal and -shm files take
+        try:
+            with contextlib.closing(sqlite3.connect(temporary, isolation_level=None)) as connection:
+                connection.execute("PRAGMA journal_mode = WAL")
+                with _transaction(connection):
+                    connection.execute(_SCHEMA)
+                    connection.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
+            try:
+                os.link(temporary, self.path)
+            except FileExistsError:
+                pass  # made meanwhile by another process: theirs is used
+            except OSError:  # no hard links on this file system (FAT): set up in place
+                with contextlib.suppress(FileExistsError):
+                    os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        finally:  # an interrupt included: no temporary file is left behind
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temporary + suffix)
 
     def _move_aside(self, error: sqlite3.DatabaseError) -> None:
         """Move the damaged file aside, unless another process did, for a new one to start."""
@@ -300,18 +323,14 @@ class SQLiteCache:
             sqlite3.Error: If the file cannot be read (the client logs it and sends).
         """
         found: dict[str, str] = {}
-        since = None if self.max_age is None else _clock.current().time() - self.max_age
+        since = -math.inf if self.max_age is None else _clock.current().time() - self.max_age
         for start in range(0, len(keys), _CHUNK):
             chunk = list(keys[start : start + _CHUNK])
             query = (
-                f"SELECT key, translation FROM {_TABLE} WHERE namespace = ? "
+                f"SELECT key, translation FROM {_TABLE} WHERE namespace = ? AND stored >= ? "
                 f"AND key IN ({','.join('?' * len(chunk))})"
             )
-            values: list[Any] = [self.namespace, *chunk]
-            if since is not None:
-                query += " AND stored >= ?"
-                values.append(since)
-            found.update(self._file.run(_rows(query, values)))
+            found.update(self._file.run(_rows(query, [self.namespace, since, *chunk])))
         return found
 
     def set_many(self, items: Mapping[str, str]) -> None:
@@ -344,9 +363,14 @@ class SQLiteCache:
             sqlite3.Error: If the file cannot be read.
         """
         counts = "count(*), count(DISTINCT namespace), min(stored), max(stored)"
-        [row] = self._file.run(_rows(f"SELECT {counts} FROM {_TABLE}", []))
+        [(entries, namespaces, *stored)] = self._file.run(
+            _rows(f"SELECT {counts} FROM {_TABLE}", [])
+        )
+        oldest, newest = (
+            None if at is None else datetime.fromtimestamp(at, timezone.utc) for at in stored
+        )
         size = sum(_size(self.path + suffix) for suffix in ("", "-wal"))
-        return CacheStats(row[0], row[1], _moment(row[2]), _moment(row[3]), size)
+        return CacheStats(entries, namespaces, oldest, newest, size)
 
     def clear(self, *, older_than: float | None = None) -> int:
         """Delete entries of every namespace, and give their space back to the disk.
@@ -362,14 +386,14 @@ class SQLiteCache:
             InvalidArgument: If ``older_than`` is negative.
             sqlite3.Error: If the file cannot be written.
         """
-        where, values = "", []
+        since = math.inf
         if older_than is not None:
             since = _clock.current().time() - _seconds(older_than, "older_than", zero=True)
-            where, values = " WHERE stored < ?", [since]
 
         def delete(connection: sqlite3.Connection) -> int:
             with _transaction(connection):
-                deleted: int = connection.execute(f"DELETE FROM {_TABLE}{where}", values).rowcount
+                query = f"DELETE FROM {_TABLE} WHERE stored < ?"
+                deleted: int = connection.execute(query, [since]).rowcount
             connection.execute("VACUUM")
             return deleted
 
@@ -385,12 +409,8 @@ def _rows(query: str, values: list[Any]) -> Callable[[sqlite3.Connection], list[
 def _transaction(connection: sqlite3.Connection) -> Iterator[None]:
     # BEGIN IMMEDIATE: the write lock at once, waited for under the busy timeout.
     connection.execute("BEGIN IMMEDIATE")
-    try:
+    with connection:  # COMMIT, or ROLLBACK on any exception, an interrupt included
         yield
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
 
 
 def _seconds(value: object, name: str, *, zero: bool = False) -> float:
@@ -400,10 +420,6 @@ def _seconds(value: object, name: str, *, zero: bool = False) -> float:
     if not (value >= 0 if zero else value > 0):
         raise InvalidArgument(f"{name} must be {'>=' if zero else '>'} 0 seconds, not {value!r}")
     return float(value)
-
-
-def _moment(stored: float | None) -> datetime | None:
-    return None if stored is None else datetime.fromtimestamp(stored, timezone.utc)
 
 
 def _size(path: str) -> int:
