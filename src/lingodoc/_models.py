@@ -198,18 +198,6 @@ class _Result(BaseModel, extra="allow"):
     # or type checkers would take it for a field the constructor requires.
     __slots__ = ("_origin",)
 
-    def __eq__(self, other: object) -> bool:
-        # Equal when the service said the same thing, whatever response carried it.
-        if not isinstance(other, _Result):
-            return NotImplemented
-        return (
-            type(self) is type(other)
-            and self.__dict__ == other.__dict__
-            and self.__pydantic_extra__ == other.__pydantic_extra__
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
     # Pydantic copies nothing of the slot: copies and pickles get the Origin without response.
     def _with_origin(self, copied: Self) -> Self:
         origin = origin_of(self)
@@ -238,12 +226,12 @@ class _Result(BaseModel, extra="allow"):
 
     @property
     def rate_limit(self) -> RateLimit | None:
-        """The rate-limit state the response reported; ``None`` if unreadable, or not read."""
+        """The rate-limit state the response reported; ``None`` if unreadable or no response."""
         return origin_of(self).rate_limit
 
     @property
     def request_id(self) -> str | None:
-        """The response's ``X-Request-Id``, to quote to support; ``None`` if none, or not read."""
+        """The response's ``X-Request-Id``, to quote to support; ``None`` if none or no response."""
         return origin_of(self).request_id
 
     @property
@@ -287,11 +275,7 @@ class TextTranslation(_Result):
 
     @property
     def cached(self) -> bool:
-        """Whether the client's cache held it.
-
-        No request was sent then: ``request_id``, ``rate_limit`` and ``http_response``
-        are ``None``.
-        """
+        """Whether the client's cache held it (no request was sent then)."""
         return origin_of(self).cache_hits > 0
 
 
@@ -306,11 +290,7 @@ class BatchTranslation(_Result):
 
     @property
     def cached(self) -> bool:
-        """Whether the client's cache held every translation.
-
-        No request was sent then: ``request_id``, ``rate_limit`` and ``http_response``
-        are ``None``.
-        """
+        """Whether the client's cache held every translation (no request was sent then)."""
         return origin_of(self).cache_hits == len(self.translations) > 0
 
     @property
