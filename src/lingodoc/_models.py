@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -120,11 +121,9 @@ class Reported:
         if raw is not None:  # two threads may both build it: either will do
             limit, remaining, reset, now = raw
             at = reset if reset > _UNIX_TIME_THRESHOLD else now + max(reset, 0)
-            try:
+            with contextlib.suppress(OverflowError, OSError):  # else None
                 reset_at = datetime.fromtimestamp(at, tz=timezone.utc)
-            except (OverflowError, OSError):
-                self._value = None
-            else:  # checked: pydantic's validation would cost more than the parsing
+                # Checked: pydantic's validation would cost more than the parsing.
                 self._value = RateLimit.model_construct(
                     limit=limit, remaining=remaining, reset=reset, reset_at=reset_at
                 )
@@ -200,9 +199,7 @@ class _Result(BaseModel, extra="allow"):
 
     # Pydantic copies nothing of the slot: copies and pickles get the Origin without response.
     def _with_origin(self, copied: Self) -> Self:
-        origin = origin_of(self)
-        if origin is not _NO_ORIGIN:
-            set_origin(copied, copy.copy(origin))  # without its response: Origin.__reduce__
+        set_origin(copied, copy.copy(origin_of(self)))  # without its response: Origin.__reduce__
         return copied
 
     def __copy__(self) -> Self:
@@ -212,11 +209,8 @@ class _Result(BaseModel, extra="allow"):
         return self._with_origin(super().__deepcopy__(memo))
 
     def __getstate__(self) -> dict[Any, Any]:
-        state = super().__getstate__()
-        origin = origin_of(self)
-        if origin is not _NO_ORIGIN:
-            state["_origin"] = origin  # pickled without the response: see Origin.__reduce__
-        return state
+        # Pickled without the response: see Origin.__reduce__.
+        return {**super().__getstate__(), "_origin": origin_of(self)}
 
     def __setstate__(self, state: dict[Any, Any]) -> None:
         origin = state.pop("_origin", None)
