@@ -61,10 +61,6 @@ class LingodocError(Exception):
     ``str()`` is the message, then the hint, if there is one, on a line of its own
     (``hint: ...``).
 
-    Args:
-        *args: The message, as for any exception.
-        hint: What to do about it, if the SDK can tell.
-
     Attributes:
         hint: What to do about the error, in the SDK's terms (``base_url=``,
             ``LINGODOC_BASE_URL``...); ``None`` if the SDK has no advice. Never the API key.
