@@ -281,10 +281,8 @@ class TranslationFailed(LingodocError):
 
     def __init__(self, status: TranslationStatus, *, hint: str | None = None) -> None:
         reason = failure_reason(status)
-        super().__init__(
-            f"translation {status.translation_id} failed" + (f": {reason}" if reason else ""),
-            hint=hint,
-        )
+        message = f"translation {status.translation_id} failed" + (f": {reason}" if reason else "")
+        super().__init__(message, hint=hint)
         self.status = status
 
 
