@@ -1,7 +1,4 @@
-"""The endpoints: each method's arguments checked (before sending) and turned into a `Call`.
-
-Each parser checks that the envelope's ``data`` is the endpoint's model, and adds its ``Origin``.
-"""
+"""The endpoints: each method's arguments checked (before sending) and turned into a `Call`."""
 
 from __future__ import annotations
 

@@ -186,9 +186,6 @@ class Origin:
         # Used by pickle, copy.copy and copy.deepcopy (so pydantic's deep copy).
         return (Origin, (self.rate_limit, self.request_id, None, self.cache_hits))
 
-    def __repr__(self) -> str:
-        return f"Origin(request_id={self.request_id!r}, response={self.response!r})"
-
 
 class _Result(BaseModel, extra="allow"):
     """A result; the rate limit, request id and response are properties, not fields."""
@@ -213,10 +210,9 @@ class _Result(BaseModel, extra="allow"):
         return {**super().__getstate__(), "_origin": origin_of(self)}
 
     def __setstate__(self, state: dict[Any, Any]) -> None:
-        origin = state.pop("_origin", None)
+        origin = state.pop("_origin", _NO_ORIGIN)
         super().__setstate__(state)
-        if origin is not None:
-            set_origin(self, origin)
+        set_origin(self, origin)
 
     @property
     def rate_limit(self) -> RateLimit | None:
