@@ -121,7 +121,7 @@ class Reported:
         if raw is not None:  # two threads may both build it: either will do
             limit, remaining, reset, now = raw
             at = reset if reset > _UNIX_TIME_THRESHOLD else now + max(reset, 0)
-            with contextlib.suppress(OverflowError, OSError):  # else None
+            with contextlib.suppress(OverflowError, OSError, ValueError):  # else None
                 reset_at = datetime.fromtimestamp(at, tz=timezone.utc)
                 # Checked: pydantic's validation would cost more than the parsing.
                 self._value = RateLimit.model_construct(
