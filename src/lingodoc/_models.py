@@ -103,10 +103,7 @@ def reset_delay(reset: int, now: float) -> float:
 
 
 class Reported:
-    """A response's ``X-RateLimit-*`` values, integers: a `RateLimit` built when first read.
-
-    Most results' rate limits are never read; a response's is built at most once.
-    """
+    """A response's ``X-RateLimit-*`` integers: a `RateLimit` built once if read (most are not)."""
 
     __slots__ = ("_raw", "_value")
 
