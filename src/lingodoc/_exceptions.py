@@ -20,13 +20,6 @@ QUOTE_LIMIT = 100
 _REPR_LIMIT = 200
 
 
-def _rebuild(cls: type[LingodocError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
-    error = cls.__new__(cls)
-    Exception.__init__(error, *args)
-    error.__dict__.update(state)
-    return error
-
-
 def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
     """Return ``text``, or its first ``limit`` characters, ``...`` and its length."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
@@ -88,8 +81,8 @@ class LingodocError(Exception):
         return self.message
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Keyword-only fields, which the default cls(*self.args) would drop or refuse.
-        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+        # Not cls(*self.args), which would drop or refuse keyword-only fields: no __init__.
+        return (type(self).__new__, (type(self), *self.args), dict(self.__dict__))
 
     def __repr__(self) -> str:
         # The fields that are set, cut; a status by its id, state and progress; partial and
