@@ -131,6 +131,10 @@ async def test_rate_limit_prints_as_a_one_line_summary(
             id="reset-http-date",
         ),
         pytest.param({**rate_limit_headers(), "X-RateLimit-Reset": str(10**30)}, id="reset-huge"),
+        # A Unix time past the year 9999, which no datetime holds.
+        pytest.param(
+            {**rate_limit_headers(), "X-RateLimit-Reset": "253402300800"}, id="reset-year-10000"
+        ),
         # A header sent twice: which of the two is meant cannot be told.
         pytest.param(
             [*rate_limit_headers().items(), ("x-ratelimit-remaining", "4")], id="remaining-twice"

@@ -1,7 +1,4 @@
-"""The endpoints: each method's arguments checked (before sending) and turned into a `Call`.
-
-Each parser checks that the envelope's ``data`` is the endpoint's model, and adds its ``Origin``.
-"""
+"""The endpoints: each method's arguments checked (before sending) and turned into a `Call`."""
 
 from __future__ import annotations
 
@@ -92,19 +89,10 @@ def batch(
 ) -> Call[BatchTranslation]:
     """``POST /translate/batch`` from arguments already checked (``translate_many``'s batches)."""
     body = {"texts": texts, "source_language": source, "target_language": target}
-    parse = _model(_lazy.BatchTranslation)
-    count = len(texts)
-
-    def parse_batch(data: Any, origin: Origin) -> BatchTranslation:
-        result = parse(data, origin)
-        if len(result.translations) != count:
-            # Pairing the texts with a short list would silently lose some.
-            raise ShapeError(
-                f"the batch has {len(result.translations)} translations for {count} texts", data
-            )
-        return result
-
-    return Call("POST", "/translate/batch", parse_batch, json=body, options=options)
+    # Pairing the texts with a short list would silently lose some.
+    says = "the batch has {} translations for {} texts"
+    parse = _only(_lazy.BatchTranslation, lambda batch: len(batch.translations), len(texts), says)
+    return Call("POST", "/translate/batch", parse, json=body, options=options)
 
 
 def translate_document(
@@ -122,7 +110,8 @@ def translate_document(
     if _validation.optional(use_translation_memory, "use_translation_memory", bool) is not None:
         body["use_translation_memory"] = use_translation_memory
     # A job on another document would hand over another document's translation.
-    parse = _only(_lazy.TranslationJob, "document_id", document_id, "job", "for document")
+    says = "the job is for document {}, not for {}"
+    parse = _only(_lazy.TranslationJob, lambda job: job.document_id, document_id, says)
     return Call("POST", path, parse, json=body, idempotent=False, options=options)
 
 
@@ -130,9 +119,8 @@ def get_translation(translation_id: str, options: Options | None) -> Call[Transl
     """``GET /translations/{translation_id}``."""
     path = f"/translations/{_validation.path_segment(translation_id, 'translation_id')}"
     # Another job's status (a cache or a proxy mixing up answers) would pass for ours.
-    parse = _only(
-        _lazy.TranslationStatus, "translation_id", translation_id, "status", "of translation"
-    )
+    says = "the status is of translation {}, not of {}"
+    parse = _only(_lazy.TranslationStatus, lambda job: job.translation_id, translation_id, says)
     return Call("GET", path, parse, options=options)
 
 
@@ -202,20 +190,16 @@ _parsers: dict[type[Any], Callable[[Any, Origin], Any]] = {}
 
 
 def _only(
-    cls: type[ModelT], field: str, expected: str, noun: str, relation: str
+    cls: type[ModelT], found: Callable[[ModelT], object], want: object, says: str
 ) -> Callable[[Any, Origin], ModelT]:
-    """Return a parser of ``cls`` that refuses a result whose ``field`` is not ``expected``."""
+    """A parser of ``cls`` refusing a result of which ``found`` is not ``want`` (``says`` why)."""
     parse = _model(cls)
 
     def parse_only(data: Any, origin: Origin) -> ModelT:
         result = parse(data, origin)
-        found = getattr(result, field)
-        if found != expected:
-            raise ShapeError(
-                f"the {noun} is {relation} {shown(found)}, not "
-                f"{relation.split()[0]} {shown(expected)}",
-                data,
-            )
+        value = found(result)
+        if value != want:
+            raise ShapeError(says.format(shown(value), shown(want)), data)
         return result
 
     return parse_only

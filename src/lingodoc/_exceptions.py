@@ -1,28 +1,7 @@
-"""The exceptions lingodoc raises; catch ``LingodocError`` to catch them all.
-
-```text
-LingodocError
-├── ConfigurationError            bad arguments or environment at construction
-├── InvalidArgument               a method's argument refused before sending; a ValueError
-├── InvalidArgumentType           a method's argument of the wrong type; a TypeError
-├── APIConnectionError            network failure after retries (cause chained)
-│   └── APITimeoutError
-├── APIError                      the service answered with an error
-│   ├── BadRequest                400, and any 4xx with no better class
-│   │   ├── InvalidLanguage       INVALID_LANGUAGE (also raised locally)
-│   │   └── TextTooLong           TEXT_TOO_LONG (also raised locally)
-│   ├── Unauthorized              401 / UNAUTHORIZED
-│   ├── NotFound                  404
-│   ├── RateLimited               429; .retry_after
-│   ├── ServerError               5xx
-│   └── UnexpectedResponse        a body that is not the service's envelope
-├── TranslationFailed             a document translation ended in "failed"
-└── WaitTimeout                   wait_for_translation ran out of time
-```
+"""The exceptions lingodoc raises (their tree: docs/errors.md); ``LingodocError`` catches all.
 
 Every exception pickles with its fields, and its repr shows those that are set; none holds
-the API key (messages arrive redacted, hints are the SDK's own words). ``str()`` is the
-message, then the hint, if any, on a line of its own: ``hint: ...``.
+the API key (messages arrive redacted, hints are the SDK's own words).
 """
 
 from __future__ import annotations
@@ -39,13 +18,6 @@ if TYPE_CHECKING:
 QUOTE_LIMIT = 100
 # A repr or a job's failure reason quotes at most this many characters; str() has them all.
 _REPR_LIMIT = 200
-
-
-def _rebuild(cls: type[LingodocError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
-    error = cls.__new__(cls)
-    Exception.__init__(error, *args)
-    error.__dict__.update(state)
-    return error
 
 
 def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
@@ -68,14 +40,12 @@ def failure_reason(status: TranslationStatus) -> str | None:
     """A failed job's ``error`` (``{"code", "message"}`` or a str; not in the spec), on one line."""
     error = (status.model_extra or {}).get("error")
     if isinstance(error, dict):
-        parts = [error.get("code"), error.get("message")]
-        text = ": ".join(filter(None, (str(p).strip() for p in parts if isinstance(p, (str, int)))))
-    elif isinstance(error, str):
-        text = error
-    else:
+        parts = [p for p in (error.get("code"), error.get("message")) if isinstance(p, (str, int))]
+        error = ": ".join(filter(None, (str(p).strip() for p in parts)))
+    if not isinstance(error, str):
         return None
-    text = " ".join(text.split())  # one line: a log line or a message must not be forged
-    return cut(text, _REPR_LIMIT) or None
+    # One line: a log line or a message must not be forged.
+    return cut(" ".join(error.split()), _REPR_LIMIT) or None
 
 
 class LingodocError(Exception):
@@ -83,10 +53,6 @@ class LingodocError(Exception):
 
     ``str()`` is the message, then the hint, if there is one, on a line of its own
     (``hint: ...``).
-
-    Args:
-        *args: The message, as for any exception.
-        hint: What to do about it, if the SDK can tell.
 
     Attributes:
         hint: What to do about the error, in the SDK's terms (``base_url=``,
@@ -96,6 +62,7 @@ class LingodocError(Exception):
 
     hint: str | None = None
     partial: PartialTranslations | None = None
+    _shown: tuple[str, ...] = ("message",)  # the fields repr shows before hint and partial
 
     def __init__(self, *args: object, hint: str | None = None) -> None:
         super().__init__(*args)
@@ -111,26 +78,32 @@ class LingodocError(Exception):
         return f"{text}\nhint: {self.hint}" if self.hint else text
 
     def _without_hint(self) -> str:
-        """What ``str()`` says before the hint."""
         return self.message
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Keyword-only fields, which the default cls(*self.args) would drop or refuse.
-        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+        # Not cls(*self.args), which would drop or refuse keyword-only fields: no __init__.
+        return (type(self).__new__, (type(self), *self.args), dict(self.__dict__))
 
     def __repr__(self) -> str:
-        # The fields that are set, cut; partial sums itself up: "<PartialTranslations: ...>".
-        fields = {**self._fields(), "hint": self.hint, "partial": self.partial}
+        # The fields that are set, cut; a status by its id, state and progress; partial and
+        # rate_limit sum themselves up: "<PartialTranslations: ...>", "<RateLimit: ...>".
+        fields: dict[str, object] = {}
+        for name in (*self._shown, "hint", "partial"):
+            value = getattr(self, name)
+            if name == "status" and value is not None:
+                fields |= {
+                    "translation_id": value.translation_id,
+                    "state": str(value.status),
+                    "progress": value.progress,
+                }
+            else:
+                fields[name] = value
         shown = [
             f"{name}={cut(value, _REPR_LIMIT) if isinstance(value, str) else value!r}"
             for name, value in fields.items()
             if value is not None and value != ""
         ]
         return f"{type(self).__name__}({', '.join(shown)})"
-
-    def _fields(self) -> dict[str, object]:
-        """The fields ``repr`` shows, in order, before ``hint`` and ``partial``."""
-        return {"message": self.message}
 
 
 class PartialTranslations:
@@ -196,12 +169,11 @@ class APIConnectionError(LingodocError):
             it; ``True`` if it may have.
     """
 
+    _shown = ("message", "request_sent")
+
     def __init__(self, message: str, *, request_sent: bool = True, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.request_sent = request_sent
-
-    def _fields(self) -> dict[str, object]:
-        return {"message": self.message, "request_sent": self.request_sent}
 
 
 class APITimeoutError(APIConnectionError):
@@ -220,6 +192,9 @@ class APIError(LingodocError):
         retry_after: Seconds the service asked to wait before trying again, if it said.
     """
 
+    _shown: tuple[str, ...]  # declared: UnexpectedResponse's has one more
+    _shown = ("code", "status_code", "message", "request_id", "retry_after", "rate_limit")
+
     def __init__(
         self,
         message: str,
@@ -237,11 +212,6 @@ class APIError(LingodocError):
         self.rate_limit = rate_limit
         self.request_id = request_id
         self.retry_after = retry_after
-
-    def _fields(self) -> dict[str, object]:
-        # rate_limit's repr sums it up: "<RateLimit: 5 of 10 left...>".
-        names = ("code", "status_code", "message", "request_id", "retry_after", "rate_limit")
-        return {name: getattr(self, name) for name in names}
 
     def _without_hint(self) -> str:
         if self.status_code is None:
@@ -286,12 +256,11 @@ class UnexpectedResponse(APIError):
         body: The start of the response body, for diagnosis.
     """
 
+    _shown = (*APIError._shown, "body")
+
     def __init__(self, message: str, *, body: str = "", **fields: Any) -> None:
         super().__init__(message, **fields)
         self.body = body
-
-    def _fields(self) -> dict[str, object]:
-        return {**super()._fields(), "body": self.body}
 
 
 class TranslationFailed(LingodocError):
@@ -301,16 +270,13 @@ class TranslationFailed(LingodocError):
         status: The last [`TranslationStatus`][lingodoc.TranslationStatus] read.
     """
 
+    _shown = ("status", "message")
+
     def __init__(self, status: TranslationStatus, *, hint: str | None = None) -> None:
         reason = failure_reason(status)
-        super().__init__(
-            f"translation {status.translation_id} failed" + (f": {reason}" if reason else ""),
-            hint=hint,
-        )
+        message = f"translation {status.translation_id} failed" + (f": {reason}" if reason else "")
+        super().__init__(message, hint=hint)
         self.status = status
-
-    def _fields(self) -> dict[str, object]:
-        return {**_status_fields(self.status), "message": self.message}
 
 
 class WaitTimeout(LingodocError):
@@ -321,6 +287,8 @@ class WaitTimeout(LingodocError):
         timeout: The timeout, in seconds, that ran out.
     """
 
+    _shown = ("status", "timeout")
+
     def __init__(
         self, status: TranslationStatus | None, timeout: float, *, hint: str | None = None
     ) -> None:
@@ -329,19 +297,6 @@ class WaitTimeout(LingodocError):
         super().__init__(f"{translation} did not finish within {timeout:g} s{where}", hint=hint)
         self.status = status
         self.timeout = timeout
-
-    def _fields(self) -> dict[str, object]:
-        return {**_status_fields(self.status), "timeout": self.timeout}
-
-
-def _status_fields(status: TranslationStatus | None) -> dict[str, object]:
-    if status is None:
-        return {}
-    return {
-        "translation_id": status.translation_id,
-        "state": str(status.status),
-        "progress": status.progress,
-    }
 
 
 _CLASS_BY_CODE: dict[str | None, type[APIError]] = {
@@ -357,8 +312,6 @@ _CLASS_BY_STATUS = {400: BadRequest, 401: Unauthorized, 404: NotFound, 429: Rate
 def error_class(code: str | None, status_code: int) -> type[APIError]:
     """Choose the exception class for an error response: code first, then status."""
     cls = _CLASS_BY_CODE.get(code) or _CLASS_BY_STATUS.get(status_code)
-    if cls is not None:
-        return cls
-    if 400 <= status_code < 500:
-        return BadRequest
-    return ServerError if status_code >= 500 else APIError
+    if cls is None and status_code >= 400:
+        cls = BadRequest if status_code < 500 else ServerError
+    return cls or APIError

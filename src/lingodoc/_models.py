@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -102,10 +103,7 @@ def reset_delay(reset: int, now: float) -> float:
 
 
 class Reported:
-    """A response's ``X-RateLimit-*`` values, integers: a `RateLimit` built when first read.
-
-    Most results' rate limits are never read; a response's is built at most once.
-    """
+    """A response's ``X-RateLimit-*`` integers: a `RateLimit` built once if read (most are not)."""
 
     __slots__ = ("_raw", "_value")
 
@@ -120,11 +118,9 @@ class Reported:
         if raw is not None:  # two threads may both build it: either will do
             limit, remaining, reset, now = raw
             at = reset if reset > _UNIX_TIME_THRESHOLD else now + max(reset, 0)
-            try:
+            with contextlib.suppress(OverflowError, OSError, ValueError):  # else None
                 reset_at = datetime.fromtimestamp(at, tz=timezone.utc)
-            except (OverflowError, OSError):
-                self._value = None
-            else:  # checked: pydantic's validation would cost more than the parsing
+                # Checked: pydantic's validation would cost more than the parsing.
                 self._value = RateLimit.model_construct(
                     limit=limit, remaining=remaining, reset=reset, reset_at=reset_at
                 )
@@ -187,9 +183,6 @@ class Origin:
         # Used by pickle, copy.copy and copy.deepcopy (so pydantic's deep copy).
         return (Origin, (self.rate_limit, self.request_id, None, self.cache_hits))
 
-    def __repr__(self) -> str:
-        return f"Origin(request_id={self.request_id!r}, response={self.response!r})"
-
 
 class _Result(BaseModel, extra="allow"):
     """A result; the rate limit, request id and response are properties, not fields."""
@@ -198,23 +191,9 @@ class _Result(BaseModel, extra="allow"):
     # or type checkers would take it for a field the constructor requires.
     __slots__ = ("_origin",)
 
-    def __eq__(self, other: object) -> bool:
-        # Equal when the service said the same thing, whatever response carried it.
-        if not isinstance(other, _Result):
-            return NotImplemented
-        return (
-            type(self) is type(other)
-            and self.__dict__ == other.__dict__
-            and self.__pydantic_extra__ == other.__pydantic_extra__
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
     # Pydantic copies nothing of the slot: copies and pickles get the Origin without response.
     def _with_origin(self, copied: Self) -> Self:
-        origin = origin_of(self)
-        if origin is not _NO_ORIGIN:
-            set_origin(copied, copy.copy(origin))  # without its response: Origin.__reduce__
+        set_origin(copied, copy.copy(origin_of(self)))  # without its response: Origin.__reduce__
         return copied
 
     def __copy__(self) -> Self:
@@ -224,26 +203,22 @@ class _Result(BaseModel, extra="allow"):
         return self._with_origin(super().__deepcopy__(memo))
 
     def __getstate__(self) -> dict[Any, Any]:
-        state = super().__getstate__()
-        origin = origin_of(self)
-        if origin is not _NO_ORIGIN:
-            state["_origin"] = origin  # pickled without the response: see Origin.__reduce__
-        return state
+        # Pickled without the response: see Origin.__reduce__.
+        return {**super().__getstate__(), "_origin": origin_of(self)}
 
     def __setstate__(self, state: dict[Any, Any]) -> None:
-        origin = state.pop("_origin", None)
+        origin = state.pop("_origin", _NO_ORIGIN)
         super().__setstate__(state)
-        if origin is not None:
-            set_origin(self, origin)
+        set_origin(self, origin)
 
     @property
     def rate_limit(self) -> RateLimit | None:
-        """The rate-limit state the response reported; ``None`` if unreadable, or not read."""
+        """The rate-limit state the response reported; ``None`` if unreadable or no response."""
         return origin_of(self).rate_limit
 
     @property
     def request_id(self) -> str | None:
-        """The response's ``X-Request-Id``, to quote to support; ``None`` if none, or not read."""
+        """The response's ``X-Request-Id``, to quote to support; ``None`` if none or no response."""
         return origin_of(self).request_id
 
     @property
@@ -287,11 +262,7 @@ class TextTranslation(_Result):
 
     @property
     def cached(self) -> bool:
-        """Whether the client's cache held it.
-
-        No request was sent then: ``request_id``, ``rate_limit`` and ``http_response``
-        are ``None``.
-        """
+        """Whether the client's cache held it (no request was sent then)."""
         return origin_of(self).cache_hits > 0
 
 
@@ -306,11 +277,7 @@ class BatchTranslation(_Result):
 
     @property
     def cached(self) -> bool:
-        """Whether the client's cache held every translation.
-
-        No request was sent then: ``request_id``, ``rate_limit`` and ``http_response``
-        are ``None``.
-        """
+        """Whether the client's cache held every translation (no request was sent then)."""
         return origin_of(self).cache_hits == len(self.translations) > 0
 
     @property

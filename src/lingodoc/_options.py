@@ -32,12 +32,7 @@ def call_options(
     extra_query: object = None,
     extra_body: object = None,
 ) -> Options | None:
-    """Check a call's own options; ``None`` if none is set.
-
-    Raises:
-        InvalidArgumentType: An option of the wrong type, or an ``extra_body`` not JSON.
-        InvalidArgument: A ``timeout`` not positive, or a header the SDK refuses.
-    """
+    """Check a call's own options; ``None`` if none is set."""
     if timeout is None and extra_headers is None and extra_query is None and extra_body is None:
         return None
     return Options(

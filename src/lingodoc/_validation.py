@@ -30,13 +30,6 @@ def wrong_type(argument: str, expected: str, value: object) -> InvalidArgumentTy
     return InvalidArgumentType(f"{argument} must be {expected}, not {type(value).__name__}")
 
 
-def _too_long(argument: str, value: str) -> TextTooLong:
-    return TextTooLong(
-        f"{argument} has {len(value):,} characters; the limit is {MAX_TEXT_LENGTH:,}",
-        code="TEXT_TOO_LONG",
-    )
-
-
 def has_dot_segment(path: str, *, decoded: bool = False) -> bool:
     """Whether a segment could be ``.`` or ``..`` to a server (a backslash as ``/``, ``;x`` cut)."""
     forms = (path, unquote(path)) if decoded and "%" in path else (path,)
@@ -57,12 +50,15 @@ def language(value: object, argument: str) -> str:
     )
 
 
-def text(value: object) -> str:
+def text(value: object, argument: str = "text") -> str:
     """Return ``value``; ``InvalidArgumentType`` unless a str, ``TextTooLong`` if too long."""
     if not isinstance(value, str):
-        raise wrong_type("text", "a str", value)
+        raise wrong_type(argument, "a str", value)
     if len(value) > MAX_TEXT_LENGTH:
-        raise _too_long("text", value)
+        raise TextTooLong(
+            f"{argument} has {len(value):,} characters; the limit is {MAX_TEXT_LENGTH:,}",
+            code="TEXT_TOO_LONG",
+        )
     return value
 
 
@@ -73,14 +69,10 @@ def texts(values: object) -> list[str]:
     batch = list(values)
     if not batch:
         raise InvalidArgument("texts must not be empty")
-    # Checked in C, fast over a million texts; the index is looked for only on a failure.
-    if not set(map(type, batch)) <= {str}:
+    # Checked in C, fast over a million texts; one by one only to find the first refused.
+    if not set(map(type, batch)) <= {str} or max(map(len, batch)) > MAX_TEXT_LENGTH:
         for index, item in enumerate(batch):  # a str subclass passes
-            if not isinstance(item, str):
-                raise wrong_type(f"texts[{index}]", "a str", item)
-    if max(map(len, batch)) > MAX_TEXT_LENGTH:
-        index, item = next((i, t) for i, t in enumerate(batch) if len(t) > MAX_TEXT_LENGTH)
-        raise _too_long(f"texts[{index}]", item)
+            text(item, f"texts[{index}]")
     return batch
 
 
