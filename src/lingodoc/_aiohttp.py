@@ -1,12 +1,8 @@
-"""`DefaultAioHttpClient`: an ``httpx.AsyncClient`` that sends through aiohttp.
+"""`DefaultAioHttpClient`: an ``httpx.AsyncClient`` on aiohttp's pool, as in the openai SDK.
 
-The name and shape of the openai and anthropic SDKs' own: aiohttp's pool (through
-``httpx-aiohttp``) behind httpx's interface. ``pip install "lingodoc[aiohttp]"``.
-
-aiohttp's errors are raised as the httpx errors that say what happened, so that the retry
-policy tells a connection never made (retried even when it starts a job) from one dropped
-after sending (not retried then). ``httpx-aiohttp`` maps both to ``ConnectTimeout``, and
-lets some of aiohttp's own errors through.
+Its errors are raised as the httpx errors that say what happened, so that the retry policy
+tells a connection never made (retried even when it starts a job) from one dropped after
+sending (not retried then): ``httpx-aiohttp`` makes both ``ConnectTimeout``.
 """
 
 from __future__ import annotations
@@ -14,7 +10,8 @@ from __future__ import annotations
 import urllib.request
 import weakref
 from collections.abc import AsyncIterator
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
 
 import httpx
 
@@ -24,11 +21,8 @@ from lingodoc._environment import ssl_context
 from lingodoc._exceptions import ConfigurationError
 
 
-def _as_httpx_error(exc: Exception) -> Exception:
-    """The httpx error an error of aiohttp (or one httpx-aiohttp mapped from it) stands for.
-
-    ``exc`` itself if it is httpx's own.
-    """
+def _raise_as_httpx(exc: Exception) -> NoReturn:
+    """Raise the httpx error that an error of aiohttp (or httpx-aiohttp's from it) stands for."""
     import aiohttp
 
     cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ else exc
@@ -44,8 +38,8 @@ def _as_httpx_error(exc: Exception) -> Exception:
     elif isinstance(cause, (aiohttp.ClientPayloadError, aiohttp.ClientResponseError)):
         kind = httpx.RemoteProtocolError
     elif isinstance(exc, httpx.TransportError) and exc.__cause__ is None:
-        return exc
-    return kind(str(cause) or type(cause).__name__)
+        raise exc  # httpx's own
+    raise kind(str(cause) or type(cause).__name__) from exc
 
 
 class _Body(httpx.AsyncByteStream):
@@ -63,10 +57,7 @@ class _Body(httpx.AsyncByteStream):
         try:
             return await self.chunks.__anext__()  # type: ignore[no-any-return]
         except self.errors as exc:
-            error = _as_httpx_error(exc)
-            if error is exc:
-                raise
-            raise error from exc
+            _raise_as_httpx(exc)
 
     async def aclose(self) -> None:
         await self.stream.aclose()
@@ -89,14 +80,10 @@ class _Transport(httpx.AsyncBaseTransport):
         return await self.send(request)
 
     async def send(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request`` through httpx-aiohttp, its errors as httpx's."""
         try:
             response = await self.transport.handle_async_request(request)
         except self.errors as exc:
-            error = _as_httpx_error(exc)
-            if error is exc:
-                raise
-            raise error from exc
+            _raise_as_httpx(exc)
         response.stream = _Body(response.stream, self.errors)
         return response
 
@@ -112,14 +99,12 @@ _handed: weakref.WeakKeyDictionary[DefaultAioHttpClient, _Settings] = weakref.We
 _TRANSPORT_SETTINGS = frozenset({"limits", "timeout", "trust_env", "verify"})
 
 
+@dataclass(slots=True)
 class _Settings:
-    __slots__ = ("direct", "headers", "proxied", "session_made")
-
-    def __init__(self, direct: httpx.AsyncBaseTransport | None, proxied: bool) -> None:
-        self.direct = direct
-        self.proxied = proxied
-        self.session_made = False
-        self.headers: list[tuple[bytes, bytes]] = []  # httpx's defaults, as made
+    direct: httpx.AsyncBaseTransport | None
+    proxied: bool
+    session_made: bool = False
+    headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # httpx's, as made
 
 
 class DefaultAioHttpClient(httpx.AsyncClient):
@@ -184,12 +169,9 @@ class DefaultAioHttpClient(httpx.AsyncClient):
 def hand_over(
     http_client: DefaultAioHttpClient, *, proxy_allowed: bool
 ) -> httpx.AsyncBaseTransport | None:
-    """Take ``http_client`` for an ``AsyncClient``: its proxies follow the SDK's rule.
+    """Take ``http_client`` for an ``AsyncClient``: the transport to send through, or ``None``.
 
-    Returns the transport to send through directly, or ``None`` to use its ``send()``.
-
-    Raises:
-        ConfigurationError: If a proxy is not allowed but it already made its session with one.
+    ``None``: through its ``send()``. Its proxies follow the SDK's rule: none for ``http://``.
     """
     settings = _handed[http_client]
     changed = (
