@@ -10,7 +10,6 @@ from __future__ import annotations
 import urllib.request
 import weakref
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import httpx
@@ -64,14 +63,20 @@ class _Body(httpx.AsyncByteStream):
 
 
 class _Transport(httpx.AsyncBaseTransport):
-    """``httpx_aiohttp.AiohttpTransport``, its errors raised as the httpx errors they are."""
+    """``httpx_aiohttp.AiohttpTransport``, its errors raised as the httpx errors they are.
 
-    def __init__(self, transport: httpx.AsyncBaseTransport) -> None:
+    And what an ``AsyncClient`` handed its client may do: send through it (``direct``), and
+    let its session take a proxy from the environment (``proxied``).
+    """
+
+    def __init__(self, transport: httpx.AsyncBaseTransport, *, direct: bool, proxied: bool):
         import aiohttp
 
         self.transport = transport
         self.errors = (httpx.TransportError, aiohttp.ClientError)
         self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
+        self.direct, self.proxied, self.session_made = direct, proxied, False
+        self.headers: list[tuple[bytes, bytes]] = []  # its client's, as made
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if _tracing.http_on():  # in a span, as httpx's own transport is
@@ -91,20 +96,10 @@ class _Transport(httpx.AsyncBaseTransport):
         await self.transport.aclose()
 
 
-# What an AsyncClient may do with a DefaultAioHttpClient it is handed: the transport to
-# send through, and whether its session may take a proxy from the environment.
-_handed: weakref.WeakKeyDictionary[DefaultAioHttpClient, _Settings] = weakref.WeakKeyDictionary()
+_handed: weakref.WeakKeyDictionary[DefaultAioHttpClient, _Transport] = weakref.WeakKeyDictionary()
 # httpx.AsyncClient's settings that act on the request itself: given one, requests go
 # through the client's send(), which applies it.
 _TRANSPORT_SETTINGS = frozenset({"limits", "timeout", "trust_env", "verify"})
-
-
-@dataclass(slots=True)
-class _Settings:
-    direct: httpx.AsyncBaseTransport | None
-    proxied: bool
-    session_made: bool = False
-    headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # httpx's, as made
 
 
 class DefaultAioHttpClient(httpx.AsyncClient):
@@ -148,7 +143,7 @@ class DefaultAioHttpClient(httpx.AsyncClient):
         def session() -> Any:  # made in the event loop of the first request
             import aiohttp
 
-            settings.session_made = True
+            transport.session_made = True
             connector = aiohttp.TCPConnector(
                 limit=limits.max_connections or 0,
                 keepalive_timeout=limits.keepalive_expiry,
@@ -156,14 +151,14 @@ class DefaultAioHttpClient(httpx.AsyncClient):
             )
             # httpx reads no proxy variable for a transport: aiohttp reads them, where set
             # (it then looks for each request's proxy, and .netrc, in a thread).
-            return aiohttp.ClientSession(connector=connector, trust_env=settings.proxied)
+            return aiohttp.ClientSession(connector=connector, trust_env=transport.proxied)
 
-        transport = _Transport(AiohttpTransport(verify=verify, client=session))
-        settings = _Settings(transport if plain else None, proxied)
+        sender = AiohttpTransport(verify=verify, client=session)
+        transport = _Transport(sender, direct=plain, proxied=proxied)
         kwargs.setdefault("transport", transport)
         super().__init__(**kwargs)
-        settings.headers = self.headers.raw
-        _handed[self] = settings
+        transport.headers = self.headers.raw
+        _handed[self] = transport
 
 
 def hand_over(
@@ -173,22 +168,22 @@ def hand_over(
 
     ``None``: through its ``send()``. Its proxies follow the SDK's rule: none for ``http://``.
     """
-    settings = _handed[http_client]
+    handed = _handed[http_client]
     changed = (
-        http_client.headers.raw != settings.headers
+        http_client.headers.raw != handed.headers
         or http_client.cookies
         or http_client.params
         or http_client.auth is not None
         or any(http_client.event_hooks.values())
     )
     if changed:  # set after it was made: its send() applies them
-        settings.direct = None
-    if settings.proxied and not proxy_allowed:
-        if settings.session_made:
+        handed.direct = False
+    if handed.proxied and not proxy_allowed:
+        if handed.session_made:
             raise ConfigurationError(
                 "this DefaultAioHttpClient already sent requests through a proxy of the "
                 "environment, which an http:// base_url must not use (the proxy would get "
                 "the API key in clear text): pass a new DefaultAioHttpClient"
             )
-        settings.proxied = False
-    return settings.direct
+        handed.proxied = False
+    return handed if handed.direct else None
