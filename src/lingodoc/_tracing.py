@@ -1,13 +1,8 @@
-"""OpenTelemetry: a span per call, and the httpx instrumentation's span per attempt.
-
-lingodoc never imports OpenTelemetry: an application that records spans has imported its
-API, and the instrumentation if it turned it on; each is looked up in ``sys.modules``.
+"""OpenTelemetry (docs/configuration.md#tracing): looked up in ``sys.modules``, never imported.
 
 The SDK's own transports, and ``DefaultAioHttpClient``'s, are not the ``httpx.HTTPTransport``
 the instrumentation wraps: while it is on, they send through its public transport
-(`http_spans`), whose spans are those of a plain httpx client. It records an error's message
-and causes before the SDK masks them: what it wraps (`_Masked`) masks the key first. A
-caller's ``http_client`` is wrapped below the SDK, which cannot mask what is recorded there.
+(`http_spans`) around `_Masked`, which masks the key in an error before it is recorded.
 """
 
 from __future__ import annotations
@@ -55,11 +50,9 @@ def call(
 
 def _attributes(body: Mapping[str, Any] | None, texts: Sequence[str] | None) -> dict[str, Any]:
     """The attributes of a call's span: its languages, and the size of its texts."""
-    attributes: dict[str, Any] = {}
     body = body or {}
-    for language in ("source_language", "target_language"):
-        if language in body:
-            attributes[f"lingodoc.{language}"] = body[language]
+    languages = ("source_language", "target_language")
+    attributes: dict[str, Any] = {f"lingodoc.{n}": body[n] for n in languages if n in body}
     if "text" in body:
         texts = [body["text"]]
     elif texts is None and "texts" in body:
