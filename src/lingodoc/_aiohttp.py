@@ -97,8 +97,6 @@ class _Transport(httpx.AsyncBaseTransport):
 
 
 _handed: weakref.WeakKeyDictionary[DefaultAioHttpClient, _Transport] = weakref.WeakKeyDictionary()
-# httpx.AsyncClient's settings that act on the request itself: given one, requests go
-# through the client's send(), which applies it.
 _TRANSPORT_SETTINGS = frozenset({"limits", "timeout", "trust_env", "verify"})
 
 
@@ -129,7 +127,7 @@ class DefaultAioHttpClient(httpx.AsyncClient):
             raise ConfigurationError(
                 'DefaultAioHttpClient needs aiohttp: pip install "lingodoc[aiohttp]"'
             ) from None
-        # Only transport settings: the SDK may send through the transport itself.
+        # Only settings of the transport: the SDK may send through it (else through send()).
         plain = "transport" not in kwargs and set(kwargs) <= _TRANSPORT_SETTINGS
         kwargs.setdefault("timeout", DEFAULT_TIMEOUT)
         limits = kwargs.setdefault("limits", httpx.Limits(max_connections=AIOHTTP_MAX_IN_FLIGHT))
