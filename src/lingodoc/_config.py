@@ -59,9 +59,15 @@ def credentials(
             f"api_key (or {API_KEY_ENV}) holds spaces or characters that cannot be "
             "sent in a header; check it was copied whole"
         )
-    allowed = _allowed_http_host(allow_http_host)
+    if isinstance(allow_http_host, str) and not allow_http_host.strip():
+        return ConfigurationError(
+            "allow_http_host must name a host, such as 'emulator', not an empty string "
+            "(None leaves it unset)"
+        )
+    allowed = _setting(allow_http_host, "allow_http_host")
     if isinstance(allowed, ConfigurationError):
         return allowed
+    allowed = allowed and _host_key(allowed)
     url = _base_url(raw, from_variable=base_url is None, allowed_http_host=allowed)
     return url if isinstance(url, ConfigurationError) else (key, url)
 
@@ -77,17 +83,6 @@ def _missing_error(absent: list[str]) -> ConfigurationError:
     hints += [WHAT_BASE_URL_IS] if "base_url" in absent else []
     hint = "; ".join([*hints, TRY_THE_EMULATOR])
     return ConfigurationError(f"no {nouns} given: {where}", hint=hint)
-
-
-def _allowed_http_host(value: object) -> str | ConfigurationError | None:
-    """The host named by ``allow_http_host`` (or its variable), folded; ``None`` if unset."""
-    if isinstance(value, str) and not value.strip():
-        return ConfigurationError(
-            "allow_http_host must name a host, such as 'emulator', not an empty string "
-            "(None leaves it unset)"
-        )
-    named = _setting(value, "allow_http_host")
-    return _host_key(named) if isinstance(named, str) else named
 
 
 def _host_key(host: str) -> str:
