@@ -79,13 +79,13 @@ _CACHES = {"RedisCache": "lingodoc._redis_cache", "SQLiteCache": "lingodoc._sqli
 
 def __getattr__(name: str) -> object:
     """Import the models on first use: ``import lingodoc`` does not load pydantic's machinery."""
-    if name in _lazy.PUBLIC:
-        value = getattr(_lazy, name)
-    elif name in _CACHES:
+    if name in _CACHES:
         import importlib
 
         value = getattr(importlib.import_module(_CACHES[name]), name)
         value.__module__ = __name__
+    elif name in __all__:  # a model: the other public names are imported above
+        value = getattr(_lazy, name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
@@ -93,4 +93,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _lazy.PUBLIC | set(_CACHES))
+    return sorted(set(globals()) | set(__all__))

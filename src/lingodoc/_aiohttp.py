@@ -1,12 +1,8 @@
-"""`DefaultAioHttpClient`: an ``httpx.AsyncClient`` that sends through aiohttp.
+"""`DefaultAioHttpClient`: an ``httpx.AsyncClient`` on aiohttp's pool, as in the openai SDK.
 
-The name and shape of the openai and anthropic SDKs' own: aiohttp's pool (through
-``httpx-aiohttp``) behind httpx's interface. ``pip install "lingodoc[aiohttp]"``.
-
-aiohttp's errors are raised as the httpx errors that say what happened, so that the retry
-policy tells a connection never made (retried even when it starts a job) from one dropped
-after sending (not retried then). ``httpx-aiohttp`` maps both to ``ConnectTimeout``, and
-lets some of aiohttp's own errors through.
+Its errors are raised as the httpx errors that say what happened, so that the retry policy
+tells a connection never made (retried even when it starts a job) from one dropped after
+sending (not retried then): ``httpx-aiohttp`` makes both ``ConnectTimeout``.
 """
 
 from __future__ import annotations
@@ -14,7 +10,7 @@ from __future__ import annotations
 import urllib.request
 import weakref
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
@@ -24,11 +20,8 @@ from lingodoc._environment import ssl_context
 from lingodoc._exceptions import ConfigurationError
 
 
-def _as_httpx_error(exc: Exception) -> Exception:
-    """The httpx error an error of aiohttp (or one httpx-aiohttp mapped from it) stands for.
-
-    ``exc`` itself if it is httpx's own.
-    """
+def _raise_as_httpx(exc: Exception) -> NoReturn:
+    """Raise the httpx error that an error of aiohttp (or httpx-aiohttp's from it) stands for."""
     import aiohttp
 
     cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ else exc
@@ -44,8 +37,8 @@ def _as_httpx_error(exc: Exception) -> Exception:
     elif isinstance(cause, (aiohttp.ClientPayloadError, aiohttp.ClientResponseError)):
         kind = httpx.RemoteProtocolError
     elif isinstance(exc, httpx.TransportError) and exc.__cause__ is None:
-        return exc
-    return kind(str(cause) or type(cause).__name__)
+        raise exc  # httpx's own
+    raise kind(str(cause) or type(cause).__name__) from exc
 
 
 class _Body(httpx.AsyncByteStream):
@@ -63,24 +56,27 @@ class _Body(httpx.AsyncByteStream):
         try:
             return await self.chunks.__anext__()  # type: ignore[no-any-return]
         except self.errors as exc:
-            error = _as_httpx_error(exc)
-            if error is exc:
-                raise
-            raise error from exc
+            _raise_as_httpx(exc)
 
     async def aclose(self) -> None:
         await self.stream.aclose()
 
 
 class _Transport(httpx.AsyncBaseTransport):
-    """``httpx_aiohttp.AiohttpTransport``, its errors raised as the httpx errors they are."""
+    """``httpx_aiohttp.AiohttpTransport``, its errors raised as the httpx errors they are.
 
-    def __init__(self, transport: httpx.AsyncBaseTransport) -> None:
+    And what an ``AsyncClient`` handed its client may do: send through it (``direct``), and
+    let its session take a proxy from the environment (``proxied``).
+    """
+
+    def __init__(self, transport: httpx.AsyncBaseTransport, *, direct: bool, proxied: bool):
         import aiohttp
 
         self.transport = transport
         self.errors = (httpx.TransportError, aiohttp.ClientError)
         self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
+        self.direct, self.proxied, self.session_made = direct, proxied, False
+        self.headers: list[tuple[bytes, bytes]] = []  # its client's, as made
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if _tracing.http_on():  # in a span, as httpx's own transport is
@@ -89,14 +85,10 @@ class _Transport(httpx.AsyncBaseTransport):
         return await self.send(request)
 
     async def send(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request`` through httpx-aiohttp, its errors as httpx's."""
         try:
             response = await self.transport.handle_async_request(request)
         except self.errors as exc:
-            error = _as_httpx_error(exc)
-            if error is exc:
-                raise
-            raise error from exc
+            _raise_as_httpx(exc)
         response.stream = _Body(response.stream, self.errors)
         return response
 
@@ -104,22 +96,8 @@ class _Transport(httpx.AsyncBaseTransport):
         await self.transport.aclose()
 
 
-# What an AsyncClient may do with a DefaultAioHttpClient it is handed: the transport to
-# send through, and whether its session may take a proxy from the environment.
-_handed: weakref.WeakKeyDictionary[DefaultAioHttpClient, _Settings] = weakref.WeakKeyDictionary()
-# httpx.AsyncClient's settings that act on the request itself: given one, requests go
-# through the client's send(), which applies it.
+_handed: weakref.WeakKeyDictionary[DefaultAioHttpClient, _Transport] = weakref.WeakKeyDictionary()
 _TRANSPORT_SETTINGS = frozenset({"limits", "timeout", "trust_env", "verify"})
-
-
-class _Settings:
-    __slots__ = ("direct", "headers", "proxied", "session_made")
-
-    def __init__(self, direct: httpx.AsyncBaseTransport | None, proxied: bool) -> None:
-        self.direct = direct
-        self.proxied = proxied
-        self.session_made = False
-        self.headers: list[tuple[bytes, bytes]] = []  # httpx's defaults, as made
 
 
 class DefaultAioHttpClient(httpx.AsyncClient):
@@ -149,7 +127,7 @@ class DefaultAioHttpClient(httpx.AsyncClient):
             raise ConfigurationError(
                 'DefaultAioHttpClient needs aiohttp: pip install "lingodoc[aiohttp]"'
             ) from None
-        # Only transport settings: the SDK may send through the transport itself.
+        # Only settings of the transport: the SDK may send through it (else through send()).
         plain = "transport" not in kwargs and set(kwargs) <= _TRANSPORT_SETTINGS
         kwargs.setdefault("timeout", DEFAULT_TIMEOUT)
         limits = kwargs.setdefault("limits", httpx.Limits(max_connections=AIOHTTP_MAX_IN_FLIGHT))
@@ -163,7 +141,7 @@ class DefaultAioHttpClient(httpx.AsyncClient):
         def session() -> Any:  # made in the event loop of the first request
             import aiohttp
 
-            settings.session_made = True
+            transport.session_made = True
             connector = aiohttp.TCPConnector(
                 limit=limits.max_connections or 0,
                 keepalive_timeout=limits.keepalive_expiry,
@@ -171,42 +149,39 @@ class DefaultAioHttpClient(httpx.AsyncClient):
             )
             # httpx reads no proxy variable for a transport: aiohttp reads them, where set
             # (it then looks for each request's proxy, and .netrc, in a thread).
-            return aiohttp.ClientSession(connector=connector, trust_env=settings.proxied)
+            return aiohttp.ClientSession(connector=connector, trust_env=transport.proxied)
 
-        transport = _Transport(AiohttpTransport(verify=verify, client=session))
-        settings = _Settings(transport if plain else None, proxied)
+        sender = AiohttpTransport(verify=verify, client=session)
+        transport = _Transport(sender, direct=plain, proxied=proxied)
         kwargs.setdefault("transport", transport)
         super().__init__(**kwargs)
-        settings.headers = self.headers.raw
-        _handed[self] = settings
+        transport.headers = self.headers.raw
+        _handed[self] = transport
 
 
 def hand_over(
     http_client: DefaultAioHttpClient, *, proxy_allowed: bool
 ) -> httpx.AsyncBaseTransport | None:
-    """Take ``http_client`` for an ``AsyncClient``: its proxies follow the SDK's rule.
+    """Take ``http_client`` for an ``AsyncClient``: the transport to send through, or ``None``.
 
-    Returns the transport to send through directly, or ``None`` to use its ``send()``.
-
-    Raises:
-        ConfigurationError: If a proxy is not allowed but it already made its session with one.
+    ``None``: through its ``send()``. Its proxies follow the SDK's rule: none for ``http://``.
     """
-    settings = _handed[http_client]
+    handed = _handed[http_client]
     changed = (
-        http_client.headers.raw != settings.headers
+        http_client.headers.raw != handed.headers
         or http_client.cookies
         or http_client.params
         or http_client.auth is not None
         or any(http_client.event_hooks.values())
     )
     if changed:  # set after it was made: its send() applies them
-        settings.direct = None
-    if settings.proxied and not proxy_allowed:
-        if settings.session_made:
+        handed.direct = False
+    if handed.proxied and not proxy_allowed:
+        if handed.session_made:
             raise ConfigurationError(
                 "this DefaultAioHttpClient already sent requests through a proxy of the "
                 "environment, which an http:// base_url must not use (the proxy would get "
                 "the API key in clear text): pass a new DefaultAioHttpClient"
             )
-        settings.proxied = False
-    return settings.direct
+        handed.proxied = False
+    return handed if handed.direct else None

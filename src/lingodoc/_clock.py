@@ -36,10 +36,7 @@ def current() -> SystemClock:
 
 
 def wait(event: threading.Event | None, seconds: float) -> bool:
-    """Sleep ``seconds`` on the clock in force (looked up now: tests swap it), or until ``event``.
-
-    Returns whether ``event`` is set; ``None``: no event, a plain sleep.
-    """
+    """Sleep ``seconds`` on the clock in force (tests swap it), or until ``event``; whether set."""
     if event is None:
         _current.sleep(seconds)
         return False

@@ -26,30 +26,26 @@ from lingodoc._environment import named_proxy
 from lingodoc._exceptions import ConfigurationError, cut, shown
 from lingodoc._response import ACCEPT_ENCODING
 
-# The settings a client cannot do without, and the variable each falls back to.
-_REQUIRED = {"api_key": API_KEY_ENV, "base_url": BASE_URL_ENV}
+# The environment variable each setting falls back to.
+_VARIABLES = {
+    "api_key": API_KEY_ENV,
+    "base_url": BASE_URL_ENV,
+    "allow_http_host": ALLOW_HTTP_HOST_ENV,
+}
 
 
 def _setting(value: object, argument: str) -> str | ConfigurationError | None:
-    """The argument, else its environment variable, stripped; ``None`` if neither is set.
-
-    The error if the argument is not a str.
-    """
+    """The argument, else its variable, stripped (``None``: neither); the error if not a str."""
     if value is not None and not isinstance(value, str):
         return ConfigurationError(f"{argument} must be a str, not {type(value).__name__}")
-    text = (os.environ.get(_REQUIRED[argument]) if value is None else value) or ""
+    text = (os.environ.get(_VARIABLES[argument]) if value is None else value) or ""
     return text.strip() or None
 
 
 def credentials(
     api_key: object, base_url: object, allow_http_host: object
 ) -> tuple[str, str] | ConfigurationError:
-    """The key to send and the base URL, each from its argument else its variable, checked.
-
-    Or the error, returned (it is raised where no local holds the key): one for the key, the
-    base URL or both missing, naming each with its argument and variable, with where to get
-    them and how to try the emulator as its hint.
-    """
+    """The key and the base URL, checked; or the error, returned (raised where no local has it)."""
     key, raw = _setting(api_key, "api_key"), _setting(base_url, "base_url")
     if isinstance(key, ConfigurationError):
         return key
@@ -63,42 +59,30 @@ def credentials(
             f"api_key (or {API_KEY_ENV}) holds spaces or characters that cannot be "
             "sent in a header; check it was copied whole"
         )
-    allowed = _allowed_http_host(allow_http_host)
+    if isinstance(allow_http_host, str) and not allow_http_host.strip():
+        return ConfigurationError(
+            "allow_http_host must name a host, such as 'emulator', not an empty string "
+            "(None leaves it unset)"
+        )
+    allowed = _setting(allow_http_host, "allow_http_host")
     if isinstance(allowed, ConfigurationError):
         return allowed
+    allowed = allowed and _host_key(allowed)
     url = _base_url(raw, from_variable=base_url is None, allowed_http_host=allowed)
     return url if isinstance(url, ConfigurationError) else (key, url)
 
 
 def _missing_error(absent: list[str]) -> ConfigurationError:
-    """The error for the settings ``absent`` (names of `_REQUIRED`), named in that order."""
+    """The error for the settings ``absent``: their variables, where to get them, the emulator."""
     nouns = " and no ".join(argument.replace("_", " ") for argument in absent)
     where = ", and ".join(
-        f"pass {argument}=... or set the {_REQUIRED[argument]} environment variable"
+        f"pass {argument}=... or set the {_VARIABLES[argument]} environment variable"
         for argument in absent
     )
     hints = [GET_A_KEY] if "api_key" in absent else []
     hints += [WHAT_BASE_URL_IS] if "base_url" in absent else []
     hint = "; ".join([*hints, TRY_THE_EMULATOR])
     return ConfigurationError(f"no {nouns} given: {where}", hint=hint)
-
-
-def _allowed_http_host(value: object) -> str | ConfigurationError | None:
-    """The host named by ``allow_http_host`` (or its variable), folded; ``None`` if unset."""
-    if value is None:
-        named = os.environ.get(ALLOW_HTTP_HOST_ENV, "").strip()  # blank, as VAR= leaves it: unset
-        return _host_key(named) if named else None
-    if not isinstance(value, str):
-        return ConfigurationError(
-            f"allow_http_host must be a str (a host name such as 'emulator') or None, "
-            f"not {type(value).__name__}"
-        )
-    if not value.strip():
-        return ConfigurationError(
-            "allow_http_host must name a host, such as 'emulator', not an empty string "
-            "(None leaves it unset)"
-        )
-    return _host_key(value.strip())
 
 
 def _host_key(host: str) -> str:
@@ -179,17 +163,12 @@ def _origin(url: httpx.URL) -> str:
 def destination(
     url: str, http_client: httpx.Client | httpx.AsyncClient | None, *, aiohttp: bool
 ) -> tuple[str, str]:
-    """Where requests to ``url`` go, as a connection error says it: ``scheme://host:port``.
+    """Where requests to ``url`` go (``scheme://host:port``, then any proxy), and the hint.
 
-    Then ``through the proxy scheme://host:port`` (never its user or password) if the
-    environment names one the http client takes: the SDK's own and a ``DefaultAioHttpClient``
-    take it for ``https://`` only. Another ``http_client`` that trusts the environment takes
-    it unless it has a transport or proxy of its own, which httpx does not show: the proxy
-    is named "if the http_client uses it".
-
-    Returns:
-        That, and the hint of an error that cannot connect there: about the service, or
-        about the proxy if one is named.
+    The SDK's own clients and a ``DefaultAioHttpClient`` take the environment's proxy for
+    ``https://`` only; another ``http_client`` that trusts the environment, "if it uses it"
+    (httpx does not show its own transport or proxy). The hint is about the service, or the
+    proxy if one is named (never its user or password).
     """
     target = httpx.URL(url)
     where = _origin(target)
@@ -200,15 +179,13 @@ def destination(
     if named is None:
         return where, SERVICE_UNREACHABLE
     try:
-        proxy = httpx.URL(named if "://" in named else f"http://{named}")  # as httpx reads it
+        proxy = _origin(httpx.URL(named if "://" in named else f"http://{named}"))  # as httpx
     except httpx.InvalidURL:  # no proxy the http client could have sent through
         return where, SERVICE_UNREACHABLE
     if own:
-        return f"{where} through the proxy {_origin(proxy)}", PROXY_UNREACHABLE
-    return (
-        f"{where} through the environment's proxy {_origin(proxy)} if the http_client uses it",
-        PROXY_UNREACHABLE,
-    )
+        return f"{where} through the proxy {proxy}", PROXY_UNREACHABLE
+    where += f" through the environment's proxy {proxy} if the http_client uses it"
+    return where, PROXY_UNREACHABLE
 
 
 def environment_proxy(http_client: httpx.Client | httpx.AsyncClient, url: str) -> str | None:

@@ -1,8 +1,6 @@
 """One deadline per attempt, headers and body included (httpx times each step on its own).
 
-The SDK's own transports cut every socket step to it (``_async_transport``); an
-``AsyncClient`` on another http client has the attempt cancelled at it. docs/reliability.md
-says where each client enforces it.
+Where each client enforces it: `_http.SharedHttp.limit`, and docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -40,9 +38,7 @@ class Limit:
         seconds = self._seconds
         self._token = _deadline.set(None if seconds is None else time.monotonic() + seconds)
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         _deadline.reset(self._token)
 
     async def __aenter__(self) -> None:
@@ -71,7 +67,7 @@ class Limit:
                 return await scope.__aexit__(kind, exc, tb)  # type: ignore[no-any-return]
             return scope.__exit__(kind, exc, tb)  # type: ignore[no-any-return]
         finally:
-            self.__exit__(kind, exc, tb)
+            self.__exit__()
 
 
 def shield(pooled: bool) -> contextlib.AbstractContextManager[Any]:

@@ -31,11 +31,7 @@ _contexts: dict[tuple[object, ...], ssl.SSLContext] = {}
 
 
 def ssl_context(trust_env: bool) -> ssl.SSLContext:
-    """The SSL context, as httpx's default, shared per certificate setting (httpx: per client).
-
-    Raises:
-        ConfigurationError: If ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` is unusable (named).
-    """
+    """The SSL context httpx makes by default, shared per certificate setting (httpx: a client)."""
     values = tuple(os.environ.get(name, "") for name in _CERTIFICATE_ENV) if trust_env else ()
     key: tuple[object, ...] = values if any(values) else ()
     if key:
@@ -93,7 +89,6 @@ def proxy_for(url: httpx.URL) -> httpcore.Proxy | ConfigurationError | None:
         if scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
             # httpcore imports it at the first connection: say so now.
             raise ImportError("a SOCKS proxy needs the socksio package: pip install socksio")
-
         return httpcore.Proxy(
             url=httpcore.URL(
                 scheme=proxy.url.raw_scheme,
@@ -117,14 +112,7 @@ def proxy_for(url: httpx.URL) -> httpcore.Proxy | ConfigurationError | None:
 
 
 def transport_maker(is_async: bool, url: str, *, trust_env: bool) -> Callable[..., Any]:
-    """What builds the SDK's own transport to ``url``, given its number of connections.
-
-    And ``single=True`` for one connection without a pool (`Transport`). ``trust_env``:
-    take the certificates and the proxy from the environment.
-
-    Raises:
-        ConfigurationError: If a proxy or certificate variable is unusable (named).
-    """
+    """What builds the SDK's own `Transport` to ``url``: ``(connections, single=False)``."""
     verify = ssl_context(trust_env)
     proxy = proxy_for(httpx.URL(url)) if trust_env else None
     if isinstance(proxy, ConfigurationError):

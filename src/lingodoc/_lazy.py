@@ -20,12 +20,10 @@ if TYPE_CHECKING:
     from lingodoc._models import origin_of as origin_of
     from lingodoc._models import set_origin as set_origin
 
-# Exported by lingodoc at its top level.
-PUBLIC = frozenset({
-    "BatchTranslation", "Document", "RateLimit", "TextTranslation", "TranslationJob",
-    "TranslationState", "TranslationStatus",
+NAMES = frozenset({
+    "BatchTranslation", "Document", "Origin", "RateLimit", "Reported", "TextTranslation",
+    "TranslationJob", "TranslationState", "TranslationStatus", "origin_of", "set_origin",
 })  # fmt: skip
-NAMES = PUBLIC | {"Origin", "Reported", "origin_of", "set_origin"}
 
 
 def __getattr__(name: str) -> Any:

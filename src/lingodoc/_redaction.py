@@ -28,11 +28,6 @@ def mask(api_key: str) -> str:
     return f"****{api_key[-4:]}" if len(api_key) >= 12 else "****"
 
 
-def _escaped(api_key: str, escapes: str) -> str:
-    """Return ``api_key`` with a backslash before each of its characters in ``escapes``."""
-    return "".join(f"\\{c}" if c in escapes else c for c in api_key)
-
-
 class KeyMask:
     """Masks one key: any ``WINDOW`` characters of it in a row, in any case, as sent or escaped.
 
@@ -45,7 +40,8 @@ class KeyMask:
     def __init__(self, api_key: str) -> None:
         self._key = api_key
         self._replacement = mask(api_key)
-        forms = {quote(api_key, safe=""), *(_escaped(api_key, e) for e in _ESCAPES)}
+        escaped = ("".join(f"\\{c}" if c in e else c for c in api_key) for e in _ESCAPES)
+        forms = {quote(api_key, safe=""), *escaped}
         folded = {form.translate(_FOLD) for form in forms}  # as __call__ compares texts
         self._windows = frozenset(
             form[start : start + WINDOW]
@@ -83,24 +79,21 @@ class KeyMask:
         return text if done < 0 else "".join(pieces) + text[done:]
 
 
-class _HttpLogFilter(logging.Filter):
-    """Masks the keys of every live client in the records of one http logger."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        with _lock:
-            masks = list(_masks)
-        if masks:
-            masked = message = record.getMessage()
-            for key_mask in masks:
-                masked = key_mask(masked)
-            if masked != message:
-                record.msg, record.args = masked, None
-        return True
+def _filter(record: logging.LogRecord) -> bool:
+    """Mask the keys of every live client in a record of an http logger."""
+    with _lock:
+        masks = list(_masks)
+    if masks:
+        masked = message = record.getMessage()
+        for key_mask in masks:
+            masked = key_mask(masked)
+        if masked != message:
+            record.msg, record.args = masked, None
+    return True
 
 
 _masks: weakref.WeakSet[KeyMask] = weakref.WeakSet()
 _lock = threading.Lock()
-_filter = _HttpLogFilter()
 _loggers_seen = -1  # how many loggers existed at the last look for http ones
 
 # Their records quote what a server sent: a reason phrase, response headers (hpack: HTTP/2).

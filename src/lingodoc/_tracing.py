@@ -1,17 +1,8 @@
-"""OpenTelemetry: a span per call, and the httpx instrumentation's span per attempt.
+"""OpenTelemetry (docs/configuration.md#tracing): looked up in ``sys.modules``, never imported.
 
-lingodoc never imports OpenTelemetry. An application that records spans has imported its
-API (setting a tracer provider takes it), and one that turned the httpx instrumentation on
-has imported that: each is looked up in ``sys.modules``, so without them tracing costs a
-dict lookup per call and per attempt.
-
-The SDK's own transports, and ``DefaultAioHttpClient``'s, are not ``httpx.HTTPTransport``,
-whose method the instrumentation wraps: while it is on, they send through the
-instrumentation's own public transport (`http_spans`), which makes the same spans as it
-does for a plain httpx client, in the semantic conventions it is set to. It records an
-error's message and causes before the SDK masks them: what it wraps (`_Masked`) masks the
-key first. A caller's ``http_client`` has its ``HTTPTransport`` wrapped already, below the
-SDK, which cannot mask what is recorded there.
+The SDK's own transports, and ``DefaultAioHttpClient``'s, are not the ``httpx.HTTPTransport``
+the instrumentation wraps: while it is on, they send through its public transport
+(`http_spans`) around `_Masked`, which masks the key in an error before it is recorded.
 """
 
 from __future__ import annotations
@@ -44,12 +35,9 @@ _NO_SPAN = contextlib.nullcontext()
 def call(
     name: str, body: Mapping[str, Any] | None = None, texts: Sequence[str] | None = None
 ) -> contextlib.AbstractContextManager[object]:
-    """The span of a call of the method ``name``: ``with`` it around the whole call.
+    """The INTERNAL span of a call of the method ``name`` (its attempts' are the CLIENT spans).
 
-    ``body``: the JSON body of its requests (their languages, ``text`` or ``texts``);
-    ``texts``: those of a ``translate_many``. A span of kind INTERNAL: the HTTP spans of
-    its attempts, its children, are the CLIENT spans; an exception escaping it is recorded.
-    Nothing when the application has not imported OpenTelemetry's API.
+    ``body``: the JSON body of its requests; ``texts``: those of a ``translate_many``.
     """
     trace = sys.modules.get(_API)
     if trace is None:
@@ -62,11 +50,9 @@ def call(
 
 def _attributes(body: Mapping[str, Any] | None, texts: Sequence[str] | None) -> dict[str, Any]:
     """The attributes of a call's span: its languages, and the size of its texts."""
-    attributes: dict[str, Any] = {}
     body = body or {}
-    for language in ("source_language", "target_language"):
-        if language in body:
-            attributes[f"lingodoc.{language}"] = body[language]
+    languages = ("source_language", "target_language")
+    attributes: dict[str, Any] = {f"lingodoc.{n}": body[n] for n in languages if n in body}
     if "text" in body:
         texts = [body["text"]]
     elif texts is None and "texts" in body:
@@ -107,11 +93,7 @@ def http_on() -> bool:
 
 
 class _Masked:
-    """What the instrumentation's transport wraps: a transport's ``send``, its errors masked.
-
-    The instrumentation's transport calls only ``handle_request`` (or its async twin), and
-    records the message and stack trace (causes included) of an error raised through it.
-    """
+    """What the instrumentation's transport wraps (and records the errors of): ``send``, masked."""
 
     __slots__ = ("send",)
 
@@ -134,10 +116,7 @@ class _Masked:
 
 
 def _masked(error: Exception, request: httpx.Request) -> Exception:
-    """``error``; or if it or a cause shows the request's key, a masked copy without causes.
-
-    A server may echo the key where aiohttp or h11 quote what it sent (a header, a status line).
-    """
+    """``error``; or if it or a cause shows the key (a server's echo), a masked copy, no causes."""
     key_mask = KeyMask(request.headers.get("Authorization", "").removeprefix("Bearer "))
     shown = "".join(traceback.format_exception(error))  # as the span would record it
     if key_mask(shown) == shown:
@@ -151,11 +130,9 @@ def _masked(error: Exception, request: httpx.Request) -> Exception:
 
 
 def http_spans(transport: Any) -> Any:
-    """The instrumentation's transport around ``transport.send``: made once, kept on it.
+    """The instrumentation's transport around ``transport.send``, made once (while `http_on`).
 
-    Call it only while `http_on`. Its spans are the instrumentation's, in its semantic
-    conventions, from the global tracer provider: a ``tracer_provider`` or hooks passed to
-    ``instrument()`` are not known to it.
+    From the global tracer provider: a ``tracer_provider`` or hooks of ``instrument()`` are unknown.
     """
     traced = transport.traced
     if traced is None:

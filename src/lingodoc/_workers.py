@@ -22,8 +22,8 @@ def hand_over(bulk: Bulk) -> None:
 async def async_hand_over(bulk: Bulk) -> None:
     """Let the coordinator store an answered batch before the next is sent.
 
-    Else a task whose requests never suspend (the in-process emulator's) would send every
-    batch first, and an error from ``on_progress`` could stop nothing.
+    Else a task whose requests never suspend (the emulator's) sends every batch first: an
+    error from ``on_progress`` could stop nothing.
     """
     await bulk.events.handed_over()
 
@@ -95,13 +95,11 @@ class TaskEvents:
         self._taken: anyio.Event | None = None  # set by the next get, while waited on
 
     def put_nowait(self, event: object) -> None:
-        """Queue ``event`` and wake the coordinator if it waits."""
         self._events.append(event)
         if self._arrived is not None:
             self._arrived.set()
 
     async def get(self) -> object:
-        """Take the oldest event, waiting for one if need be."""
         while not self._events:
             self._arrived = self._anyio.Event()
             try:
@@ -125,11 +123,7 @@ class TaskEvents:
 async def async_run_workers(
     worker: Callable[[Bulk], Coroutine[Any, Any, None]], bulk: Bulk
 ) -> None:
-    """Run ``bulk.workers`` copies of ``worker`` as tasks (an anyio task group), coordinating.
-
-    The batches in flight are cancelled when the run ends; an error is raised as it is, not
-    in an exception group.
-    """
+    """`run_workers` as tasks: those in flight are cancelled at the end; no exception group."""
     import anyio
     import anyio.lowlevel
 
