@@ -346,7 +346,7 @@ def test_help_describes_every_option(command: str, capsys: pytest.CaptureFixture
     assert "team 5,000" in described["--plan"]
     assert "multiply" in described["--seats"]
     assert "X-RateLimit-Reset" in described["--reset-style"]
-    assert "LINGODOC_BASE_URL=http://127.0.0.1:8787/v1" in text  # what it prints to export
+    assert "LINGODOC_BASE_URL=http://127.0.0.1:7318/v1" in text  # what it prints to export
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -1,4 +1,4 @@
-"""Run the emulator in the foreground: ``python -m lingodoc.emulator --port 8787``."""
+"""Run the emulator in the foreground: ``python -m lingodoc.emulator --port 7318``."""
 
 from __future__ import annotations
 
@@ -44,12 +44,12 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
         description="Run a local stand-in for the lingodoc service in the foreground, until "
         "Ctrl-C.",
         epilog="It prints the two variables to export in another terminal:\n"
-        f"  {BASE_URL_ENV}=http://127.0.0.1:8787/v1\n  {API_KEY_ENV}=ld_...",
+        f"  {BASE_URL_ENV}=http://127.0.0.1:7318/v1\n  {API_KEY_ENV}=ld_...",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     limits = ", ".join(f"{plan} {limit:,}" for plan, limit in PLAN_LIMITS.items())
     parser.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
-    parser.add_argument("--port", type=_port, default=8787, help="port, 0 for any (default: 8787)")
+    parser.add_argument("--port", type=_port, default=7318, help="port, 0 for any (default: 7318)")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     parser.add_argument(
         "--api-key",
