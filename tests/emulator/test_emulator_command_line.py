@@ -256,6 +256,15 @@ DEFAULT_LIMIT = [
             ["--plan", "ultra", "--rate-limit", "2500"],
             ["Rate limit: 2,500 requests an hour per key (--rate-limit 2500)"],
         ),
+        (["--latency", "250"], [*DEFAULT_LIMIT, "Latency: each response held 250 ms"]),
+        (
+            ["--fail", "server_error:0.1", "--fail", "disconnect:0.05", "--seed", "42"],
+            [
+                *DEFAULT_LIMIT,
+                "Faults: server_error (503) with probability 0.1, disconnect with probability "
+                "0.05; --seed 42 repeats the draws",
+            ],
+        ),
     ],
 )
 def test_start_up_lines_say_the_rate_limit_and_how_to_keep_the_key(
@@ -303,6 +312,23 @@ def test_start_up_lines_say_the_rate_limit_and_how_to_keep_the_key(
         (["--queue-time", "-1"], "queue_time must be a finite number"),
         (["--api-key", ""], "a key must be a non-empty str of printable ASCII"),
         (["--api-key", "ld key"], "a key must be a non-empty str of printable ASCII"),
+        (["--latency", "-1"], "argument --latency: must be milliseconds, 0 or more, not '-1'"),
+        (["--latency", "nan"], "argument --latency: must be milliseconds, 0 or more, not 'nan'"),
+        (
+            ["--fail", "crash:0.5"],
+            "argument --fail: must be KIND:P, KIND one of rate_limit, server_error, "
+            "disconnect, slow, not 'crash:0.5'",
+        ),
+        (["--fail", "slow"], "argument --fail: must be KIND:P, KIND one of rate_limit,"),
+        (["--fail", "slow:1.5"], "argument --fail: P must be from 0 to 1, not '1.5'"),
+        (["--fail", "slow:-0.1"], "argument --fail: P must be from 0 to 1, not '-0.1'"),
+        (["--fail", "slow:nan"], "argument --fail: P must be from 0 to 1, not 'nan'"),
+        (["--fail", "slow:0.1", "--fail", "slow:0.2"], "argument --fail: give each KIND once"),
+        (
+            ["--fail", "slow:0.6", "--fail", "disconnect:0.6"],
+            "argument --fail: the probabilities add up to more than 1",
+        ),
+        (["--seed", "x"], "argument --seed: invalid int value: 'x'"),
     ],
 )
 def test_bad_options_are_a_usage_error_carrying_the_command_typed(
@@ -342,11 +368,13 @@ def test_help_describes_every_option(command: str, capsys: pytest.CaptureFixture
     assert text.startswith(f"usage: {command} ")
     described = descriptions(text)
     assert {"--plan", "--seats", "--reset-style", "--rate-limit", "--api-key"} <= set(described)
+    assert {"--latency", "--fail", "--seed"} <= set(described)
+    assert "rate_limit, server_error, disconnect, slow" in described["--fail"]
     assert all(described.values()), described
     assert "team 5,000" in described["--plan"]
     assert "multiply" in described["--seats"]
     assert "X-RateLimit-Reset" in described["--reset-style"]
-    assert "LINGODOC_BASE_URL=http://127.0.0.1:8787/v1" in text  # what it prints to export
+    assert "LINGODOC_BASE_URL=http://127.0.0.1:7318/v1" in text  # what it prints to export
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -18,7 +18,7 @@ with Emulator().serve() as server:               # port 0: any free port
     client = lingodoc.Client(server.api_key, base_url=server.base_url)
 ```
 
-Or in the foreground: ``python -m lingodoc.emulator --port 8787``.
+Or in the foreground: ``python -m lingodoc.emulator --port 7318``.
 
 What to set up: ``em.api_key`` is a ready-made Full Access key; ``em.create_key(name,
 permission, expires_at)`` and ``em.revoke_key(key)`` make others; ``em.add_document(...)`` adds

@@ -1,25 +1,54 @@
-"""Run the emulator in the foreground: ``python -m lingodoc.emulator --port 8787``."""
+"""Run the emulator in the foreground: ``python -m lingodoc.emulator --port 7318``."""
 
 from __future__ import annotations
 
 import argparse
 import errno
+import math
 import os
+import secrets
 import signal
 import sys
 import threading
 import time
 from types import FrameType
+from typing import get_args
 
 from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV
 from lingodoc.emulator._emulator import PLAN_LIMITS, Emulator
-from lingodoc.emulator._state import count
+from lingodoc.emulator._state import Fault, FaultKind, count
+
+_KINDS = get_args(FaultKind)
 
 
 def _port(text: str) -> int:
     if not (text.isascii() and text.isdigit()) or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"must be a number from 0 to 65535, not {text!r}")
     return int(text)
+
+
+def _latency(text: str) -> float:
+    try:
+        milliseconds = float(text)
+    except ValueError:
+        milliseconds = math.nan
+    if not (math.isfinite(milliseconds) and milliseconds >= 0):
+        raise argparse.ArgumentTypeError(f"must be milliseconds, 0 or more, not {text!r}")
+    return milliseconds
+
+
+def _fail(text: str) -> tuple[str, float]:
+    kind, _, chance = text.rpartition(":")
+    if kind not in _KINDS:
+        kinds = ", ".join(_KINDS)
+        raise argparse.ArgumentTypeError(f"must be KIND:P, KIND one of {kinds}, not {text!r}")
+    try:
+        probability = float(chance)
+    except ValueError:
+        probability = math.nan
+    if not 0 <= probability <= 1:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"P must be from 0 to 1, not {chance!r}")
+    return kind, probability
 
 
 # The errors of bind() that mean another program listens there (WSAEADDRINUSE on Windows).
@@ -44,12 +73,12 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
         description="Run a local stand-in for the lingodoc service in the foreground, until "
         "Ctrl-C.",
         epilog="It prints the two variables to export in another terminal:\n"
-        f"  {BASE_URL_ENV}=http://127.0.0.1:8787/v1\n  {API_KEY_ENV}=ld_...",
+        f"  {BASE_URL_ENV}=http://127.0.0.1:7318/v1\n  {API_KEY_ENV}=ld_...",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     limits = ", ".join(f"{plan} {limit:,}" for plan, limit in PLAN_LIMITS.items())
     parser.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
-    parser.add_argument("--port", type=_port, default=8787, help="port, 0 for any (default: 8787)")
+    parser.add_argument("--port", type=_port, default=7318, help="port, 0 for any (default: 7318)")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     parser.add_argument(
         "--api-key",
@@ -82,8 +111,33 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
     parser.add_argument(
         "--queue-time", type=float, default=0.0, help="seconds a new job is pending (default: 0)"
     )
+    parser.add_argument(
+        "--latency",
+        type=_latency,
+        default=0.0,
+        metavar="MS",
+        help="hold each response this many milliseconds (default: 0)",
+    )
+    parser.add_argument(
+        "--fail",
+        type=_fail,
+        action="append",
+        default=[],
+        metavar="KIND:P",
+        help=f"fail each request with the fault KIND ({', '.join(_KINDS)}; server_error "
+        "answers 503) with probability P; once per KIND",
+    )
+    parser.add_argument(
+        "--seed", type=int, metavar="N", help="seed of the --fail draws, to repeat them"
+    )
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
     args = parser.parse_args(argv)
+    kinds = [kind for kind, _ in args.fail]
+    if len(set(kinds)) < len(kinds):
+        parser.error("argument --fail: give each KIND once")
+    if math.fsum(probability for _, probability in args.fail) > 1:
+        parser.error("argument --fail: the probabilities add up to more than 1")
+    seed = args.seed if args.seed is not None else secrets.randbelow(1_000_000)
 
     try:
         emulator = Emulator(
@@ -97,6 +151,15 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
         )
     except (TypeError, ValueError) as exc:
         parser.error(str(exc))
+    # Settings of the command line alone, kept in the state so that a drawn fault takes the
+    # path of an injected one. server_error answers 503: the SDK retries it for every call.
+    state = emulator._state
+    state.latency = args.latency / 1000
+    state.draws.seed(seed)
+    state.chances = [
+        (Fault(kind, 1, method=None, path=None, status=503, retry_after=1, delay=5.0), chance)
+        for kind, chance in args.fail
+    ]
     stopping = False
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
@@ -122,7 +185,8 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
                 f"lingodoc emulator running at {server.base_url} (Ctrl-C to stop)\n"
                 f"API key (Full Access): {server.api_key}\n"
                 f"{_keep_key(args.api_key, server.api_key)}"
-                f"Rate limit: {_limit(args, emulator.rate_limit)}\n\n"
+                f"Rate limit: {_limit(args, emulator.rate_limit)}\n"
+                f"{_slowed(args.latency, args.fail, seed)}\n"
                 "To point the SDK and the CLI at it:\n"
                 f"  {export} LINGODOC_BASE_URL={server.base_url}\n"
                 f"  {export} LINGODOC_API_KEY={server.api_key}",
@@ -160,6 +224,18 @@ def _limit(args: argparse.Namespace, limit: int) -> str:
         return f"{per_key} (plan pro, the default)\n  for more: {more}"
     seats = f", {count(args.seats, 'seat')}" if args.plan in ("team", "business") else ""
     return f"{per_key} (plan {args.plan}{seats})"
+
+
+def _slowed(latency: float, fail: list[tuple[str, float]], seed: int) -> str:
+    """The lines that say the latency and the faults in use; none without them."""
+    lines = f"Latency: each response held {latency:g} ms\n" if latency else ""
+    if fail:
+        odds = ", ".join(
+            f"{kind}{' (503)' if kind == 'server_error' else ''} with probability {p:g}"
+            for kind, p in fail
+        )
+        lines += f"Faults: {odds}; --seed {seed} repeats the draws\n"
+    return lines
 
 
 def _cannot_listen(host: str, port: int, error: OSError) -> str:

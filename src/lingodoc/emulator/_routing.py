@@ -13,7 +13,7 @@ import math
 import secrets
 from collections.abc import Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
@@ -55,7 +55,7 @@ class Reply:
         status: The HTTP status (0 when the connection is to be dropped).
         headers: The response headers, without ``Content-Length``.
         body: The JSON body.
-        delay: Seconds to wait before answering (a ``slow`` fault).
+        delay: Seconds to wait before answering (a ``slow`` fault, ``--latency``).
         disconnect: Whether to drop the connection without answering instead.
     """
 
@@ -158,9 +158,8 @@ class Router:
             reply = self._reply(200, {"success": True, "data": data}, key)
         except Fail as fail:
             reply = self._reply(fail.status, _error(fail.code, fail.message), key, fail.headers)
-        if fault is not None and fault.kind == "slow":
-            return Reply(reply.status, reply.headers, reply.body, delay=fault.delay)
-        return reply
+        slow = fault.delay if fault is not None and fault.kind == "slow" else 0.0
+        return replace(reply, delay=slow + self.state.latency)
 
     def _reply(
         self,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
+import random
 import secrets
 import threading
 from collections import deque
@@ -263,6 +264,11 @@ class State:
         self.faults: list[Fault] = []
         self.job_failures: list[tuple[str | None, str]] = []  # (document or any, message)
         self.log: deque[RequestRecord] = deque(maxlen=10_000)
+        # The command line's --latency and --fail: seconds added to every answer, and the
+        # faults a request meets at random, each with its probability (1 at most in all).
+        self.latency = 0.0
+        self.chances: list[tuple[Fault, float]] = []
+        self.draws = random.Random()
         self._pinned = clock
         self._offset = 0.0
         self._last_clock: Clock | None = None  # the clock of the last reading, and the time
@@ -343,14 +349,15 @@ class State:
         return dict(record)
 
     def take_fault(self, method: str, path: str) -> Fault | None:
-        """Use once the first injected fault that a request meets, if any.
+        """Use once the first injected fault that a request meets, else draw one of `chances`.
 
         Args:
             method: The request's method, upper-case.
             path: Its path after ``/v1`` (or the whole path, outside ``/v1``).
 
         Returns:
-            The fault, dropped once it has no ``times`` left; ``None`` if none matches.
+            The injected fault, dropped once it has no ``times`` left, or the one drawn;
+            ``None`` if none.
         """
         for fault in self.faults:
             if fault.matches(method, path):
@@ -358,6 +365,12 @@ class State:
                 if fault.times <= 0:
                     self.faults.remove(fault)
                 return fault
+        # One draw per request: each fault takes a slice of [0, 1) as wide as its chance.
+        draw = self.draws.random()
+        for fault, chance in self.chances:
+            if draw < chance:
+                return fault
+            draw -= chance
         return None
 
     def start_job(self, document_id: str, target_language: str) -> Job:
