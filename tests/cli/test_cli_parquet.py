@@ -1,9 +1,10 @@
 """`lingodoc batch` on Parquet files: the text column read, the rows written back with one more.
 
 As a real process against the recording emulator of test_cli_batch.py, as the other formats
-are tested there: the round trip, --resume, the files refused. In process: what pyarrow
-holds in memory while a file is read and written back (its own accounting, not timing),
-and the command without pyarrow.
+are tested there: the round trip, --resume, an input changed during the run (by the
+emulator, as the first request arrives), the files refused. In process: what pyarrow holds
+in memory while a file is read and written back (its own accounting, not timing), a change
+while it is written back, and the command without pyarrow.
 """
 
 from __future__ import annotations
