@@ -124,6 +124,38 @@ def written(text: str, format: str, *, field: str | None = None, into: str = "te
     return stream.getvalue()
 
 
+# A file of each format read whole, named by its extension.
+READ_WHOLE = ["in.txt", "in.jsonl", "in.csv"]
+
+
+def corpus_text(name: str, texts: list[str]) -> str:
+    """A file of ``texts`` in the format of ``name``: lines, JSON Lines or CSV."""
+    if name.endswith(".jsonl"):
+        return "".join(f'{{"id": {i}, "text": "{t}"}}\n' for i, t in enumerate(texts))
+    if name.endswith(".csv"):
+        return "id,text\r\n" + "".join(f"{i},{t}\r\n" for i, t in enumerate(texts))
+    return "".join(f"{text}\n" for text in texts)
+
+
+def on_first_request(emulator: Recorder, change: Callable[[], None]) -> None:
+    """Run ``change`` when the first request arrives, before it is answered.
+
+    By then the command has read its input, and it writes no output until every batch is
+    answered: a change made here is one made during the run.
+    """
+    handle, pending = emulator.handle, [change]
+
+    def changing(method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        with emulator.lock:
+            due = pending[:]
+            pending.clear()
+        for step in due:
+            step()
+        return handle(method, target, headers, body)
+
+    emulator.handle = changing  # type: ignore[method-assign]
+
+
 # -- lines from a file or stdin, in batches of 100 ---------------------------------------------
 
 
@@ -1010,6 +1042,30 @@ def test_another_error_exits_1_and_says_the_checkpoint_keeps_the_finished_texts(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt", checkpoint.name]
 
 
+# -- the input changed during the run ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", READ_WHOLE)
+def test_a_file_read_whole_is_written_back_as_read_whatever_happens_to_it_meanwhile(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path, name: str
+) -> None:
+    source, out = tmp_path / name, tmp_path / f"out{Path(name).suffix}"
+    source.write_text(corpus_text(name, phrases(30)), encoding="utf-8")
+    command = ("batch", str(source), "--to", "de", "-o", str(out), "--batch-size", "10")
+    assert cli(*command).code == 0  # unchanged: what it must write
+    expected = out.read_bytes()
+    out.unlink()
+    emulator.forget()
+
+    other = corpus_text(name, phrases(40)[::-1])  # other texts, other lines, another size
+    on_first_request(emulator, lambda: source.write_text(other, encoding="utf-8"))
+    run = cli(*command)
+    assert run.code == 0, run.err
+    assert source.read_bytes() == other.encode()  # changed during the run
+    assert out.read_bytes() == expected
+    assert sorted(emulator.sent()) == sorted(phrases(30))
+
+
 # -- a full disk: exit code 6, the work kept, --resume finishes it ------------------------------
 
 
@@ -1038,14 +1094,7 @@ def batch_in_process(server: EmulatorServer, *args: str) -> int:
     return main(["batch", *args, "--api-key", server.api_key, "--base-url", server.base_url])
 
 
-@pytest.mark.parametrize(
-    ("name", "text"),
-    [
-        ("in.txt", "".join(f"{text}\n" for text in phrases(30))),
-        ("in.jsonl", "".join(f'{{"id": {i}, "text": "{t}"}}\n' for i, t in enumerate(phrases(30)))),
-        ("in.csv", "id,text\r\n" + "".join(f"{i},{t}\r\n" for i, t in enumerate(phrases(30)))),
-    ],
-)
+@pytest.mark.parametrize("name", READ_WHOLE)
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT])  # the disk, or the quota on it
 def test_a_full_disk_writing_the_output_exits_6_and_resume_writes_it_exactly(
     server: EmulatorServer,
@@ -1054,11 +1103,10 @@ def test_a_full_disk_writing_the_output_exits_6_and_resume_writes_it_exactly(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     name: str,
-    text: str,
     code: int,
 ) -> None:
     source, out = tmp_path / name, tmp_path / f"out{Path(name).suffix}"
-    source.write_text(text, encoding="utf-8")
+    source.write_text(corpus_text(name, phrases(30)), encoding="utf-8")
     command = (str(source), "--to", "de", "-o", str(out), "--batch-size", "10", "-q")
     assert batch_in_process(server, *command) == 0  # without the fault: what it must write
     expected = out.read_bytes()

@@ -1,18 +1,21 @@
 """`lingodoc batch` on Parquet files: the text column read, the rows written back with one more.
 
 As a real process against the recording emulator of test_cli_batch.py, as the other formats
-are tested there: the round trip, --resume, the files refused. In process: what pyarrow
-holds in memory while a file is read and written back (its own accounting, not timing),
-and the command without pyarrow.
+are tested there: the round trip, --resume, an input changed during the run (by the
+emulator, as the first request arrives), the files refused. In process: what pyarrow holds
+in memory while a file is read and written back (its own accounting, not timing), a change
+while it is written back, and the command without pyarrow.
 """
 
 from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import json
 import os
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ import pytest
 
 from lingodoc.cli import _commands, _corpus, main
 from lingodoc.cli._corpus import read_parquet
+from lingodoc.cli._errors import UsageError
 from lingodoc.emulator import EmulatorServer, translate_text
 from tests.cli import test_cli_batch
 from tests.cli.conftest import RunCLI
@@ -30,6 +34,7 @@ from tests.cli.test_cli_batch import (
     checkpoint_lines,
     de,
     filling_open,
+    on_first_request,
     phrases,
     upper,
 )
@@ -262,6 +267,107 @@ def test_resume_refuses_the_checkpoint_of_another_column(
         "start afresh"
     )
     assert emulator.received == []
+
+
+# -- the input changed during the run ---------------------------------------------------------
+
+# Texts of one length, in groups of 7 rows, stored plain: in another order, the file is
+# byte for byte as long, each page where it was.
+SAME_LENGTH = [f"Hello world {i:02d}" for i in range(30)]
+
+
+def parquet_bytes(texts: list[str]) -> bytes:
+    stream = io.BytesIO()
+    table = pa.table({"id": list(range(len(texts))), "text": texts})
+    pq.write_table(table, stream, row_group_size=7, compression="none", use_dictionary=False)
+    return stream.getvalue()
+
+
+def rewritten_same_size(source: Path) -> None:
+    before = source.stat()
+    source.write_bytes(parquet_bytes(SAME_LENGTH[::-1]))  # in place: the same inode
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))  # its mtime put back
+
+
+def rewritten_shorter(source: Path) -> None:
+    source.write_bytes(parquet_bytes(SAME_LENGTH[:20]))
+
+
+def replaced_by_rename(source: Path) -> None:
+    other = source.with_name("other.parquet")
+    other.write_bytes(parquet_bytes(SAME_LENGTH[::-1]))
+    os.replace(other, source)
+
+
+@pytest.mark.parametrize("change", [rewritten_same_size, rewritten_shorter, replaced_by_rename])
+def test_an_input_changed_during_the_run_exits_2_writing_no_row_and_resume_sends_nothing(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path, change: Callable[[Path], None]
+) -> None:
+    source, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    original = parquet_bytes(SAME_LENGTH)
+    source.write_bytes(original)
+    before = source.stat()
+    out.write_bytes(b"the previous output")
+    on_first_request(emulator, lambda: change(source))
+    command = ("batch", str(source), "--to", "de", "-o", str(out), "--batch-size", "10")
+    run = cli(*command)
+    assert (run.code, run.out) == (2, ""), run.err
+    checkpoint = tmp_path / "out.parquet.checkpoint"
+    assert run.error == (
+        f"lingodoc: error: the input {source} changed during the run (written to, or "
+        "replaced), so no row was written: its rows may no longer be those translated; run "
+        f"the command again; 30 of 30 texts are done, kept in {checkpoint}: add --resume to "
+        "the same command to go on without sending them again"
+    )
+    after = source.stat()
+    assert source.read_bytes() != original
+    if change is rewritten_same_size:  # what stat data cannot tell from the file read
+        assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+            before.st_ino, before.st_size, before.st_mtime_ns
+        )  # fmt: skip
+    assert out.read_bytes() == b"the previous output"
+    assert checkpoint_lines(checkpoint) == {i: de(text) for i, text in enumerate(SAME_LENGTH)}
+    names = ["in.parquet", "out.parquet", checkpoint.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == names  # no temporary file left
+
+    source.write_bytes(original)  # the input as it was
+    emulator.forget()
+    resumed = cli(*command, "--resume", "-q")
+    assert resumed.code == 0, resumed.err
+    assert emulator.received == []  # all paid for, kept
+    result = pq.read_table(out)
+    assert result.column("text_de").to_pylist() == [de(text) for text in SAME_LENGTH]
+    assert result.column("id").to_pylist() == list(range(30))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet", "out.parquet"]
+
+
+@pytest.mark.parametrize(
+    "texts", [SAME_LENGTH[::-1], SAME_LENGTH[::-1][:20]], ids=["same size", "shorter"]
+)
+def test_an_input_changed_while_it_is_written_back_is_caught_as_its_texts_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, texts: list[str]
+) -> None:
+    # Rewritten after the first batch is written: past the check of its stat data.
+    source = tmp_path / "in.parquet"
+    source.write_bytes(parquet_bytes(SAME_LENGTH))
+    writer = pq.ParquetWriter
+    given: list[int] = []
+
+    class Changing(writer):
+        def write_batch(self, batch: Any, *args: Any, **kwargs: Any) -> None:
+            if not given:
+                source.write_bytes(parquet_bytes(texts))
+            given.append(batch.num_rows)
+            super().write_batch(batch, *args, **kwargs)
+
+    monkeypatch.setattr(pq, "ParquetWriter", Changing)
+    corpus = read_parquet(str(source), None)
+    try:
+        with pytest.raises(UsageError, match=r"the input .* changed during the run"):
+            corpus.write(io.BytesIO(), upper(corpus.texts), into="text_de")
+    finally:
+        corpus.close()
+    assert given == [7]  # the next batch read was not the one read first
 
 
 # -- refused before any request ----------------------------------------------------------------

@@ -4,9 +4,11 @@ A file is read and checked before anything is sent: every text it holds is found
 record that has none (a field missing or not a string) or one over the service's limit is
 refused with its line (or row) number. It is written back in the same format with the
 translations added: a line per line, each JSON object with one more key, each CSV row
-with one more cell, each Parquet row with one more column. A text file is held whole; of a
-Parquet file only the text column is, and the rest is read again, a batch at a time, to
-write it back (`ParquetCorpus`). pyarrow, an optional extra, is imported for Parquet only.
+with one more cell, each Parquet row with one more column. A text file is held whole, so
+whatever happens to it during the run, its output is of what was read; of a Parquet file
+only the text column is, and the rest is read again, a batch at a time, to write it back
+(`ParquetCorpus`), once it is checked to be the file read. pyarrow, an optional extra, is
+imported for Parquet only.
 
 The translations are data, written exactly, but where a terminal reads them (``terminal``:
 stdout is one): there, a control character a server sent is shown as its escape, as in
@@ -24,6 +26,7 @@ import io
 import json
 import os
 import re
+from collections.abc import Iterator
 from typing import IO, Any
 
 from lingodoc._constants import MAX_TEXT_LENGTH
@@ -424,30 +427,59 @@ class ParquetCorpus:
     to write it back, a row group at a time (a group of more than `BATCH_ROWS` rows in parts
     of that many), every column with the translations added. What is held in memory is the
     texts, their translations and one such batch, never the whole table; a group of up to
-    `BATCH_ROWS` rows is written back as one group. Being open, the file read is the one
-    written back, even if another is put in its place meanwhile.
+    `BATCH_ROWS` rows is written back as one group.
+
+    The rows written back must be those translated, so the file must not have changed in
+    between: rewritten in place, a file of the same size would give each row another text's
+    translation. Before anything is written, the path must still lead to the file read,
+    with the same size and modification time; as it is read back, the text column must hold
+    the texts read, row for row (which stat data cannot vouch for: an mtime can be put back).
 
     Attributes:
         format: ``parquet``.
+        path: The file.
+        column: The column of the texts.
         texts: Every text, in row order.
         sha256: The SHA-256 of the file, in hex.
     """
 
     format = "parquet"
 
-    def __init__(self, texts: list[str], sha256: str, file: Any, stream: IO[bytes]) -> None:
+    def __init__(
+        self,
+        path: str,
+        column: str,
+        texts: list[str],
+        sha256: str,
+        file: Any,
+        stream: IO[bytes],
+        read: os.stat_result,
+    ) -> None:
+        self.path = path
+        self.column = column
         self.texts = texts
         self.sha256 = sha256
         self._file = file  # a pyarrow.parquet.ParquetFile reading stream
         self._stream = stream
+        self._read = _identity(read)  # the file as it was opened
 
     def write(self, stream: IO[bytes], translations: list[str], *, into: str) -> None:
         """Write the rows back to ``stream``, with the translation under ``into``.
 
         ``into`` is a new last column, or replaces the column of that name (a file
         translated before). The other columns keep their types and the file's metadata.
+
+        Raises:
+            UsageError: If the file changed since it was read (or is gone): what was
+                written to ``stream`` is not to be used.
         """
         pyarrow, parquet = _pyarrow()
+        try:
+            now = _identity(os.stat(self.path))
+        except OSError:  # removed, or moved away
+            now = None
+        if now != self._read:
+            raise self._changed()
         schema = self._file.schema_arrow
         column = pyarrow.field(into, pyarrow.string())
         names = schema.names
@@ -455,19 +487,44 @@ class ParquetCorpus:
         schema = schema.set(target, column) if target < len(names) else schema.append(column)
         start = 0
         with parquet.ParquetWriter(stream, schema) as writer:
+            for batch in self._read_back(names.index(self.column)):
+                end = start + batch.num_rows
+                arrays = batch.columns
+                arrays[target : target + 1] = [
+                    pyarrow.array(translations[start:end], type=pyarrow.string())
+                ]
+                writer.write_batch(pyarrow.RecordBatch.from_arrays(arrays, schema=schema))
+                start = end
+
+    def _read_back(self, text_column: int) -> Iterator[Any]:
+        """Yield the file's batches, each checked to hold the texts read in its text column."""
+        pyarrow, _ = _pyarrow()
+        start = 0
+        try:
             for group in range(self._file.num_row_groups):
                 for batch in self._file.iter_batches(batch_size=BATCH_ROWS, row_groups=[group]):
                     end = start + batch.num_rows
-                    arrays = batch.columns
-                    arrays[target : target + 1] = [
-                        pyarrow.array(translations[start:end], type=pyarrow.string())
-                    ]
-                    writer.write_batch(pyarrow.RecordBatch.from_arrays(arrays, schema=schema))
+                    if batch.column(text_column).to_pylist() != self.texts[start:end]:
+                        raise self._changed()
+                    yield batch
                     start = end
+        except (pyarrow.ArrowException, OSError) as exc:  # pages not where the footer read said
+            raise self._changed() from exc
+
+    def _changed(self) -> UsageError:
+        return UsageError(
+            f"the input {self.path} changed during the run (written to, or replaced), so no "
+            "row was written: its rows may no longer be those translated; run the command again"
+        )
 
     def close(self) -> None:
         """Close the file read."""
         self._stream.close()
+
+
+def _identity(stat: os.stat_result) -> tuple[int, ...]:
+    """What tells a file apart, and a change to it: its device and inode, size and mtime."""
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 def _sha256(stream: IO[bytes]) -> str:
@@ -496,10 +553,12 @@ def read_parquet(path: str, field: str | None) -> ParquetCorpus:
     name = field or DEFAULT_FIELD
     refuse_special("the input", path)  # a pipe cannot be read from its end, nor twice
     try:
-        stream = open(path, "rb")  # noqa: SIM115  # closed by the ParquetCorpus
+        # Unbuffered: read back, the file is read as it is then, not from a buffer of it.
+        stream = open(path, "rb", buffering=0)  # noqa: SIM115  # closed by the ParquetCorpus
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
+        read = os.fstat(stream.fileno())  # before reading: a change meanwhile is one too
         sha256 = _sha256(stream)
         file = parquet.ParquetFile(stream)
         names = file.schema_arrow.names
@@ -531,4 +590,4 @@ def read_parquet(path: str, field: str | None) -> ParquetCorpus:
     except BaseException:
         stream.close()
         raise
-    return ParquetCorpus(texts, sha256, file, stream)
+    return ParquetCorpus(path, name, texts, sha256, file, stream, read)

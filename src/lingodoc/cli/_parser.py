@@ -39,7 +39,8 @@ exit codes:
   0    success
   1    the service answered with an error, or could not be reached;
        or `batch` could not write its checkpoint (its finished texts are kept)
-  2    wrong usage or configuration (nothing was sent)
+  2    wrong usage or configuration (nothing was sent);
+       or the Parquet input of `batch` changed during the run (its texts are kept)
   3    the document translation failed
   4    the wait timed out (the translation goes on: `lingodoc wait ID` resumes)
   5    the rate limit stopped `batch` (its finished texts are kept: --resume)
