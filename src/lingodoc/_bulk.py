@@ -167,7 +167,7 @@ class Bulk:
         # The window last heard by the workers, and as of the last batch stored (a report
         # shows that one: the workers may have heard of a newer one since).
         self._rate_limit = self._reported_rate_limit = rate_limit
-        self._reported_pause: float | None = None
+        self._reported_pause = -math.inf
         self.events: Any = None  # set by the runner: ANSWERED, EXITED or a Pause
         self._unrecorded: deque[Batch] = deque()  # answered, not yet stored into done
         if rate_limit is not None:
@@ -252,9 +252,16 @@ class Bulk:
         with self._lock:
             if self.stopped or (not self._retry and self._next >= len(self._todo)):
                 return None
-            wait = self._pacing_wait()
+            now = _clock.current().time()
+            wait = self._not_before - now  # after a 429
+            if wait <= 0 and self._remaining is not None:
+                window = self._reset_at - now
+                if window <= 0:
+                    self._remaining = None  # the window has reset: what we knew is stale
+                elif self._remaining <= self._in_flight and window <= self._max_wait:
+                    wait = window
             if wait > 0:
-                self._announce(wait)
+                self._announce(now + wait)
                 return wait
             self._in_flight += 1
             if self._retry:
@@ -280,21 +287,33 @@ class Bulk:
         self.events.put_nowait(ANSWERED)
 
     def failed(self, batch: Batch, error: BaseException) -> None:
-        """Record a batch's error.
+        """Record a batch's error: the run's (the first one is raised), and nothing more starts.
 
-        A 429 whose reset is known and within the wait allowed puts the batch back, to be
-        sent after the reset (`next` waits for it); any other error is the run's (the
-        first one is raised) and nothing more starts.
+        Unless it is a 429 whose reset is known and within the wait allowed: then the batch
+        is sent again after the reset (`next` waits for it, and no batch goes before).
         """
         with self._lock:
             self._in_flight -= 1
-            if self._sent_again(batch, error):
-                self._retry.append(batch)
-                return
+            if (
+                isinstance(error, RateLimited)
+                and error.retry_after is not None
+                and not self.stopped
+            ):
+                batch.refusals += 1
+                if batch.refusals <= MAX_REFUSALS and error.retry_after <= self._max_wait:
+                    if error.rate_limit is not None:
+                        self._learn(error.rate_limit)
+                        self._remaining = 0  # refused: whatever was reported before, none are left
+                    # Without rate-limit headers (a proxy's 429) the pacing would send it at once.
+                    wait = _retry.server_wait(error.retry_after, batch.refusals) + _ROUNDING
+                    until = _clock.current().time() + wait
+                    self._not_before = max(self._not_before, until)
+                    self._announce(until)
+                    self._retry.append(batch)
+                    return
             if self._error is None:
                 self._error = error
-            self.stopped = True
-        self.stopping.set()
+        self.stop()
 
     def exited(self) -> None:
         """Tell the coordinator that a worker has ended."""
@@ -313,26 +332,9 @@ class Bulk:
             self.stopped = True
         self.stopping.set()
 
-    def _sent_again(self, batch: Batch, error: BaseException) -> bool:
-        """Whether a refused batch is sent again after the reset (no batch goes before)."""
-        if not isinstance(error, RateLimited) or error.retry_after is None or self.stopped:
-            return False
-        batch.refusals += 1
-        if batch.refusals > MAX_REFUSALS or error.retry_after > self._max_wait:
-            return False
-        if error.rate_limit is not None:
-            self._learn(error.rate_limit)
-            self._remaining = 0  # refused: whatever was reported before, none are left
-        # Without rate-limit headers (a proxy's 429) the pacing would send it at once.
-        wait = _retry.server_wait(error.retry_after, batch.refusals) + _ROUNDING
-        self._not_before = max(self._not_before, _clock.current().time() + wait)
-        self._announce(wait)
-        return True
-
-    def _announce(self, wait: float) -> None:
+    def _announce(self, until: float) -> None:
         # The coordinator reports a pause once, however many workers wait for it.
-        until = _clock.current().time() + wait
-        if self._reported_pause is None or until > self._reported_pause + _SAME_WINDOW:
+        if until > self._reported_pause + _SAME_WINDOW:
             self._reported_pause = until
             self.events.put_nowait(Pause(until, self._rate_limit))
 
@@ -344,20 +346,6 @@ class Bulk:
         elif reset_at >= self._reset_at - _SAME_WINDOW:  # not from the window before
             # Answers arrive out of order: the lowest count is the latest.
             self._remaining = min(self._remaining, rate_limit.remaining)
-
-    def _pacing_wait(self) -> float:
-        now = _clock.current().time()
-        if self._not_before > now:
-            return self._not_before - now
-        if self._remaining is None:
-            return 0.0
-        wait = self._reset_at - now
-        if wait <= 0:
-            self._remaining = None  # the window has reset: what we knew is stale
-            return 0.0
-        if self._remaining - self._in_flight > 0 or wait > self._max_wait:
-            return 0.0
-        return wait
 
     def progress(self, pause: Pause | None = None) -> BulkProgress:
         """Return the progress now; with ``pause``, as the call starts that pause."""
