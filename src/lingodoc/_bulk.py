@@ -187,17 +187,15 @@ class Bulk:
         for start in range(0, len(self._todo), self._batch_size):
             uids = self._todo[start : start + self._batch_size]
             yield uids, [keys(self._texts[uid]) for uid in uids]
+        looked_up = len(self._todo)
         self._plan()
+        self.cache_misses = len(self._todo)
+        self.cache_hits = looked_up - self.cache_misses
 
     def found(self, uids: list[int], keys: list[str], found: Mapping[str, str]) -> None:
         """Take the translations the cache held for these texts."""
         for uid, key in zip(uids, keys, strict=True):
-            translation = found.get(key)
-            if translation is None:
-                self.cache_misses += 1
-            else:
-                self._results[uid] = translation
-                self.cache_hits += 1
+            self._results[uid] = found.get(key)
 
     def unstored(self, progress: BulkProgress | None) -> dict[str, str]:
         """What the coordinator stores after ``progress``: `STORE_AT_ONCE` or more, else none.
