@@ -12,8 +12,9 @@ import sys
 import threading
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from datetime import datetime, timezone
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lingodoc import _callbacks, _clock, _endpoints, _retry, _validation
@@ -129,21 +130,21 @@ class Bulk:
         self._done_map: MutableMapping[int, str] | None = done
         self.on_progress, self.total = on_progress, len(checked)
         # Each distinct text gets an id, its rank of first appearance; _order maps each
-        # input to its id, and is None when every text is distinct (id = index).
+        # input to its id, and is None when every text is distinct (id = index). Id u's
+        # inputs are _grouped[_starts[u] : _starts[u + 1]], _grouped built if done is kept.
         ids: dict[str, Any] = dict.fromkeys(checked)
         self._texts, self._order = checked, None
-        self._occurrences: array[int] | None = None
+        self._starts, self._grouped = array("q"), array("q")  # 8 bytes an entry
         if len(ids) < len(checked):
             for uid, text in enumerate(ids):
                 ids[text] = uid
             self._texts = list(ids)
             self._order = array("q", map(ids.__getitem__, checked))
-            self._occurrences = array("q", bytes(8 * len(self._texts)))
+            counts = array("q", bytes(8 * (len(self._texts) + 1)))
             for uid in self._order:
-                self._occurrences[uid] += 1
+                counts[uid + 1] += 1
+            self._starts = array("q", accumulate(counts))
         del ids  # the largest structure here
-        self._first: array[int] | None = None  # see _inputs_of
-        self._following: array[int] = array("q")
         # Blank texts are their own translation: not sent.
         self._results: list[str | None] = [
             text if not text or text.isspace() else None for text in self._texts
@@ -208,23 +209,17 @@ class Bulk:
         items, self._unstored = self._unstored, {}
         return items
 
-    def _inputs_of(self, uid: int) -> list[int]:
+    def _inputs_of(self, uid: int) -> Sequence[int]:
         """The input indices holding distinct text ``uid`` (asked only when ``done`` is kept)."""
         if self._order is None:
-            return [uid]
-        if self._first is None:  # two arrays (8 bytes an entry): the first input of each
-            # text, and for each input the next one with the same text, or -1.
-            first = array("q", [-1]) * len(self._texts)
-            following = array("q", [-1]) * len(self._order)
-            for index in range(len(self._order) - 1, -1, -1):
-                following[index] = first[self._order[index]]
-                first[self._order[index]] = index
-            self._first, self._following = first, following
-        inputs, index = [], self._first[uid]
-        while index >= 0:
-            inputs.append(index)
-            index = self._following[index]
-        return inputs
+            return (uid,)
+        if not self._grouped:  # each group filled from its end, the inputs in order
+            grouped, ends = array("q", [0]) * self.total, self._starts[1:]
+            for index in range(self.total - 1, -1, -1):
+                ends[self._order[index]] -= 1
+                grouped[ends[self._order[index]]] = index
+            self._grouped = grouped
+        return self._grouped[self._starts[uid] : self._starts[uid + 1]]
 
     def _take(self, done: Mapping[int, str]) -> None:
         """Use the translations the caller already has, checked, as results."""
@@ -243,7 +238,7 @@ class Bulk:
                 self._results[uid] = translation
 
     def _weight(self, uid: int) -> int:
-        return 1 if self._occurrences is None else self._occurrences[uid]
+        return 1 if self._order is None else self._starts[uid + 1] - self._starts[uid]
 
     def next(self) -> Batch | float | None:
         """Return what a worker does next: send a batch, sleep this long, or stop (``None``)."""
