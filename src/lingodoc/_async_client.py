@@ -303,7 +303,7 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
                 bulk.done(step, result)
                 await _workers.async_hand_over(bulk)
         finally:
-            bulk.exited()
+            bulk.events.put_nowait(_bulk.EXITED)
 
     async def translate_document(
         self,

@@ -31,8 +31,8 @@ _SAME_WINDOW = 1.0  # resets that differ by less (rounding) are one window
 _ROUNDING = 2e-6  # reset_at is rounded to the microsecond: never wake a hair early
 # A batch refused this many times in a row, each after the reset named, ends the run.
 MAX_REFUSALS = 3
-# Events with no data: answered batches wait in the Bulk, never only in a queue (taking
-# an item and keeping it are two steps; Ctrl-C may come between).
+# Events with no data (a worker puts EXITED as it ends): answered batches wait in the Bulk,
+# never only in a queue (taking an item and keeping it are two steps; Ctrl-C may come between).
 ANSWERED = "answered"
 EXITED = "exited"
 # Translations stored in the cache at once, at most, except at a pause and at the end.
@@ -68,12 +68,11 @@ class BulkProgress(NamedTuple):
 class Batch:
     """One batch, ready to send: the distinct texts ``uids`` (indices into the plan's texts)."""
 
-    __slots__ = ("call", "rate_limit", "refusals", "uids")
+    __slots__ = ("call", "refusals", "uids")
 
     def __init__(self, uids: list[int], call: Call[BatchTranslation]) -> None:
         self.uids, self.call = uids, call
         self.refusals = 0  # 429s in a row, each after waiting for the reset
-        self.rate_limit: RateLimit | None = None  # as its answer reported it
 
 
 class Pause(NamedTuple):
@@ -170,7 +169,8 @@ class Bulk:
         self._rate_limit = self._reported_rate_limit = rate_limit
         self._reported_pause = -math.inf
         self.events: Any = None  # set by the runner: ANSWERED, EXITED or a Pause
-        self._unrecorded: deque[Batch] = deque()  # answered, not yet stored into done
+        # Answered, not yet stored into done; with the window each answer reported.
+        self._unrecorded: deque[tuple[Batch, RateLimit | None]] = deque()
         if rate_limit is not None:
             self._learn(rate_limit)
 
@@ -275,8 +275,7 @@ class Bulk:
             self._in_flight -= 1
             if result.rate_limit is not None:
                 self._learn(result.rate_limit)
-            batch.rate_limit = result.rate_limit
-            self._unrecorded.append(batch)
+            self._unrecorded.append((batch, result.rate_limit))
         self.events.put_nowait(ANSWERED)
 
     def failed(self, batch: Batch, error: BaseException) -> None:
@@ -307,10 +306,6 @@ class Bulk:
             if self._error is None:
                 self._error = error
         self.stop()
-
-    def exited(self) -> None:
-        """Tell the coordinator that a worker has ended."""
-        self.events.put_nowait(EXITED)
 
     def take(self, event: object) -> BulkProgress | None:
         """Take a worker's event; the progress to report, if any (in the order things happened)."""
@@ -361,7 +356,7 @@ class Bulk:
         with self._lock:
             if not self._unrecorded:
                 return None
-            batch = self._unrecorded[0]
+            batch, rate_limit = self._unrecorded[0]
         if self._done_map is not None:
             for uid in batch.uids:
                 for index in self._inputs_of(uid):
@@ -373,8 +368,8 @@ class Bulk:
             self._unrecorded.popleft()
             self._translated += sum(self._weight(uid) for uid in batch.uids)
             self._answered += 1
-            if batch.rate_limit is not None:
-                self._reported_rate_limit = batch.rate_limit
+            if rate_limit is not None:
+                self._reported_rate_limit = rate_limit
         return self.progress()
 
     def start(self) -> BulkProgress:

@@ -299,7 +299,7 @@ class Client(Sending, BaseClient[httpx.Client]):
                 bulk.done(step, result)
                 _workers.hand_over(bulk)
         finally:
-            bulk.exited()
+            bulk.events.put_nowait(_bulk.EXITED)
 
     def translate_document(
         self,
