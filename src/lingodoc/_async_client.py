@@ -279,7 +279,7 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
             on_progress=on_progress, done=done, options=options, rate_limit=self.rate_limit,
             awaits=self._shared.is_async,
         )  # fmt: skip
-        template = bulk.template()
+        template = bulk.template
         with _tracing.call("translate_many", template.json, texts):
             cache_keys = self._cache_keys(template, cache)
             if cache_keys is not None:

@@ -126,6 +126,7 @@ class Bulk:
         if done is not None and not isinstance(done, MutableMapping):
             raise _validation.wrong_type("done", "a dict (or other mutable mapping)", done)
         self._call_args = source, target, options  # a batch's request: its texts, and these
+        self.template = _endpoints.batch([], *self._call_args)  # what every batch sends besides
         self._done_map: MutableMapping[int, str] | None = done
         self.on_progress, self.total = on_progress, len(checked)
         # Each distinct text gets an id, its rank of first appearance; _order maps each
@@ -262,10 +263,6 @@ class Bulk:
             uids = self._todo[self._next : self._next + self._batch_size]
             self._next += self._batch_size
         return Batch(uids, _endpoints.batch([self._texts[uid] for uid in uids], *self._call_args))
-
-    def template(self) -> Call[BatchTranslation]:
-        """A batch request of no text: what every batch sends besides its texts."""
-        return _endpoints.batch([], *self._call_args)
 
     def done(self, batch: Batch, result: BatchTranslation) -> None:
         """Record a batch's translations and the rate limit its response reported."""
