@@ -76,10 +76,10 @@ class Batch:
 
 
 class Pause(NamedTuple):
-    """An event: a worker pauses until ``until`` (Unix time), in the window ``rate_limit``."""
+    """An event: a worker pauses until ``waiting_until``, in the window ``rate_limit``."""
 
-    until: float
-    rate_limit: RateLimit | None
+    waiting_until: datetime | None = None
+    rate_limit: RateLimit | None = None
 
 
 def max_wait(value: object) -> float:
@@ -321,7 +321,8 @@ class Bulk:
         # The coordinator reports a pause once, however many workers wait for it.
         if until > self._reported_pause + _SAME_WINDOW:
             self._reported_pause = until
-            self.events.put_nowait(Pause(until, self._rate_limit))
+            waiting_until = datetime.fromtimestamp(until, timezone.utc)
+            self.events.put_nowait(Pause(waiting_until, self._rate_limit))
 
     def _learn(self, rate_limit: RateLimit) -> None:
         self._rate_limit = rate_limit
@@ -334,14 +335,11 @@ class Bulk:
 
     def progress(self, pause: Pause | None = None) -> BulkProgress:
         """Return the progress now; with ``pause``, as the call starts that pause."""
+        waiting_until, rate_limit = pause or Pause()
         with self._lock:
-            waiting, rate_limit = None, self._reported_rate_limit
-            if pause is not None:
-                waiting = datetime.fromtimestamp(pause.until, timezone.utc)
-                rate_limit = pause.rate_limit or rate_limit
-            left = self._batches - self._answered
             return BulkProgress(
-                self._translated, self.total, self._answered, left, rate_limit, waiting,
+                self._translated, self.total, self._answered, self._batches - self._answered,
+                rate_limit or self._reported_rate_limit, waiting_until,
                 self.cache_hits, self.cache_misses,
             )  # fmt: skip
 
