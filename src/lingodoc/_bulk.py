@@ -35,7 +35,8 @@ MAX_REFUSALS = 3
 # never only in a queue (taking an item and keeping it are two steps; Ctrl-C may come between).
 ANSWERED = "answered"
 EXITED = "exited"
-# Translations stored in the cache at once, at most, except at a pause and at the end.
+# Translations stored in the cache at once (by the coordinator: a worker never waits for it),
+# at most, except at a pause and at the end.
 STORE_AT_ONCE = 1_000
 
 
@@ -200,10 +201,7 @@ class Bulk:
             self._results[uid] = found.get(key)
 
     def unstored(self, progress: BulkProgress | None) -> dict[str, str]:
-        """What the coordinator stores after ``progress``: `STORE_AT_ONCE` or more, else none.
-
-        All at a pause, or at the end (``None``); a worker never waits for the cache.
-        """
+        """What the coordinator stores in the cache after ``progress`` (``None`` at the end)."""
         every = progress is None or progress.waiting_until is not None
         if not every and len(self._unstored) < STORE_AT_ONCE:
             return {}
@@ -276,11 +274,7 @@ class Bulk:
         self.events.put_nowait(ANSWERED)
 
     def failed(self, batch: Batch, error: BaseException) -> None:
-        """Record a batch's error: the run's (the first one is raised), and nothing more starts.
-
-        Unless it is a 429 whose reset is known and within the wait allowed: then the batch
-        is sent again after the reset (`next` waits for it, and no batch goes before).
-        """
+        """Record a batch's error: the run's (the first is raised), or a 429 to resend later."""
         with self._lock:
             self._in_flight -= 1
             if (
@@ -344,10 +338,7 @@ class Bulk:
             )  # fmt: skip
 
     def record_next(self) -> BulkProgress | None:
-        """Store the oldest answered batch into ``done``; return the progress, or None if none.
-
-        The batch leaves the list once stored: after Ctrl-C in between, it is stored again.
-        """
+        """Store the oldest answered batch into ``done``; return the progress, or None if none."""
         with self._lock:
             if not self._unrecorded:
                 return None
@@ -360,7 +351,7 @@ class Bulk:
             keys, texts, results = self._keys, self._texts, self._results
             self._unstored.update((keys(texts[uid]), results[uid]) for uid in batch.uids)  # type: ignore[misc]
         with self._lock:
-            self._unrecorded.popleft()
+            self._unrecorded.popleft()  # only now: after Ctrl-C in between, stored again
             self._translated += sum(self._weight(uid) for uid in batch.uids)
             self._answered += 1
             if rate_limit is not None:
