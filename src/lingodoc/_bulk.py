@@ -296,7 +296,8 @@ class Bulk:
                     return
             if self._error is None:
                 self._error = error
-        self.stop()
+            self.stopped = True  # in the same hold of the lock: no batch starts after it
+        self.stopping.set()
 
     def take(self, event: object) -> BulkProgress | None:
         """Take a worker's event; the progress to report, if any (in the order things happened)."""
