@@ -279,7 +279,7 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
             on_progress=on_progress, done=done, options=options, rate_limit=self.rate_limit,
             awaits=self._shared.is_async,
         )  # fmt: skip
-        template = bulk.template()
+        template = bulk.template
         with _tracing.call("translate_many", template.json, texts):
             cache_keys = self._cache_keys(template, cache)
             if cache_keys is not None:
@@ -303,7 +303,7 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
                 bulk.done(step, result)
                 await _workers.async_hand_over(bulk)
         finally:
-            bulk.exited()
+            bulk.events.put_nowait(_bulk.EXITED)
 
     async def translate_document(
         self,

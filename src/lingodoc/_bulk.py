@@ -12,8 +12,9 @@ import sys
 import threading
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from datetime import datetime, timezone
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lingodoc import _callbacks, _clock, _endpoints, _retry, _validation
@@ -30,11 +31,12 @@ _SAME_WINDOW = 1.0  # resets that differ by less (rounding) are one window
 _ROUNDING = 2e-6  # reset_at is rounded to the microsecond: never wake a hair early
 # A batch refused this many times in a row, each after the reset named, ends the run.
 MAX_REFUSALS = 3
-# Events with no data: answered batches wait in the Bulk, never only in a queue (taking
-# an item and keeping it are two steps; Ctrl-C may come between).
+# Events with no data (a worker puts EXITED as it ends): answered batches wait in the Bulk,
+# never only in a queue (taking an item and keeping it are two steps; Ctrl-C may come between).
 ANSWERED = "answered"
 EXITED = "exited"
-# Translations stored in the cache at once, at most, except at a pause and at the end.
+# Translations stored in the cache at once (by the coordinator: a worker never waits for it),
+# at most, except at a pause and at the end.
 STORE_AT_ONCE = 1_000
 
 
@@ -67,19 +69,18 @@ class BulkProgress(NamedTuple):
 class Batch:
     """One batch, ready to send: the distinct texts ``uids`` (indices into the plan's texts)."""
 
-    __slots__ = ("call", "rate_limit", "refusals", "uids")
+    __slots__ = ("call", "refusals", "uids")
 
     def __init__(self, uids: list[int], call: Call[BatchTranslation]) -> None:
         self.uids, self.call = uids, call
         self.refusals = 0  # 429s in a row, each after waiting for the reset
-        self.rate_limit: RateLimit | None = None  # as its answer reported it
 
 
 class Pause(NamedTuple):
-    """An event: a worker pauses until ``until`` (Unix time), in the window ``rate_limit``."""
+    """An event: a worker pauses until ``waiting_until``, in the window ``rate_limit``."""
 
-    until: float
-    rate_limit: RateLimit | None
+    waiting_until: datetime | None = None
+    rate_limit: RateLimit | None = None
 
 
 def max_wait(value: object) -> float:
@@ -126,24 +127,25 @@ class Bulk:
         if done is not None and not isinstance(done, MutableMapping):
             raise _validation.wrong_type("done", "a dict (or other mutable mapping)", done)
         self._call_args = source, target, options  # a batch's request: its texts, and these
+        self.template = _endpoints.batch([], *self._call_args)  # what every batch sends besides
         self._done_map: MutableMapping[int, str] | None = done
         self.on_progress, self.total = on_progress, len(checked)
         # Each distinct text gets an id, its rank of first appearance; _order maps each
-        # input to its id, and is None when every text is distinct (id = index).
+        # input to its id, and is None when every text is distinct (id = index). Id u's
+        # inputs are _grouped[_starts[u] : _starts[u + 1]], _grouped built if done is kept.
         ids: dict[str, Any] = dict.fromkeys(checked)
         self._texts, self._order = checked, None
-        self._occurrences: array[int] | None = None
+        self._starts, self._grouped = array("q"), array("q")  # 8 bytes an entry
         if len(ids) < len(checked):
             for uid, text in enumerate(ids):
                 ids[text] = uid
             self._texts = list(ids)
             self._order = array("q", map(ids.__getitem__, checked))
-            self._occurrences = array("q", bytes(8 * len(self._texts)))
+            counts = array("q", bytes(8 * (len(self._texts) + 1)))
             for uid in self._order:
-                self._occurrences[uid] += 1
+                counts[uid + 1] += 1
+            self._starts = array("q", accumulate(counts))
         del ids  # the largest structure here
-        self._first: array[int] | None = None  # see _inputs_of
-        self._following: array[int] = array("q")
         # Blank texts are their own translation: not sent.
         self._results: list[str | None] = [
             text if not text or text.isspace() else None for text in self._texts
@@ -167,9 +169,10 @@ class Bulk:
         # The window last heard by the workers, and as of the last batch stored (a report
         # shows that one: the workers may have heard of a newer one since).
         self._rate_limit = self._reported_rate_limit = rate_limit
-        self._reported_pause: float | None = None
+        self._reported_pause = -math.inf
         self.events: Any = None  # set by the runner: ANSWERED, EXITED or a Pause
-        self._unrecorded: deque[Batch] = deque()  # answered, not yet stored into done
+        # Answered, not yet stored into done; with the window each answer reported.
+        self._unrecorded: deque[tuple[Batch, RateLimit | None]] = deque()
         if rate_limit is not None:
             self._learn(rate_limit)
 
@@ -187,46 +190,35 @@ class Bulk:
         for start in range(0, len(self._todo), self._batch_size):
             uids = self._todo[start : start + self._batch_size]
             yield uids, [keys(self._texts[uid]) for uid in uids]
+        looked_up = len(self._todo)
         self._plan()
+        self.cache_misses = len(self._todo)
+        self.cache_hits = looked_up - self.cache_misses
 
     def found(self, uids: list[int], keys: list[str], found: Mapping[str, str]) -> None:
         """Take the translations the cache held for these texts."""
         for uid, key in zip(uids, keys, strict=True):
-            translation = found.get(key)
-            if translation is None:
-                self.cache_misses += 1
-            else:
-                self._results[uid] = translation
-                self.cache_hits += 1
+            self._results[uid] = found.get(key)
 
     def unstored(self, progress: BulkProgress | None) -> dict[str, str]:
-        """What the coordinator stores after ``progress``: `STORE_AT_ONCE` or more, else none.
-
-        All at a pause, or at the end (``None``); a worker never waits for the cache.
-        """
+        """What the coordinator stores in the cache after ``progress`` (``None`` at the end)."""
         every = progress is None or progress.waiting_until is not None
         if not every and len(self._unstored) < STORE_AT_ONCE:
             return {}
         items, self._unstored = self._unstored, {}
         return items
 
-    def _inputs_of(self, uid: int) -> list[int]:
+    def _inputs_of(self, uid: int) -> Sequence[int]:
         """The input indices holding distinct text ``uid`` (asked only when ``done`` is kept)."""
         if self._order is None:
-            return [uid]
-        if self._first is None:  # two arrays (8 bytes an entry): the first input of each
-            # text, and for each input the next one with the same text, or -1.
-            first = array("q", [-1]) * len(self._texts)
-            following = array("q", [-1]) * len(self._order)
-            for index in range(len(self._order) - 1, -1, -1):
-                following[index] = first[self._order[index]]
-                first[self._order[index]] = index
-            self._first, self._following = first, following
-        inputs, index = [], self._first[uid]
-        while index >= 0:
-            inputs.append(index)
-            index = self._following[index]
-        return inputs
+            return (uid,)
+        if not self._grouped:  # each group filled from its end, the inputs in order
+            grouped, ends = array("q", [0]) * self.total, self._starts[1:]
+            for index in range(self.total - 1, -1, -1):
+                ends[self._order[index]] -= 1
+                grouped[ends[self._order[index]]] = index
+            self._grouped = grouped
+        return self._grouped[self._starts[uid] : self._starts[uid + 1]]
 
     def _take(self, done: Mapping[int, str]) -> None:
         """Use the translations the caller already has, checked, as results."""
@@ -245,16 +237,23 @@ class Bulk:
                 self._results[uid] = translation
 
     def _weight(self, uid: int) -> int:
-        return 1 if self._occurrences is None else self._occurrences[uid]
+        return 1 if self._order is None else self._starts[uid + 1] - self._starts[uid]
 
     def next(self) -> Batch | float | None:
         """Return what a worker does next: send a batch, sleep this long, or stop (``None``)."""
         with self._lock:
             if self.stopped or (not self._retry and self._next >= len(self._todo)):
                 return None
-            wait = self._pacing_wait()
+            now = _clock.current().time()
+            wait = self._not_before - now  # after a 429
+            if wait <= 0 and self._remaining is not None:
+                window = self._reset_at - now
+                if window <= 0:
+                    self._remaining = None  # the window has reset: what we knew is stale
+                elif self._remaining <= self._in_flight and window <= self._max_wait:
+                    wait = window
             if wait > 0:
-                self._announce(wait)
+                self._announce(now + wait)
                 return wait
             self._in_flight += 1
             if self._retry:
@@ -262,10 +261,6 @@ class Bulk:
             uids = self._todo[self._next : self._next + self._batch_size]
             self._next += self._batch_size
         return Batch(uids, _endpoints.batch([self._texts[uid] for uid in uids], *self._call_args))
-
-    def template(self) -> Call[BatchTranslation]:
-        """A batch request of no text: what every batch sends besides its texts."""
-        return _endpoints.batch([], *self._call_args)
 
     def done(self, batch: Batch, result: BatchTranslation) -> None:
         """Record a batch's translations and the rate limit its response reported."""
@@ -275,30 +270,34 @@ class Bulk:
             self._in_flight -= 1
             if result.rate_limit is not None:
                 self._learn(result.rate_limit)
-            batch.rate_limit = result.rate_limit
-            self._unrecorded.append(batch)
+            self._unrecorded.append((batch, result.rate_limit))
         self.events.put_nowait(ANSWERED)
 
     def failed(self, batch: Batch, error: BaseException) -> None:
-        """Record a batch's error.
-
-        A 429 whose reset is known and within the wait allowed puts the batch back, to be
-        sent after the reset (`next` waits for it); any other error is the run's (the
-        first one is raised) and nothing more starts.
-        """
+        """Record a batch's error: the run's (the first is raised), or a 429 to resend later."""
         with self._lock:
             self._in_flight -= 1
-            if self._sent_again(batch, error):
-                self._retry.append(batch)
-                return
+            if (
+                isinstance(error, RateLimited)
+                and error.retry_after is not None
+                and not self.stopped
+            ):
+                batch.refusals += 1
+                if batch.refusals <= MAX_REFUSALS and error.retry_after <= self._max_wait:
+                    if error.rate_limit is not None:
+                        self._learn(error.rate_limit)
+                        self._remaining = 0  # refused: whatever was reported before, none are left
+                    # Without rate-limit headers (a proxy's 429) the pacing would send it at once.
+                    wait = _retry.server_wait(error.retry_after, batch.refusals) + _ROUNDING
+                    until = _clock.current().time() + wait
+                    self._not_before = max(self._not_before, until)
+                    self._announce(until)
+                    self._retry.append(batch)
+                    return
             if self._error is None:
                 self._error = error
-            self.stopped = True
+            self.stopped = True  # in the same hold of the lock: no batch starts after it
         self.stopping.set()
-
-    def exited(self) -> None:
-        """Tell the coordinator that a worker has ended."""
-        self.events.put_nowait(EXITED)
 
     def take(self, event: object) -> BulkProgress | None:
         """Take a worker's event; the progress to report, if any (in the order things happened)."""
@@ -313,28 +312,12 @@ class Bulk:
             self.stopped = True
         self.stopping.set()
 
-    def _sent_again(self, batch: Batch, error: BaseException) -> bool:
-        """Whether a refused batch is sent again after the reset (no batch goes before)."""
-        if not isinstance(error, RateLimited) or error.retry_after is None or self.stopped:
-            return False
-        batch.refusals += 1
-        if batch.refusals > MAX_REFUSALS or error.retry_after > self._max_wait:
-            return False
-        if error.rate_limit is not None:
-            self._learn(error.rate_limit)
-            self._remaining = 0  # refused: whatever was reported before, none are left
-        # Without rate-limit headers (a proxy's 429) the pacing would send it at once.
-        wait = _retry.server_wait(error.retry_after, batch.refusals) + _ROUNDING
-        self._not_before = max(self._not_before, _clock.current().time() + wait)
-        self._announce(wait)
-        return True
-
-    def _announce(self, wait: float) -> None:
+    def _announce(self, until: float) -> None:
         # The coordinator reports a pause once, however many workers wait for it.
-        until = _clock.current().time() + wait
-        if self._reported_pause is None or until > self._reported_pause + _SAME_WINDOW:
+        if until > self._reported_pause + _SAME_WINDOW:
             self._reported_pause = until
-            self.events.put_nowait(Pause(until, self._rate_limit))
+            waiting_until = datetime.fromtimestamp(until, timezone.utc)
+            self.events.put_nowait(Pause(waiting_until, self._rate_limit))
 
     def _learn(self, rate_limit: RateLimit) -> None:
         self._rate_limit = rate_limit
@@ -345,42 +328,22 @@ class Bulk:
             # Answers arrive out of order: the lowest count is the latest.
             self._remaining = min(self._remaining, rate_limit.remaining)
 
-    def _pacing_wait(self) -> float:
-        now = _clock.current().time()
-        if self._not_before > now:
-            return self._not_before - now
-        if self._remaining is None:
-            return 0.0
-        wait = self._reset_at - now
-        if wait <= 0:
-            self._remaining = None  # the window has reset: what we knew is stale
-            return 0.0
-        if self._remaining - self._in_flight > 0 or wait > self._max_wait:
-            return 0.0
-        return wait
-
     def progress(self, pause: Pause | None = None) -> BulkProgress:
         """Return the progress now; with ``pause``, as the call starts that pause."""
+        waiting_until, rate_limit = pause or Pause()
         with self._lock:
-            waiting, rate_limit = None, self._reported_rate_limit
-            if pause is not None:
-                waiting = datetime.fromtimestamp(pause.until, timezone.utc)
-                rate_limit = pause.rate_limit or rate_limit
-            left = self._batches - self._answered
             return BulkProgress(
-                self._translated, self.total, self._answered, left, rate_limit, waiting,
+                self._translated, self.total, self._answered, self._batches - self._answered,
+                rate_limit or self._reported_rate_limit, waiting_until,
                 self.cache_hits, self.cache_misses,
             )  # fmt: skip
 
     def record_next(self) -> BulkProgress | None:
-        """Store the oldest answered batch into ``done``; return the progress, or None if none.
-
-        The batch leaves the list once stored: after Ctrl-C in between, it is stored again.
-        """
+        """Store the oldest answered batch into ``done``; return the progress, or None if none."""
         with self._lock:
             if not self._unrecorded:
                 return None
-            batch = self._unrecorded[0]
+            batch, rate_limit = self._unrecorded[0]
         if self._done_map is not None:
             for uid in batch.uids:
                 for index in self._inputs_of(uid):
@@ -389,11 +352,11 @@ class Bulk:
             keys, texts, results = self._keys, self._texts, self._results
             self._unstored.update((keys(texts[uid]), results[uid]) for uid in batch.uids)  # type: ignore[misc]
         with self._lock:
-            self._unrecorded.popleft()
+            self._unrecorded.popleft()  # only now: after Ctrl-C in between, stored again
             self._translated += sum(self._weight(uid) for uid in batch.uids)
             self._answered += 1
-            if batch.rate_limit is not None:
-                self._reported_rate_limit = batch.rate_limit
+            if rate_limit is not None:
+                self._reported_rate_limit = rate_limit
         return self.progress()
 
     def start(self) -> BulkProgress:

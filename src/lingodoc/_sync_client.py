@@ -275,7 +275,7 @@ class Client(Sending, BaseClient[httpx.Client]):
             on_progress=on_progress, done=done, options=options, rate_limit=self.rate_limit,
             awaits=self._shared.is_async,
         )  # fmt: skip
-        template = bulk.template()
+        template = bulk.template
         with _tracing.call("translate_many", template.json, texts):
             cache_keys = self._cache_keys(template, cache)
             if cache_keys is not None:
@@ -299,7 +299,7 @@ class Client(Sending, BaseClient[httpx.Client]):
                 bulk.done(step, result)
                 _workers.hand_over(bulk)
         finally:
-            bulk.exited()
+            bulk.events.put_nowait(_bulk.EXITED)
 
     def translate_document(
         self,
