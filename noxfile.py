@@ -12,10 +12,11 @@ over real HTTP, from threads and tasks at once, and fails on any unexpected outc
 (scripts/soak.py; `nox -s soak -- --duration 30` for a short run). It is not a default
 session either, and CI does not run it.
 
-`nox -s cluster` runs the cluster recipe's tests (tests/cluster): a column of a Dask dataframe
-translated on a LocalCluster of worker processes, against the emulator served over HTTP, with a
-RedisCache on a redis-server the tests start (which must be installed). The suite leaves them
-out by default; CI (.ci/run) runs this session.
+`nox -s cluster` runs the cluster recipes' tests (tests/cluster): a column of a Dask dataframe
+translated on a LocalCluster of worker processes, and one of a Spark dataframe in Spark's local
+mode, against the emulator served over HTTP, with a RedisCache on a redis-server the tests start
+(which must be installed, as must Java 17 or newer for Spark). The suite leaves them out by
+default; CI (.ci/run) runs this session.
 
 `nox -s tests` runs the suite on every Python that pyproject.toml declares (its
 `Programming Language :: Python :: 3.X` classifiers) and skips, saying so, each one this machine
@@ -140,12 +141,13 @@ def lowest(session: nox.Session) -> None:
 
 @nox.session
 def cluster(session: nox.Session) -> None:
-    """The cluster recipe's tests: Dask worker processes, the served emulator, a redis-server.
+    """The cluster recipes' tests: Dask worker processes, Spark's local mode, a redis-server.
 
-    Installs the package with the ``test`` and ``cluster`` groups (Dask and pandas: test and
-    docs dependencies only) and runs the tests marked ``cluster``, one after the other (-n 0:
-    the cluster's processes load the machine). redis-server must be on PATH (.ci/run installs
-    Debian's); under ``CI=true`` the tests fail without it. Arguments after -- go to pytest.
+    Installs the package with the ``test`` and ``cluster`` groups (Dask, pyspark and pandas:
+    test dependencies only) and runs the tests marked ``cluster``, one after the other (-n 0:
+    the cluster's processes load the machine). redis-server and Java 17 or newer must be on
+    PATH (.ci/run installs Debian's); under ``CI=true`` the tests fail without them. Arguments
+    after -- go to pytest.
     """
     session.install("-e", ".", *group("test", "cluster"))
     session.run("pytest", "-m", "cluster", "-n", "0", *session.posargs)

@@ -3,7 +3,7 @@
 With no configuration, each example starts the emulator by itself; these tests check that it
 finishes in time, writes nothing to stderr, and prints what it is meant to show.
 
-Two are run elsewhere or not at all, each for the reason ``ELSEWHERE`` or ``NOT_RUN`` gives.
+The cluster recipes are run elsewhere, by the tests ``ELSEWHERE`` names.
 """
 
 from __future__ import annotations
@@ -25,13 +25,8 @@ TIMEOUT = 60  # seconds for any one example; each takes a few
 ELSEWHERE = {
     # On a Dask cluster with a redis-server, which the suite does not install: `nox -s cluster`.
     "examples/dask_column.py": "tests/cluster/test_dask_column.py",
-}
-# Examples no test runs, each with why; test_examples_not_run_compile compiles them.
-NOT_RUN = {
-    "examples/spark_column.py": (
-        "needs Spark and the Java it runs on, which no test installs; "
-        "docs/recipes.md says it is untested"
-    ),
+    # In Spark's local mode, on the Java that .ci/run installs: `nox -s cluster` too.
+    "examples/spark_column.py": "tests/cluster/test_spark_column.py",
 }
 
 
@@ -146,8 +141,6 @@ def test_tiny_app_tests_pass_with_the_lingodoc_fixtures() -> None:
     "example", sorted(path.relative_to(ROOT).as_posix() for path in EXAMPLES.rglob("*.py"))
 )
 def test_every_example_is_run_by_a_test(example: str) -> None:
-    if example in NOT_RUN:
-        return  # said why, and compiled below
     if example in ELSEWHERE:
         tests = (ROOT / ELSEWHERE[example]).read_text(encoding="utf-8")
         assert Path(example).name in tests, f"{ELSEWHERE[example]} does not run {example}"
@@ -158,10 +151,3 @@ def test_every_example_is_run_by_a_test(example: str) -> None:
     name = Path(example).name
     covered = name in tests or example.startswith("examples/tiny_app/tests/")
     assert covered, f"{example} is not run by any test"
-
-
-@pytest.mark.parametrize("example", sorted(NOT_RUN))
-def test_examples_not_run_compile(example: str) -> None:
-    source = (ROOT / example).read_text(encoding="utf-8")
-    compile(source, example, "exec")  # a SyntaxError fails it
-    assert "UNTESTED" in source.split("\n", 1)[0], f"{example}'s first line must say UNTESTED"
