@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from typing import Any
 
 import anyio
@@ -27,7 +28,7 @@ import pytest
 import respx
 
 import lingodoc
-from lingodoc import _bulk
+from lingodoc import _bulk, _clock
 from lingodoc.emulator import Emulator, translate_text
 from lingodoc.emulator._routing import Reply
 from lingodoc.testing import FakeClock, fake_clock
@@ -682,6 +683,62 @@ async def test_a_429_is_sent_again_after_the_reset_when_waiting_is_allowed(
     result = await call(client, "translate_many", ["a"], wait_for_rate_limit=True, **LANGS)
     assert result == ["A"]
     assert clock.sleeps == [pytest.approx(1800, abs=1e-3)]
+
+
+async def test_a_429_asking_past_the_last_date_pauses_till_then_and_keeps_its_batch(
+    client: Client, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    # 1e15 s is past what a datetime holds; "as long as it takes" is what was asked for.
+    answers = iter(
+        [
+            httpx.Response(429, json=failure("RATE_LIMITED"), headers={"Retry-After": "1e15"}),
+            httpx.Response(200, json=envelope({"translations": ["A"]})),
+        ]
+    )
+    api.post("/translate/batch").mock(side_effect=lambda request: next(answers))
+    seen: list[lingodoc.BulkProgress] = []
+    result = await call(
+        client.with_options(max_retries=0), "translate_many", ["a"],
+        wait_for_rate_limit=True, on_progress=seen.append, **LANGS,
+    )  # fmt: skip
+    assert result == ["A"]
+    pauses = [progress.waiting_until for progress in seen if progress.waiting_until]
+    assert pauses == [datetime(9999, 12, 31, tzinfo=timezone.utc)]
+
+
+class BrokenClock(FakeClock):
+    """A clock whose waits fail: what a worker does between requests, failing."""
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        raise RuntimeError("the clock broke")
+
+    async def async_sleep(self, seconds: float) -> None:
+        raise RuntimeError("the clock broke")
+
+
+async def test_a_worker_failing_between_requests_ends_the_run_with_its_error(
+    client: Client, api: respx.MockRouter
+) -> None:
+    refusal = httpx.Response(429, json=failure("RATE_LIMITED"), headers={"Retry-After": "30"})
+    route = api.post("/translate/batch").mock(return_value=refusal)
+    with fake_clock(BrokenClock()), pytest.raises(RuntimeError, match="the clock broke"):
+        await call(
+            client.with_options(max_retries=0), "translate_many", ["a"],
+            wait_for_rate_limit=True, **LANGS,
+        )  # fmt: skip
+    assert route.call_count == 1  # the wait for the reset failed: nothing was sent again
+
+
+def test_the_system_clock_waits_no_longer_than_a_lock_can() -> None:
+    asked: list[float] = []
+
+    class Event(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            asked.append(timeout or 0.0)
+            return True
+
+    assert _clock.SystemClock().wait(Event(), 1e15) is True
+    assert asked == [threading.TIMEOUT_MAX]
 
 
 async def test_a_batch_refused_again_and_again_ends_the_run(

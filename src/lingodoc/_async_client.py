@@ -302,6 +302,8 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
                     continue
                 bulk.done(step, result)
                 await _workers.async_hand_over(bulk)
+        except Exception as exc:  # not a batch's: a worker thread's would be lost unraised
+            bulk.stop(exc)
         finally:
             bulk.events.put_nowait(_bulk.EXITED)
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 _SAME_WINDOW = 1.0  # resets that differ by less (rounding) are one window
 _ROUNDING = 2e-6  # reset_at is rounded to the microsecond: never wake a hair early
+_LATEST = datetime(9999, 12, 31, tzinfo=timezone.utc).timestamp()  # as late as a datetime goes
 # A batch refused this many times in a row, each after the reset named, ends the run.
 MAX_REFUSALS = 3
 # Events with no data (a worker puts EXITED as it ends): answered batches wait in the Bulk,
@@ -291,8 +292,8 @@ class Bulk:
                     wait = _retry.server_wait(error.retry_after, batch.refusals) + _ROUNDING
                     until = _clock.current().time() + wait
                     self._not_before = max(self._not_before, until)
+                    self._retry.append(batch)  # first: nothing below may lose it
                     self._announce(until)
-                    self._retry.append(batch)
                     return
             if self._error is None:
                 self._error = error
@@ -306,9 +307,11 @@ class Bulk:
             return None
         return self.progress(event) if isinstance(event, Pause) else self.record_next()
 
-    def stop(self) -> None:
-        """Hand out no further batch (the caller is giving up)."""
+    def stop(self, error: Exception | None = None) -> None:
+        """Hand out no further batch: the caller gives up, or a worker failed with ``error``."""
         with self._lock:
+            if self._error is None:
+                self._error = error
             self.stopped = True
         self.stopping.set()
 
@@ -316,7 +319,8 @@ class Bulk:
         # The coordinator reports a pause once, however many workers wait for it.
         if until > self._reported_pause + _SAME_WINDOW:
             self._reported_pause = until
-            waiting_until = datetime.fromtimestamp(until, timezone.utc)
+            # A wait past what a datetime holds (a Retry-After of 1e15 s) shows as its end.
+            waiting_until = datetime.fromtimestamp(min(until, _LATEST), timezone.utc)
             self.events.put_nowait(Pause(waiting_until, self._rate_limit))
 
     def _learn(self, rate_limit: RateLimit) -> None:

@@ -19,7 +19,8 @@ class SystemClock:
         time.sleep(seconds)
 
     def wait(self, event: threading.Event, seconds: float) -> bool:
-        return event.wait(max(0.0, seconds))
+        # Within what a lock's wait takes: a Retry-After of 1e15 s would raise OverflowError.
+        return event.wait(min(max(0.0, seconds), threading.TIMEOUT_MAX))
 
     async def async_sleep(self, seconds: float) -> None:
         import anyio  # here: a program that never awaits should not import it

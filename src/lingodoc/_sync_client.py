@@ -298,6 +298,8 @@ class Client(Sending, BaseClient[httpx.Client]):
                     continue
                 bulk.done(step, result)
                 _workers.hand_over(bulk)
+        except Exception as exc:  # not a batch's: a worker thread's would be lost unraised
+            bulk.stop(exc)
         finally:
             bulk.events.put_nowait(_bulk.EXITED)
 
