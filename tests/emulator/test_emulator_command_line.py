@@ -160,7 +160,7 @@ def test_command_line_passes_each_setting_to_the_emulator(monkeypatch: pytest.Mo
         made.update(settings)
         raise Made  # not served: the settings are what this test is about
 
-    monkeypatch.setattr(emulator_command, "Emulator", emulator)
+    monkeypatch.setattr(emulator_command, "_CommandLineEmulator", emulator)
     with pytest.raises(Made):
         main(
             [

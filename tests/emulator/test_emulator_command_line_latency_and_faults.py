@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import lingodoc
-from lingodoc.emulator import Emulator, EmulatorServer
+from lingodoc.emulator import EmulatorServer
 from lingodoc.emulator import __main__ as emulator_command
 from tests.conftest import call, close
 from tests.emulator.conftest import http
@@ -29,7 +29,7 @@ def served(args: list[str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulato
     servers: queue.Queue[EmulatorServer] = queue.Queue()
     done = threading.Event()
 
-    class Recorded(Emulator):
+    class Recorded(emulator_command._CommandLineEmulator):
         @contextmanager
         def serve(self, *args: Any, **kwargs: Any) -> Iterator[EmulatorServer]:
             with super().serve(*args, **kwargs) as server:
@@ -40,7 +40,7 @@ def served(args: list[str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulato
         done.wait(PATIENCE)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(emulator_command, "Emulator", Recorded)
+    monkeypatch.setattr(emulator_command, "_CommandLineEmulator", Recorded)
     monkeypatch.setattr(emulator_command, "time", SimpleNamespace(sleep=sleep))
     codes: list[int] = []
     command = [*args, "--port", "0", "--quiet"]

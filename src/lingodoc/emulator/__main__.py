@@ -55,6 +55,21 @@ def _fail(text: str) -> tuple[str, float]:
 _IN_USE = {errno.EADDRINUSE, getattr(errno, "WSAEADDRINUSE", errno.EADDRINUSE)}
 
 
+class _CommandLineEmulator(Emulator):
+    """The emulator with the command line's own settings: ``--latency`` and ``--fail``."""
+
+    def hold_and_fail(self, latency: float, fail: list[tuple[str, float]], seed: int) -> None:
+        # Kept in the state, so that a drawn fault takes the path of an injected one.
+        # server_error answers 503: the SDK retries it for every call.
+        state = self._state
+        state.latency = latency
+        state.draws.seed(seed)
+        state.chances = [
+            (Fault(kind, 1, method=None, path=None, status=503, retry_after=1, delay=5.0), chance)
+            for kind, chance in fail
+        ]
+
+
 def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emulator") -> int:
     """Serve the emulator until Ctrl-C (or SIGTERM).
 
@@ -140,7 +155,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
     seed = args.seed if args.seed is not None else secrets.randbelow(1_000_000)
 
     try:
-        emulator = Emulator(
+        emulator = _CommandLineEmulator(
             plan=args.plan or "pro",
             seats=args.seats,
             rate_limit=args.rate_limit,
@@ -151,15 +166,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
         )
     except (TypeError, ValueError) as exc:
         parser.error(str(exc))
-    # Settings of the command line alone, kept in the state so that a drawn fault takes the
-    # path of an injected one. server_error answers 503: the SDK retries it for every call.
-    state = emulator._state
-    state.latency = args.latency / 1000
-    state.draws.seed(seed)
-    state.chances = [
-        (Fault(kind, 1, method=None, path=None, status=503, retry_after=1, delay=5.0), chance)
-        for kind, chance in args.fail
-    ]
+    emulator.hold_and_fail(args.latency / 1000, args.fail, seed)
     stopping = False
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
