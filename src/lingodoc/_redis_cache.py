@@ -129,7 +129,7 @@ class RedisCache:
             raise ConfigurationError(f"ttl must be at least 0.001 seconds (1 ms): {ttl!r}")
         self._px = None if self._ttl is None else max(1, round(self._ttl * 1000))
         timeout = _positive("socket_timeout", socket_timeout)
-        self.retry_after = _positive("retry_after", retry_after, zero=True)
+        self.retry_after: float = _positive("retry_after", retry_after, zero=True)
         """Seconds after a failure during which a client does not ask Redis."""
         import asyncio  # here: ``import lingodoc`` does not import it (redis-py does)
 

@@ -279,11 +279,11 @@ class SQLiteCache:
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise _validation.wrong_type("path", "a str or os.PathLike", path)
-        self.path = os.fspath(path)
+        self.path: str = os.fspath(path)
         """The file."""
         self.namespace = _validation.optional(namespace, "namespace", str) or ""
         """The namespace of this cache's entries (``""``: none)."""
-        self.max_age = None if max_age is None else _seconds(max_age, "max_age")
+        self.max_age: float | None = None if max_age is None else _seconds(max_age, "max_age")
         """Seconds after which an entry is a miss; ``None``: never."""
         self._file = _File(self.path, _seconds(timeout, "timeout"))
         # Closed when the cache is collected, or at exit, if close() was not called.
