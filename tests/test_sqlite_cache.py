@@ -172,7 +172,10 @@ def test_processes_opening_a_new_file_at_once_all_use_one_cache(tmp_path: Path) 
     while not errors.empty():
         reported.append(errors.get())
     assert (reported, [opener.exitcode for opener in openers]) == ([], [0] * OPENERS)
-    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(path) for path in paths)
+    # No temporary file is left behind. A WAL file and its index may stay: SQLite deletes them
+    # only when the last connection closes alone, and these close at once.
+    left = {name.removesuffix("-wal").removesuffix("-shm") for name in os.listdir(tmp_path)}
+    assert sorted(left) == sorted(os.path.basename(path) for path in paths)
 
 
 @pytest.mark.parametrize(
