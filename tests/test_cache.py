@@ -315,7 +315,7 @@ async def test_a_failing_store_is_left_alone_for_its_retry_after_then_used_again
     assert (routes[0].call_count, routes[1].call_count) == (2, 1)  # the last one found
 
 
-async def test_translate_many_looks_up_a_requests_worth_at_a_time_and_sends_the_misses(
+async def test_translate_many_looks_up_the_distinct_texts_and_sends_the_misses(
     cached: lingodoc.Client, routes: tuple[respx.Route, respx.Route]
 ) -> None:
     await call(cached, "translate_batch", ["t1", "t3", "t5"], **LANGS)
@@ -328,8 +328,8 @@ async def test_translate_many_looks_up_a_requests_worth_at_a_time_and_sends_the_
     )  # fmt: skip
     assert result == [f"[de] {text}" if text.strip() else text for text in texts]
     assert done == dict(enumerate(result))
-    # One lookup per batch's worth of distinct, non-blank texts: 7 texts, 4 lookups.
-    assert [len(keys) for keys in store_of(cached).lookups[1:]] == [2, 2, 2, 1]
+    # One lookup of the distinct, non-blank texts (up to a thousand at a time).
+    assert [len(keys) for keys in store_of(cached).lookups[1:]] == [7]
     # The misses t0, t2, t4, t6: two batches of two.
     assert [sent["texts"] for sent in sent_bodies(routes[1])[1:]] == [["t0", "t2"], ["t4", "t6"]]
     assert (progress[0].cache_hits, progress[0].cache_misses) == (3, 4)
@@ -339,11 +339,12 @@ async def test_translate_many_looks_up_a_requests_worth_at_a_time_and_sends_the_
     assert [len(stored) for stored in store_of(cached).stores] == [3, 4]
 
 
-async def test_translate_many_stores_a_thousand_at_a_time_and_the_rest_at_the_end(
+async def test_translate_many_looks_up_and_stores_a_thousand_at_a_time_the_rest_at_the_end(
     cached: lingodoc.Client, routes: tuple[respx.Route, respx.Route]
 ) -> None:
     texts = [f"t{number}" for number in range(2_500)]
     await call(cached, "translate_many", texts, max_concurrency=1, **LANGS)
+    assert [len(keys) for keys in store_of(cached).lookups] == [1_000, 1_000, 500]
     assert [len(stored) for stored in store_of(cached).stores] == [1_000, 1_000, 500]
     assert len(store_of(cached).data) == 2_500
 
