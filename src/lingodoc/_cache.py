@@ -218,7 +218,7 @@ class CacheUse:
         hits = {
             key: value[SEAL:]
             for key in keys
-            if isinstance(value := found.get(key), str) and value.startswith(key[:SEAL])
+            if isinstance(value := found.get(key), str) and value[:SEAL] == key[:SEAL]
         }
         if len(hits) < len(found) and not self._strays_told:
             with self._lock:
@@ -226,7 +226,8 @@ class CacheUse:
             if not told:
                 logger.warning(
                     "the cache returned values that are not those of the keys asked for (a "
-                    "store out of step, or its entries changed): their texts are sent again"
+                    "store out of step, or its entries changed): none is served, their texts "
+                    "are sent and stored anew"
                 )
         return hits
 
