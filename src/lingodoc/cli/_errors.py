@@ -119,8 +119,9 @@ def cache_failure(error: BaseException, path: str) -> str | None:
     primary = code & 0xFF if isinstance(code, int) else _SQLITE_CODES.get(str(error))
     if primary != 10 or not hasattr(os, "statvfs"):
         return _KINDS.get(primary or 0)
-    # A disk I/O error, which SQLite does not explain (a -shm file it cannot grow): the
-    # file system can.
+    # A disk I/O error, which SQLite does not explain (a -shm file it cannot grow or open
+    # for writing): the file system can. Under 1 MiB free is full for SQLite, whose -shm
+    # alone takes 32 KiB and whose -wal grows a page at a time.
     try:
         disk = os.statvfs(os.path.dirname(os.path.abspath(path)))
     except OSError:
