@@ -325,7 +325,8 @@ def batch(client: lingodoc.Client, args: argparse.Namespace) -> int:
         if path is not None:
             stack.enter_context(locked(path))
         if cache is not None:
-            client = client.with_options(cache=stack.enter_context(lingodoc.SQLiteCache(cache)))
+            opened = lingodoc.SQLiteCache(cache, max_entries=args.cache_max_entries)
+            client = client.with_options(cache=stack.enter_context(opened))
         return _batch(client, args, corpus, header, output, path)
 
 
