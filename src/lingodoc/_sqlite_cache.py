@@ -376,8 +376,10 @@ class SQLiteCache:
             return  # opening, with nothing to write
         counted = None
         with _transaction(connection):
-            insert = f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?, ?, ?)"
-            entries = connection.executemany(insert, rows).rowcount  # a replaced row too
+            insert = f"INSERT OR IGNORE INTO {_TABLE} VALUES (?, ?, ?, ?)"
+            entries = connection.executemany(insert, rows).rowcount  # the new rows
+            if entries < len(rows):  # some keys were there: their rows replaced
+                connection.executemany(insert.replace("IGNORE", "REPLACE"), rows)
             most = len(rows) + _SWEEP  # bounded work per store
             if limited:
                 connection.execute(_INDEX)
@@ -386,7 +388,7 @@ class SQLiteCache:
             if self.max_entries is not None:
                 (version,) = connection.execute("PRAGMA data_version").fetchone()
                 if self._counted is not None and self._counted[:2] == (connection, version):
-                    entries += self._counted[2]  # over, never under, what the file holds
+                    entries += self._counted[2]
                 else:  # opened since, or another connection wrote: counted (ms per 100,000)
                     (entries,) = connection.execute(f"SELECT count(*) FROM {_TABLE}").fetchone()
                 if (excess := min(entries - self.max_entries, most)) > 0:
