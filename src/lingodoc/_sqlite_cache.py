@@ -389,7 +389,7 @@ class SQLiteCache:
                 (version,) = connection.execute("PRAGMA data_version").fetchone()
                 if self._counted is not None and self._counted[:2] == (connection, version):
                     entries += self._counted[2]
-                else:  # opened since, or another connection wrote: counted (ms per 100,000)
+                else:  # opened since, or another connection wrote: counted (6 ms per 100,000)
                     (entries,) = connection.execute(f"SELECT count(*) FROM {_TABLE}").fetchone()
                 if (excess := min(entries - self.max_entries, most)) > 0:
                     entries -= connection.execute(_OLDEST, [math.inf, excess]).rowcount
