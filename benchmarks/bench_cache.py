@@ -12,17 +12,18 @@ made on the store directly, with the keys already computed, in the same chunks (
 request's worth each): ``SELECT key, translation ... WHERE key IN (...)`` on a plain
 ``sqlite3`` connection to the same file, and ``MGET`` on a plain ``redis.Redis``.
 
-**First run**: ``translate_many`` of ``--first-texts`` distinct texts against a fresh
-in-process emulator, with no cache against each store empty (a fresh dict, a new SQLite
-file, a flushed Redis). The emulator, the client and the store are made outside the
-timing; the run alone is timed.
+**First run**: ``translate_many`` of ``--first-texts`` distinct texts against the emulator
+served in a process of its own (``python -m lingodoc.emulator --latency 10``: each answer
+held 10 ms, as a network would), with no cache against each store empty (a fresh dict, a
+new SQLite file, a flushed Redis). The client and the store are made outside the timing;
+the run alone is timed.
 
 Every case runs ``batch_size`` texts a request (the emulator's limit, ``MAX_BATCH_ITEMS``)
 and 4 at once (the default ``max_concurrency``), on emulators whose rate limit is lifted
 (the ``pro`` plan's 1,000 requests an hour would stop the filling runs). Each result is
 checked: a fully cached run before the rounds returns the first run's translations, and
 the timed ones send no request (counted after the rounds); each first run sends every text
-once and returns the emulator's translations. Without
+once (``on_progress`` counts the requests) and returns the emulator's translations. Without
 redis-py or ``redis-server`` the Redis rows are left out, and the result says why. Prints
 JSON.
 """
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import hashlib
 import math
 import os
 import random
@@ -39,6 +39,7 @@ import shutil
 import socket
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -191,48 +192,6 @@ def redis_floor(url: str, chunks: list[list[str]]) -> Callable[[], object]:
     return look_up
 
 
-def sqlite_first_floor(directory: str, texts: list[str], batch_size: int) -> Callable[[], float]:
-    """The least an SQLite cache adds to a first run, by hand, in seconds.
-
-    A digest per text, a lookup per request's worth (all misses), and every translation
-    inserted in one transaction, on a plain connection to a fresh file (made untimed, as the
-    SQLiteCache of a first run is). A first run with no cache plus this is the floor of a
-    first run with an SQLite cache, in a process where the emulator's own Python holds the
-    GIL: the insert and the digests cannot overlap with it.
-    """
-    counter = iter(range(10**9))
-
-    def work() -> float:
-        path = os.path.join(directory, f"floor-{next(counter)}.sqlite")
-        connection = sqlite3.connect(path, isolation_level=None)
-        connection.execute("PRAGMA journal_mode = WAL")
-        connection.execute(
-            f"CREATE TABLE {_TABLE} (namespace TEXT NOT NULL, key TEXT NOT NULL, translation "
-            "TEXT NOT NULL, stored REAL NOT NULL, PRIMARY KEY (namespace, key)) WITHOUT ROWID"
-        )
-        started = time.perf_counter()
-        keys = [hashlib.sha256(text.encode()).hexdigest() for text in texts]
-        for start in range(0, len(keys), batch_size):
-            chunk = keys[start : start + batch_size]
-            query = (
-                f"SELECT key, translation FROM {_TABLE} WHERE namespace = ? "
-                f"AND key IN ({','.join('?' * len(chunk))})"
-            )
-            connection.execute(query, ["", *chunk]).fetchall()
-        now = time.time()
-        connection.execute("BEGIN IMMEDIATE")
-        connection.executemany(
-            f"INSERT INTO {_TABLE} VALUES (?, ?, ?, ?)",
-            [("", key, text, now) for key, text in zip(keys, texts, strict=True)],
-        )
-        connection.execute("COMMIT")
-        seconds = time.perf_counter() - started
-        connection.close()
-        return seconds
-
-    return work
-
-
 def seconds_and_rate(samples: list[float], texts: int) -> dict[str, Any]:
     return {"s": summary(samples), "texts_per_s": summary([texts / s for s in samples])}
 
@@ -289,29 +248,71 @@ def cached(
     return result
 
 
+@contextmanager
+def served_emulator(latency_ms: float, max_seconds: float) -> Iterator[tuple[str, str]]:
+    """Run ``python -m lingodoc.emulator --latency MS`` on a free port; yield its URL and key.
+
+    Its rate limit is lifted (the ``pro`` plan's would stop the runs). It stops when this
+    block ends; under coreutils' ``timeout`` (when there is one) also by itself after
+    ``max_seconds``, should this process be killed first.
+    """
+    bound = shutil.which("timeout")
+    command = [
+        *([bound, "--kill-after", "5", str(max_seconds)] if bound else []),
+        sys.executable, "-m", "lingodoc.emulator", "--port", "0", "--quiet",
+        "--rate-limit", str(10**9), "--latency", str(latency_ms),
+    ]  # fmt: skip
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        said = {}
+        for line in child.stdout:  # what it prints once it listens
+            name, _, value = line.strip().partition("=")
+            if name.endswith(("LINGODOC_BASE_URL", "LINGODOC_API_KEY")):
+                said[name.split()[-1]] = value
+            if len(said) == 2:
+                break
+        else:
+            raise RuntimeError("the emulator ended before it listened")
+        yield said["LINGODOC_BASE_URL"], said["LINGODOC_API_KEY"]
+    finally:
+        child.terminate()
+        child.wait(timeout=30)
+
+
 def first_runs(
     stores: dict[str, Callable[[], object]],
     texts: list[str],
     batch_size: int,
     rounds: int,
-    directory: str,
+    served: tuple[str, str],
 ) -> dict[str, Any]:
-    """The first-run rows: no cache against each store empty, each on a fresh emulator.
+    """The first-run rows: no cache against each store empty, over a served emulator.
 
-    And the floor of the SQLite row: a run with no cache plus `sqlite_first_floor`.
+    Where users meet a first run: the emulator in a process of its own, holding each answer
+    its ``--latency``, so that the store's work overlaps with the requests as it does over
+    a network.
     """
     wanted = [translate_text(text, SOURCE, TARGET) for text in texts]
     minimum = math.ceil(len(texts) / batch_size)
+    base_url, key = served
     checks: list[bool] = []
 
     def case(make: Callable[[], object] | None) -> Callable[[], float]:
         def run() -> float:
-            emulator = Emulator(rate_limit=10**9, seed_documents=False)
             store = None if make is None else make()
-            client = emulator.client() if store is None else emulator.client(cache=store)
+            client = lingodoc.Client(api_key=key, base_url=base_url, cache=store)
+            sent: list[int] = []
             out: list[list[str]] = []
-            seconds = timed(lambda: out.append(translate(client, texts, batch_size)), 1)()
-            checks.append(out[0] == wanted and len(emulator.requests) == minimum)
+
+            def translate_all() -> None:
+                out.append(client.translate_many(
+                    texts, source_language=SOURCE, target_language=TARGET,
+                    batch_size=batch_size, on_progress=lambda done: sent.append(done.requests),
+                ))  # fmt: skip
+
+            seconds = timed(translate_all, 1)()
+            checks.append(out[0] == wanted and sent[-1] == minimum)
             client.close()
             close = getattr(store, "close", None)
             if close is not None:
@@ -321,13 +322,8 @@ def first_runs(
         return run
 
     cases = {"no cache": case(None), **{name: case(make) for name, make in stores.items()}}
-    cases["SQLiteCache floor"] = sqlite_first_floor(directory, texts, batch_size)
     samples = interleaved(cases, rounds)
     base = samples["no cache"]
-    # The floor's own work, added to the run without a cache of the same round.
-    samples["SQLiteCache floor"] = [
-        run + work for run, work in zip(base, samples["SQLiteCache floor"], strict=True)
-    ]
     return {
         "cases": {
             name: {
@@ -347,7 +343,8 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=100_000, help="texts of a cached run")
     parser.add_argument("--first-texts", type=int, default=20_000, help="texts of a first run")
     parser.add_argument("--batch-size", type=int, default=MAX_BATCH_ITEMS)
-    parser.add_argument("--max-seconds", type=float, default=900, help="redis-server's limit")
+    parser.add_argument("--latency", type=float, default=10, help="the served emulator's, ms")
+    parser.add_argument("--max-seconds", type=float, default=900, help="the servers' limit")
     args = parser.parse_args()
     if not 1 <= args.batch_size <= MAX_BATCH_ITEMS:
         parser.error(f"--batch-size: 1 to {MAX_BATCH_ITEMS}, what the emulator accepts")
@@ -357,6 +354,7 @@ def main() -> None:
         "first_texts": args.first_texts,
         "batch_size": args.batch_size,
         "max_concurrency": 4,  # translate_many's default, used by every case
+        "latency_ms": args.latency,
     }
     with ExitStack() as stack:
         directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="lingodoc-bench-"))
@@ -395,8 +393,9 @@ def main() -> None:
         result["cached"] = cached(
             stores, floors, texts, args.batch_size, args.rounds, directory, redis_url
         )
+        served = stack.enter_context(served_emulator(args.latency, args.max_seconds))
         result["first_run"] = first_runs(
-            fresh, corpus(args.first_texts, seed=1), args.batch_size, args.rounds, directory
+            fresh, corpus(args.first_texts, seed=1), args.batch_size, args.rounds, served
         )
     emit(result)
 

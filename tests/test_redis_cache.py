@@ -33,6 +33,7 @@ import lingodoc
 from lingodoc._redis_cache import RedisCache
 from lingodoc.emulator import Emulator
 from lingodoc.testing import FakeClock
+from tests import test_cache_integrity as integrity
 from tests.conftest import call
 from tests.redis_server import RedisServer, free_port, require_redis_server, running_redis
 from tests.reliability.test_environment import in_child  # a forked child, reporting back
@@ -428,6 +429,28 @@ async def test_a_value_that_is_not_utf8_is_a_miss(
     server.admin.set(f"lingodoc:{K1}", b"\xff\xfe not ours")
     server.admin.set(f"lingodoc:{K2}", b"ours")
     assert await get(make(server.url), flavour, [K1, K2]) == {K2: "ours"}
+
+
+@pytest.mark.redis
+async def test_values_swapped_under_the_client_are_sent_again_never_served(
+    emulated: Any,
+    emulator: Emulator,
+    make: Callable[..., RedisCache],
+    server: RedisServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = emulated.with_options(cache=make(server.url))
+
+    def swap() -> None:  # each pair of TEXTS given the other's value, by another client
+        for first, second in zip(integrity.TEXTS[::2], integrity.TEXTS[1::2], strict=True):
+            names = [f"lingodoc:{integrity.key_of(first)}", f"lingodoc:{integrity.key_of(second)}"]
+            values = server.admin.mget(names)
+            server.admin.mset(dict(zip(names, reversed(values), strict=True)))
+
+    await integrity.served_right_after(client, emulator, caplog, swap)
+    before = integrity.sent(emulator)
+    assert await integrity.each_method(client) == integrity.EXPECTED
+    assert integrity.sent(emulator) == before  # stored anew, each under its own key
 
 
 @pytest.mark.redis

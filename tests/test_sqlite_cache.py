@@ -547,8 +547,9 @@ def test_bad_settings_are_refused(tmp_path: Path, options: dict[str, object], er
 
 
 def test_a_path_that_cannot_be_created_is_a_configuration_error(tmp_path: Path) -> None:
-    with pytest.raises(lingodoc.ConfigurationError, match="cannot open the cache"):
+    with pytest.raises(lingodoc.ConfigurationError, match="cannot open the cache") as refused:
         lingodoc.SQLiteCache(tmp_path / "missing" / "cache.db")
+    assert isinstance(refused.value.__cause__, FileNotFoundError)  # why, for the caller to see
 
 
 @pytest.fixture

@@ -39,6 +39,8 @@ EXITED = "exited"
 # Translations stored in the cache at once (by the coordinator: a worker never waits for it),
 # at most, except at a pause and at the end.
 STORE_AT_ONCE = 1_000
+# Keys looked up in the cache at once, before the first request: few round trips to a store.
+LOOK_UP_AT_ONCE = 1_000
 
 
 class BulkProgress(NamedTuple):
@@ -186,10 +188,10 @@ class Bulk:
         self.workers = self.running = min(self._concurrency, self._batches)
 
     def look_ups(self, cache: CacheUse, keys: Keys) -> Iterator[tuple[list[int], list[str]]]:
-        """The ids and keys of the texts to look up, a request's worth at a time, for `found`."""
+        """The ids and keys of the texts to look up, `LOOK_UP_AT_ONCE` at a time, for `found`."""
         self.cache, self._keys = cache, keys
-        for start in range(0, len(self._todo), self._batch_size):
-            uids = self._todo[start : start + self._batch_size]
+        for start in range(0, len(self._todo), LOOK_UP_AT_ONCE):
+            uids = self._todo[start : start + LOOK_UP_AT_ONCE]
             yield uids, [keys(self._texts[uid]) for uid in uids]
         looked_up = len(self._todo)
         self._plan()

@@ -6,6 +6,11 @@ and every ``extra_body`` field), the ``extra_query`` parameters and the text, ex
 Headers are left out: they carry tracing ids. The namespace is the store's own
 (`SQLiteCache`, `RedisCache`), folded into what it stores.
 
+A value stored is its key's first `SEAL` hex digits, then the translation: one with other
+digits (a desynced Redis reply, rows swapped) is a miss. A slice of a SHA-256 digest is
+digest enough: another key of ours shares it with a chance of 2**-64; a hash of it would
+cost each hit more and tell nothing more.
+
 Stores raise; `CacheUse` alone logs a failure, backs off and sees the recovery, and the call
 goes on: a paid translation is never lost for the cache's sake. Neither counts in ``timeout``.
 """
@@ -32,7 +37,8 @@ if TYPE_CHECKING:
 
 
 # Changed when what goes into a key changes: old entries are then misses, never wrong.
-_KEY_VERSION = "lingodoc-cache-1"
+_KEY_VERSION = "lingodoc-cache-2"
+SEAL = 16  # hex digits of its key at the start of each value stored
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # Fields of the body that are the text itself, not its context.
 _TEXT_FIELDS = ("text", "texts")
@@ -41,8 +47,9 @@ _TEXT_FIELDS = ("text", "texts")
 class Cache(Protocol):
     """What `Client` and `AsyncClient` take as ``cache=``: two methods, each for many keys.
 
-    A key is a 64-character hex digest; a value the translation. `SQLiteCache` and
-    `RedisCache` are two; a dict is enough for a third (see the text guide).
+    A key is a 64-character hex digest; a value the translation after the key's first 16
+    digits, which the client adds and checks. `SQLiteCache` and `RedisCache` are two; a dict
+    is enough for a third (see the text guide).
 
     A store that fails raises: the client logs it (a warning, then quietly until the store
     works again) and goes on without it. A store with a ``retry_after`` attribute (seconds,
@@ -178,32 +185,51 @@ class CacheUse:
         self._lock = threading.Lock()  # a client's threads share it
         self._failing = False  # warned; quiet until a lookup or store works again
         self._retry_at = -math.inf  # monotonic: no call asks the cache before it
+        self._strays_told = False  # values of other keys found: logged once
 
     def look_up(self, keys: Sequence[str]) -> dict[str, str]:
         """Return the translations the cache holds for ``keys``; none if it fails."""
         if self._may_try():
             with self._guard("lookup"):
-                return _checked(keys, self.cache.get_many(keys))
+                return self._checked(keys, self.cache.get_many(keys))
         return {}
 
     async def async_look_up(self, keys: Sequence[str]) -> dict[str, str]:
         """`look_up`, awaited."""
         if self._may_try():
             with self._guard("lookup"):
-                return _checked(keys, await self._awaited("get_many", keys))
+                return self._checked(keys, await self._awaited("get_many", keys))
         return {}
 
     def keep(self, items: Mapping[str, str]) -> None:
         """Store ``items``; a failure is logged."""
         if self._may_try():
             with self._guard("store"):
-                self.cache.set_many(items)
+                self.cache.set_many(_sealed(items))
 
     async def async_keep(self, items: Mapping[str, str]) -> None:
         """`keep`, awaited."""
         if self._may_try():
             with self._guard("store"):
-                await self._awaited("set_many", items)
+                await self._awaited("set_many", _sealed(items))
+
+    def _checked(self, keys: Sequence[str], found: Mapping[str, Any]) -> dict[str, str]:
+        # Only the keys asked for, with a str sealed with the key's digits: all else is a miss.
+        hits = {
+            key: value[SEAL:]
+            for key in keys
+            if isinstance(value := found.get(key), str) and value[:SEAL] == key[:SEAL]
+        }
+        if len(hits) < len(found) and not self._strays_told:
+            with self._lock:
+                told, self._strays_told = self._strays_told, True
+            if not told:
+                logger.warning(
+                    "the cache returned values that are not those of the keys asked for (a "
+                    "store out of step, or its entries changed): none is served, their texts "
+                    "are sent and stored anew"
+                )
+        return hits
 
     async def _awaited(self, method: str, argument: object) -> Any:
         # The cache's async twin of ``method``, else ``method`` in a worker thread.
@@ -244,9 +270,8 @@ class CacheUse:
                 logger.info("the cache works again: translations are looked up and stored")
 
 
-def _checked(keys: Sequence[str], found: Mapping[str, Any]) -> dict[str, str]:
-    # Only the keys asked for, with a str: anything else a store returns is a miss.
-    return {key: value for key in keys if isinstance(value := found.get(key), str)}
+def _sealed(items: Mapping[str, str]) -> dict[str, str]:
+    return {key: key[:SEAL] + translation for key, translation in items.items()}
 
 
 class Consulted:

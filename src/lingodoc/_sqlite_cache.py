@@ -143,7 +143,7 @@ class _File:
             except FileNotFoundError:
                 self._make()
         except (OSError, sqlite3.Error) as exc:
-            raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from None
+            raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from exc
         # Used by one thread at a time (the lock), whichever it is.
         connection = sqlite3.connect(
             self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
@@ -277,7 +277,8 @@ class SQLiteCache:
 
     Raises:
         ConfigurationError: If ``path`` is another program's database, not a regular file,
-            or cannot be opened or created.
+            or cannot be opened or created (then its ``__cause__``, an ``OSError`` or
+            ``sqlite3.Error``, says why: a full disk, a lock held too long...).
         InvalidArgumentType: If an argument has the wrong type.
         InvalidArgument: If ``max_age``, ``max_entries`` or ``timeout`` is not positive.
     """
@@ -312,7 +313,7 @@ class SQLiteCache:
         try:
             self._file.run(lambda connection: self._store(connection, []))  # and sweep
         except sqlite3.Error as exc:
-            raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from None
+            raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from exc
 
     def __repr__(self) -> str:
         return (

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import json
+import logging
+import os
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 import lingodoc
-from lingodoc.emulator import translate_text
+from lingodoc.cli import main
+from lingodoc.cli._errors import cache_failure
+from lingodoc.emulator import EmulatorServer, translate_text
 from tests.cli.conftest import RunCLI, child_env
-from tests.cli.test_cli_batch import Recorder
+from tests.cli.test_cli_batch import Recorder, batch_in_process, checkpoint_lines, de, phrases
 
 
 @pytest.fixture
@@ -179,3 +185,231 @@ def test_older_than_must_be_a_number_of_days(cli: RunCLI, tmp_path: Path) -> Non
     run = cli("cache", "clear", str(tmp_path / "c.db"), "--older-than", "soon", env=child_env())
     assert run.code == 2
     assert "expected a number of days >= 0, not 'soon'" in run.err
+
+
+# -- a full disk, a lock held elsewhere, no right to write: said in words ----------------------
+
+
+def fail_with(message: str, code: int | None = None) -> sqlite3.OperationalError:
+    """An error as SQLite raises it: before Python 3.11, without ``sqlite_errorcode``."""
+    error = sqlite3.OperationalError(message)
+    if code is not None:
+        error.sqlite_errorcode = code  # type: ignore[attr-defined]  # as 3.11+ sets it
+    return error
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (fail_with("database or disk is full"), "full"),
+        (fail_with("SQLite said something else", 13), "full"),  # SQLITE_FULL, by its code
+        (OSError(errno.ENOSPC, "No space left on device"), "full"),
+        (OSError(errno.EDQUOT, "Disk quota exceeded"), "full"),
+        (fail_with("database is locked"), "locked"),
+        (fail_with("database is locked", 5 | 3 << 8), "locked"),  # SQLITE_BUSY_SNAPSHOT
+        (fail_with("attempt to write a readonly database"), "denied"),
+        (fail_with("unable to open database file", 14), "denied"),
+        (fail_with("access permission denied"), "denied"),
+        (OSError(errno.EROFS, "Read-only file system"), "denied"),
+        (OSError(errno.EACCES, "Permission denied"), "denied"),
+        (OSError(errno.EPERM, "Operation not permitted"), "denied"),
+        (OSError(errno.ENOENT, "No such file or directory"), None),
+        (fail_with("no such table: t"), None),  # a bug of ours, said as one
+        (sqlite3.DatabaseError("file is not a database"), None),
+        (ValueError("database is locked"), None),
+    ],
+)
+def test_a_cache_failure_is_told_by_its_code_or_else_its_message(
+    error: Exception, kind: str | None
+) -> None:
+    assert cache_failure(error, "c.db") == kind
+    refused = lingodoc.ConfigurationError(f"cannot open the cache 'c.db': {error}")
+    refused.__cause__ = error  # as SQLiteCache raises it when it cannot open the file
+    assert cache_failure(refused, "c.db") == kind
+    assert cache_failure(lingodoc.ConfigurationError("not a lingodoc cache"), "c.db") is None
+
+
+def test_real_sqlite_errors_are_told_apart(tmp_path: Path) -> None:
+    path = str(tmp_path / "c.db")
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as holder:
+        holder.execute("CREATE TABLE t (x)")
+        holder.execute("BEGIN EXCLUSIVE")
+        other = sqlite3.connect(path, timeout=0.01)
+        with contextlib.closing(other), pytest.raises(sqlite3.OperationalError) as locked:
+            other.execute("SELECT * FROM t")
+    assert cache_failure(locked.value, path) == "locked"
+    read_only = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    with contextlib.closing(read_only), pytest.raises(sqlite3.OperationalError) as denied:
+        read_only.execute("INSERT INTO t VALUES (1)")
+    assert cache_failure(denied.value, path) == "denied"
+
+
+@pytest.mark.parametrize(
+    ("flags", "free", "kind"),
+    [(os.ST_RDONLY, 10**9, "denied"), (0, 0, "full"), (0, 512 * 1024, "full"), (0, 10**9, None)],
+)
+def test_a_disk_io_error_is_told_by_the_file_system(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flags: int, free: int, kind: str | None
+) -> None:
+    # SQLite says "disk I/O error" when it cannot grow the -shm file (a full disk), or open it
+    # for writing (a read-only file system): the file system tells which.
+    seen: list[str] = []
+
+    def statvfs(folder: str) -> os.statvfs_result:
+        seen.append(folder)
+        return os.statvfs_result(
+            (4096, 4096, 10**6, free // 4096, free // 4096, 0, 0, 0, flags, 255)
+        )
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+    shm_size = 10 | 19 << 8  # SQLITE_IOERR_SHMSIZE
+    for error in (fail_with("disk I/O error"), fail_with("disk I/O error", shm_size)):
+        assert cache_failure(error, str(tmp_path / "c.db")) == kind
+    assert seen == [str(tmp_path)] * 2
+
+
+def existing_cache(tmp_path: Path) -> Path:
+    path = tmp_path / "cache.db"
+    with lingodoc.SQLiteCache(path) as cache:
+        cache.set_many({"0" * 64: "Hallo"})
+    return path
+
+
+FAILURES = {  # what SQLite raises, the exit code, and what the line says
+    "full": (
+        "database or disk is full", 6,
+        "cannot write the cache {}: database or disk is full; free some space, then run the "
+        "same command again",
+    ),
+    "read-only": (
+        "attempt to write a readonly database", 2,
+        "cannot use the cache {}: attempt to write a readonly database; check that you may "
+        "write to it and to its folder, on a file system that is not read-only",
+    ),
+    "locked": (
+        "database is locked", 1,
+        "the cache {} is locked by another process (database is locked); try again when the "
+        "other process ends",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+@pytest.mark.parametrize("command", ["stats", "clear", "batch"])
+def test_a_cache_that_cannot_be_opened_is_said_in_words_and_batch_sends_nothing(
+    server: EmulatorServer,
+    emulator: Recorder,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    failure: str,
+) -> None:
+    message, code, line = FAILURES[failure]
+    cache, source = existing_cache(tmp_path), tmp_path / "in.txt"
+    source.write_text("Hello\n", encoding="utf-8")
+
+    def connect(*args: object, **kwargs: object) -> sqlite3.Connection:
+        raise sqlite3.OperationalError(message)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    if command == "batch":
+        out = tmp_path / "out.txt"
+        assert (
+            batch_in_process(
+                server, str(source), "--to", "de", "-o", str(out), "--cache", str(cache)
+            )
+            == code
+        )
+        assert emulator.requests == []  # refused before anything is sent
+        assert not out.exists()
+    else:
+        assert main(["cache", command, str(cache)]) == code
+    assert capsys.readouterr().err == f"lingodoc: error: {line.format(cache)}\n"
+
+
+def test_clear_while_another_process_writes_exits_1_and_stats_still_reads(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cache = existing_cache(tmp_path)
+    # The busy timeout cut from 10 s, where the command line makes its cache.
+    monkeypatch.setattr(
+        lingodoc, "SQLiteCache", functools.partial(lingodoc.SQLiteCache, timeout=0.01)
+    )
+    with contextlib.closing(sqlite3.connect(cache, isolation_level=None)) as writer:
+        writer.execute("BEGIN IMMEDIATE")  # the write lock, held
+        assert main(["cache", "clear", str(cache)]) == 1
+        assert capsys.readouterr().err == (
+            f"lingodoc: error: the cache {cache} is locked by another process (database is "
+            "locked); try again when the other process ends\n"
+        )
+        assert main(["cache", "stats", str(cache), "--json"]) == 0  # WAL: readers never wait
+        assert json.loads(capsys.readouterr().out)["entries"] == 1
+        writer.execute("ROLLBACK")
+    assert main(["cache", "clear", str(cache)]) == 0
+    assert capsys.readouterr().out == f"deleted 1 entry from {cache}\n"
+
+
+def test_batch_whose_cache_another_process_holds_exits_1_before_sending(
+    server: EmulatorServer,
+    emulator: Recorder,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    cache, source = existing_cache(tmp_path), tmp_path / "in.txt"
+    source.write_text("Hello\n", encoding="utf-8")
+    monkeypatch.setattr(
+        lingodoc, "SQLiteCache", functools.partial(lingodoc.SQLiteCache, timeout=0.01)
+    )
+    with contextlib.closing(sqlite3.connect(cache, isolation_level=None)) as holder:
+        holder.execute("PRAGMA locking_mode = EXCLUSIVE")  # no reader either, until it ends
+        holder.execute("BEGIN EXCLUSIVE")
+        holder.execute("DELETE FROM lingodoc_translations")
+        assert batch_in_process(server, str(source), "--to", "de", "--cache", str(cache)) == 1
+    assert capsys.readouterr().err == (
+        f"lingodoc: error: the cache {cache} is locked by another process (database is "
+        "locked); try again when the other process ends\n"
+    )
+    assert emulator.requests == []
+
+
+def test_a_cache_that_fails_during_a_run_warns_once_and_the_run_goes_on(
+    server: EmulatorServer,
+    emulator: Recorder,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+) -> None:
+    def full(self: lingodoc.SQLiteCache, items: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(lingodoc.SQLiteCache, "set_many", full)  # each store, on a full disk
+    source, out, cache = tmp_path / "in.txt", tmp_path / "out.txt", tmp_path / "cache.db"
+    source.write_text("".join(f"{text}\n" for text in phrases(50)), encoding="utf-8")
+    command = (
+        str(source),
+        "--to",
+        "de",
+        "-o",
+        str(out),
+        "--batch-size",
+        "10",
+        "--cache",
+        str(cache),
+        "-q",
+    )
+    emulator.rate_limit = 3  # 3 of the 5 batches, then a stop that keeps them
+    with caplog.at_level(logging.WARNING, logger="lingodoc"):
+        assert batch_in_process(server, *command) == 5
+    kept = checkpoint_lines(tmp_path / "out.txt.checkpoint")  # the 3 batches answered
+    assert len(kept) == 30
+    assert kept == {i: de(phrases(50)[i]) for i in kept}
+    assert [record.getMessage() for record in caplog.records] == [
+        "the cache's store failed (OperationalError: database or disk is full); the "
+        "translations are sent and returned without it"
+    ]
+    emulator.advance(3600)  # the window resets
+    assert batch_in_process(server, *command, "--resume") == 0
+    assert out.read_text(encoding="utf-8").splitlines() == [de(t) for t in phrases(50)]
+    assert sorted(emulator.translated()) == sorted(phrases(50))  # each text paid for once

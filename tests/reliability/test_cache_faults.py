@@ -87,8 +87,8 @@ def held(get_many: Callable[[list[str]], Mapping[str, str]], texts: Sequence[str
     keyed = keys_of(texts)
     found = get_many(list(keyed))
     assert set(found) <= set(keyed)
-    for key, translation in found.items():
-        assert translation == german(keyed[key]), keyed[key]
+    for key, value in found.items():  # the key's first 16 hex digits, then the translation
+        assert value == key[:16] + german(keyed[key]), keyed[key]
     return {keyed[key] for key in found}
 
 

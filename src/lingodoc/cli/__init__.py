@@ -128,10 +128,11 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns:
         The exit code: 0 success, 1 an error of the service or the network (or of
-        writing a batch's checkpoint), 2 wrong usage or configuration (or a batch's
-        Parquet input changed during the run), 3 the translation failed, 4 the wait
-        timed out, 5 the rate limit stopped a batch, 6 a full disk stopped a batch, 130
-        interrupted, 141 stdout closed early.
+        writing a batch's checkpoint, or a cache file locked by another process), 2 wrong
+        usage or configuration (or a batch's Parquet input changed during the run), 3 the
+        translation failed, 4 the wait timed out, 5 the rate limit stopped a batch, 6 a
+        full disk stopped a batch or a cache file, 130 interrupted, 141 stdout closed
+        early.
     """
     parser = build_parser()
     tokens = sys.argv[1:] if argv is None else argv

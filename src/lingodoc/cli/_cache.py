@@ -8,7 +8,7 @@ import os
 import sys
 
 import lingodoc
-from lingodoc.cli._errors import EXIT_OK, UsageError
+from lingodoc.cli._errors import EXIT_OK, UsageError, cache_errors
 from lingodoc.cli._visible import visible
 
 CACHE_ENV = "LINGODOC_CACHE"
@@ -32,7 +32,7 @@ def _existing(path: str) -> lingodoc.SQLiteCache:
 
 def stats(args: argparse.Namespace) -> int:
     """``lingodoc cache stats FILE``: what the cache holds."""
-    with _existing(args.file) as cache:
+    with cache_errors(args.file), _existing(args.file) as cache:
         held = cache.stats()
     if args.json:
         print(json.dumps({
@@ -57,7 +57,7 @@ def stats(args: argparse.Namespace) -> int:
 def clear(args: argparse.Namespace) -> int:
     """``lingodoc cache clear FILE [--older-than DAYS]``: delete entries."""
     older_than = None if args.older_than is None else args.older_than * _DAY
-    with _existing(args.file) as cache:
+    with cache_errors(args.file), _existing(args.file) as cache:
         deleted = cache.clear(older_than=older_than)
     if args.json:
         print(json.dumps({"path": args.file, "deleted": deleted}))

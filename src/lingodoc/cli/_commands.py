@@ -45,6 +45,7 @@ from lingodoc.cli._errors import (
     Kept,
     UsageError,
     WriteError,
+    cache_errors,
 )
 from lingodoc.cli._progress import BulkProgressDisplay, Progress
 from lingodoc.cli._visible import visible
@@ -324,8 +325,9 @@ def batch(client: lingodoc.Client, args: argparse.Namespace) -> int:
         stack.enter_context(held)
         if path is not None:
             stack.enter_context(locked(path))
-        if cache is not None:
-            opened = lingodoc.SQLiteCache(cache, max_entries=args.cache_max_entries)
+        if cache is not None:  # opened before anything is sent: refused, it costs nothing
+            with cache_errors(cache):
+                opened = lingodoc.SQLiteCache(cache, max_entries=args.cache_max_entries)
             client = client.with_options(cache=stack.enter_context(opened))
         return _batch(client, args, corpus, header, output, path)
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import math
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
@@ -62,6 +65,103 @@ class WriteError(Exception):
 
 class CheckpointError(WriteError):
     """The checkpoint could not be written to during a run: a full disk, a file size limit."""
+
+
+class CacheError(Exception):
+    """The cache file could not be used: a full disk, a lock held elsewhere, no right to write.
+
+    Attributes:
+        explained: Its exit code (6, 1 or 2), the problem, naming the file, and what to do.
+    """
+
+    def __init__(self, explained: Explained) -> None:
+        super().__init__(explained.line)
+        self.explained = explained
+
+
+# SQLite's primary result codes by their messages, for Pythons before 3.11, whose
+# sqlite3.Error has no sqlite_errorcode: 3 PERM, 5 BUSY, 8 READONLY, 10 IOERR, 13 FULL,
+# 14 CANTOPEN.
+_SQLITE_CODES = {
+    "access permission denied": 3,
+    "database is locked": 5,
+    "attempt to write a readonly database": 8,
+    "disk I/O error": 10,
+    "database or disk is full": 13,
+    "unable to open database file": 14,
+}
+_KINDS = {3: "denied", 5: "locked", 8: "denied", 13: "full", 14: "denied"}
+_DENIED = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def cache_failure(error: BaseException, path: str) -> str | None:
+    """What stopped the cache at ``path``: ``"full"``, ``"locked"`` or ``"denied"``.
+
+    Args:
+        error: What `SQLiteCache` raised: a ``ConfigurationError`` (its cause is looked at),
+            an ``OSError`` or an ``sqlite3.Error``.
+        path: The cache file.
+
+    Returns:
+        ``"full"`` for a full disk or quota, ``"locked"`` for a lock another process held
+        past the busy timeout, ``"denied"`` for a read-only file system or no permission;
+        ``None`` for anything else.
+    """
+    import sqlite3  # only here: the command line loads it only with a cache
+
+    if isinstance(error, lingodoc.ConfigurationError) and error.__cause__ is not None:
+        error = error.__cause__
+    if isinstance(error, OSError):
+        return "full" if error.errno in NO_SPACE else "denied" if error.errno in _DENIED else None
+    if not isinstance(error, sqlite3.Error):
+        return None
+    code = getattr(error, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else _SQLITE_CODES.get(str(error))
+    if primary != 10 or not hasattr(os, "statvfs"):
+        return _KINDS.get(primary or 0)
+    # A disk I/O error, which SQLite does not explain (a -shm file it cannot grow or open
+    # for writing): the file system can. Under 1 MiB free is full for SQLite, whose -shm
+    # alone takes 32 KiB and whose -wal grows a page at a time.
+    try:
+        disk = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return None
+    if disk.f_flag & os.ST_RDONLY:
+        return "denied"
+    return "full" if disk.f_bavail * disk.f_frsize < 1 << 20 else None
+
+
+@contextlib.contextmanager
+def cache_errors(path: str) -> Iterator[None]:
+    """Say a full disk, a lock held elsewhere or no right to write the cache as a `CacheError`."""
+    try:
+        yield
+    except Exception as exc:
+        kind = cache_failure(exc, path)
+        if kind is None:
+            raise
+        reason = exc.__cause__ if isinstance(exc, lingodoc.ConfigurationError) else exc
+        why = reason.strerror if isinstance(reason, OSError) and reason.strerror else reason
+        if kind == "full":
+            explained = Explained(
+                EXIT_DISK_FULL,
+                f"cannot write the cache {path}: {why}",
+                "free some space, then run the same command again",
+            )
+        elif kind == "locked":
+            explained = Explained(
+                EXIT_API_ERROR,
+                f"the cache {path} is locked by another process ({why})",
+                "try again when the other process ends",
+            )
+        else:
+            explained = Explained(
+                EXIT_USAGE,
+                f"cannot use the cache {path}: {why}",
+                "check that you may write to it and to its folder, on a file system that is "
+                "not read-only",
+            )
+        raise CacheError(explained) from exc
 
 
 @dataclass
@@ -222,6 +322,8 @@ def _explain(exc: Exception, args: argparse.Namespace, base_url: str) -> Explain
         return Explained(EXIT_USAGE, exc.message, exc.hint)
     if isinstance(exc, UsageError):
         return Explained(EXIT_USAGE, str(exc))
+    if isinstance(exc, CacheError):
+        return exc.explained
     if isinstance(exc, WriteError):
         return Explained(EXIT_API_ERROR, str(exc))
     if not isinstance(exc, lingodoc.LingodocError):

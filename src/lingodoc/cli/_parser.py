@@ -38,14 +38,15 @@ environment:
 exit codes:
   0    success
   1    the service answered with an error, or could not be reached;
-       or `batch` could not write its checkpoint (its finished texts are kept)
+       or `batch` could not write its checkpoint (its finished texts are kept);
+       or a cache file was locked by another process
   2    wrong usage or configuration (nothing was sent);
        or the Parquet input of `batch` changed during the run (its texts are kept)
   3    the document translation failed
   4    the wait timed out (the translation goes on: `lingodoc wait ID` resumes)
   5    the rate limit stopped `batch` (its finished texts are kept: --resume)
   6    the disk is full: `batch` could not write its output or its checkpoint
-       (its finished texts are kept: --resume once space is freed)
+       (its finished texts are kept: --resume once space is freed), or a cache file
   130  interrupted (Ctrl-C)
   141  stdout was closed before the output was written (`| head`)
 """
