@@ -174,18 +174,128 @@ def test_the_limits_are_in_the_repr(tmp_path: Path) -> None:
     )
 
 
-def test_the_file_and_its_wal_and_shm_files_are_private(tmp_path: Path) -> None:
-    previous = os.umask(0o022)  # a usual umask, which would make them readable by all
+@pytest.fixture(params=[0o000, 0o022], ids=["umask000", "umask022"])
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    """The process's umask set to 000, then to the usual 022: neither makes a file private."""
+    previous = os.umask(request.param)
     try:
-        cache = lingodoc.SQLiteCache(tmp_path / "cache.db")
-        cache.set_many(entries(5))
-        modes = {
-            name: stat.S_IMODE(os.stat(tmp_path / name).st_mode)
-            for name in ("cache.db", "cache.db-wal", "cache.db-shm")
-        }
+        yield request.param
     finally:
         os.umask(previous)
-    assert modes == {"cache.db": 0o600, "cache.db-wal": 0o600, "cache.db-shm": 0o600}
+
+
+def modes(folder: Path, *names: str) -> dict[str, int]:
+    return {name: stat.S_IMODE(os.lstat(folder / name).st_mode) for name in names}
+
+
+SIDES = ("cache.db", "cache.db-shm", "cache.db-wal")
+
+
+def test_the_file_and_its_wal_and_shm_files_are_private(tmp_path: Path, umask: int) -> None:
+    cache = lingodoc.SQLiteCache(tmp_path / "cache.db")
+    cache.set_many(entries(5))
+    assert modes(tmp_path, *SIDES) == dict.fromkeys(SIDES, 0o600)
+
+
+@pytest.mark.parametrize("with_logs", [False, True], ids=["alone", "with its -wal and -shm"])
+def test_a_cache_of_ones_own_open_to_others_is_made_private_with_one_warning(
+    tmp_path: Path, umask: int, caplog: pytest.LogCaptureFixture, with_logs: bool
+) -> None:
+    path = tmp_path / "cache.db"
+    first = lingodoc.SQLiteCache(path)
+    first.set_many(entries(2))
+    if not with_logs:
+        first.close()  # the last connection: its -wal and -shm are gone
+    loose = sorted(os.listdir(tmp_path))
+    assert loose == (list(SIDES) if with_logs else ["cache.db"])
+    for name in loose:
+        os.chmod(tmp_path / name, 0o666)
+    with caplog.at_level(logging.INFO, logger="lingodoc"):
+        cache = lingodoc.SQLiteCache(path)
+    assert cache.get_many(list(entries(2))) == entries(2)
+    assert modes(tmp_path, *SIDES) == dict.fromkeys(SIDES, 0o600)
+    [record] = caplog.records
+    assert record.levelname == "WARNING"
+    assert record.getMessage() == (
+        "the translation cache was open to others, made 0600: "
+        + ", ".join(f"{path}{suffix} (0666)" for suffix in ("", "-wal", "-shm")[: len(loose)])
+    )
+    lingodoc.SQLiteCache(path).close()  # once private, nothing more to say
+    assert len(caplog.records) == 1
+
+
+def test_a_second_cache_on_one_file_keeps_the_first_ones_locks(tmp_path: Path) -> None:
+    # A descriptor of the file closed in this process would drop the locks SQLite holds on
+    # it: another process closing its connection would then take itself for the last one,
+    # and delete the -wal and -shm files the first cache still uses.
+    path = tmp_path / "cache.db"
+    first = lingodoc.SQLiteCache(path, namespace="a")
+    first.set_many(entries(2))
+    lingodoc.SQLiteCache(path, namespace="b").set_many(entries(1))
+    subprocess.run(
+        [sys.executable, "-c", "import lingodoc, sys; lingodoc.SQLiteCache(sys.argv[1]).close()",
+         str(path)],
+        check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )  # fmt: skip
+    assert sorted(os.listdir(tmp_path)) == list(SIDES)
+    assert first.get_many(list(entries(2))) == entries(2)
+
+
+def test_a_symbolic_link_at_the_path_is_refused_dangling_or_not(tmp_path: Path) -> None:
+    real = tmp_path / "real.db"
+    dangling, link = tmp_path / "dangling.db", tmp_path / "link.db"
+    dangling.symlink_to(tmp_path / "target.db")
+    lingodoc.SQLiteCache(real).set_many(entries(1))
+    link.symlink_to(real)
+    before = real.read_bytes()
+    for path in (dangling, link):
+        with pytest.raises(lingodoc.ConfigurationError) as caught:
+            lingodoc.SQLiteCache(path)
+        assert caught.value.message == (
+            f"{str(path)!r} is not a lingodoc cache (a symbolic link, left as it is); "
+            "give the cache a path of its own"
+        )
+    assert sorted(os.listdir(tmp_path)) == ["dangling.db", "link.db", "real.db"]
+    assert real.read_bytes() == before
+
+
+def another_users(path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Make ``path`` another user's; return that user's uid.
+
+    As root, it is given to uid 65534 ("nobody"). Otherwise, where chown is refused, this
+    process poses as another user, the file staying its own: either way the test runs.
+    """
+    if not hasattr(os, "geteuid"):  # Windows: no owners to compare
+        reason = "files have no POSIX owner here"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}: under CI this test must run, not be skipped")
+        pytest.skip(reason)
+    try:
+        os.chown(path, 65534, 65534)
+    except PermissionError:
+        owner = path.stat().st_uid
+        monkeypatch.setattr(os, "geteuid", lambda: owner + 1)
+        return owner
+    return 65534
+
+
+def test_a_file_another_user_owns_is_refused_and_left_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "cache.db"
+    lingodoc.SQLiteCache(path).close()  # a cache
+    owner = another_users(path, monkeypatch)
+    os.chmod(path, 0o666)  # which anyone could fill with translations
+    before = path.read_bytes()
+    with pytest.raises(lingodoc.ConfigurationError) as caught:
+        lingodoc.SQLiteCache(path)
+    assert caught.value.message == (
+        f"{str(path)!r} is not a lingodoc cache (a file of another user, uid {owner}, left as "
+        "it is); give the cache a path of its own"
+    )
+    status = os.stat(path)
+    assert (status.st_uid, stat.S_IMODE(status.st_mode)) == (owner, 0o666)
+    assert (path.read_bytes(), os.listdir(tmp_path)) == (before, ["cache.db"])
 
 
 def test_many_threads_share_one_cache(tmp_path: Path) -> None:
@@ -422,17 +532,59 @@ def test_another_programs_database_is_refused_and_left_alone(tmp_path: Path) -> 
     assert sorted(os.listdir(tmp_path)) == ["app.db"]
 
 
-def test_a_file_that_is_no_database_at_all_is_moved_aside_as_damaged(
+NOT_SQLITE = {
+    "a CSV": b"text,translation\nHello,Hallo\n",
+    "JSON": b'{"texts": ["Hello"]}',
+    "a byte": b"x",
+    "garbage": b"\x00garbage" * 500,
+    "SQLite's header cut short": b"SQLite format 3",
+}
+
+
+@pytest.mark.parametrize("content", NOT_SQLITE.values(), ids=NOT_SQLITE.keys())
+def test_a_file_that_is_not_sqlite_is_refused_and_left_byte_for_byte(
+    tmp_path: Path, umask: int, content: bytes
+) -> None:
+    path = tmp_path / "corpus.csv"
+    path.write_bytes(content)
+    os.chmod(path, 0o644)
+    with pytest.raises(lingodoc.ConfigurationError) as caught:
+        lingodoc.SQLiteCache(path)
+    assert caught.value.message == (
+        f"{str(path)!r} is not a lingodoc cache (not an SQLite file, left as it is); "
+        "give the cache a path of its own"
+    )
+    assert (path.read_bytes(), os.listdir(tmp_path)) == (content, ["corpus.csv"])
+    assert modes(tmp_path, "corpus.csv") == {"corpus.csv": 0o644}
+
+
+def test_a_file_that_is_not_sqlite_put_in_the_caches_place_during_a_run_is_left_alone(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "cache.db"
+    cache = lingodoc.SQLiteCache(path)
+    cache.set_many(entries(1))
+    notes = tmp_path / "notes"
+    notes.write_bytes(b"my notes\n")
+    os.replace(notes, path)
+    with pytest.raises(lingodoc.ConfigurationError, match="not an SQLite file"):
+        cache.set_many({"after": "replaced"})
+    assert path.read_bytes() == b"my notes\n"
+    assert [name for name in os.listdir(tmp_path) if "damaged" in name] == []
+
+
+def test_an_sqlite_header_with_the_rest_unreadable_is_moved_aside_as_damaged(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "cache.db"
-    path.write_bytes(b"\x00garbage" * 500)
+    damaged = b"SQLite format 3\x00" + b"\xff" * 8176
+    path.write_bytes(damaged)
     with caplog.at_level(logging.WARNING, logger="lingodoc"):
         cache = lingodoc.SQLiteCache(path)
     cache.set_many(entries(1))
     assert cache.get_many(list(entries(1))) == entries(1)
     (aside,) = [name for name in os.listdir(tmp_path) if ".damaged-" in name]
-    assert (tmp_path / aside).read_bytes() == b"\x00garbage" * 500  # kept, not deleted
+    assert (tmp_path / aside).read_bytes() == damaged  # kept, not deleted
     assert [record.levelname for record in caplog.records] == ["WARNING"]
 
 
@@ -447,8 +599,8 @@ def test_a_cache_file_deleted_or_replaced_during_a_run_is_started_again_at_its_p
     cache.set_many({"after": "deleted"})  # in the new file, not the unlinked one
     assert lingodoc.SQLiteCache(path).get_many(["after", f"{0:064x}"]) == {"after": "deleted"}
     garbage = tmp_path / "garbage"
-    garbage.write_bytes(b"\xff" * 8192)
-    os.replace(garbage, path)  # replaced by garbage
+    garbage.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8176)
+    os.replace(garbage, path)  # replaced by a damaged database
     cache.set_many({"again": "stored"})
     assert lingodoc.SQLiteCache(path).get_many(["again"]) == {"again": "stored"}
 
@@ -458,7 +610,7 @@ def test_a_path_that_is_not_a_regular_file_is_a_configuration_error(
     tmp_path: Path, special: str
 ) -> None:
     path = tmp_path if special == "a directory" else Path(special)
-    with pytest.raises(lingodoc.ConfigurationError, match="is not a regular file"):
+    with pytest.raises(lingodoc.ConfigurationError, match="not a regular file"):
         lingodoc.SQLiteCache(path)
 
 

@@ -77,7 +77,8 @@ class _File:
         self._identity: tuple[int, int] | None = None  # of the file connected to
         self._size = 0  # its size when last seen
         self._logs: tuple[tuple[int, int] | None, ...] = (None, None)  # its -wal and -shm
-        _FILES.add(self)
+        with _FILES_LOCK:
+            _FILES.add(self)
 
     def forked(self) -> None:
         """In a child of fork: a new lock, and the parent's connection left alone."""
@@ -135,11 +136,10 @@ class _File:
         return self._connection
 
     def _open(self) -> sqlite3.Connection:
-        """Connect to the file, made if missing; refuse another program's, and no regular file."""
+        """Connect to the file, made if missing; refuse any but a lingodoc cache of this user."""
         try:
             try:
-                if not stat.S_ISREG(os.stat(self.path).st_mode):  # /dev/null, a pipe: never read
-                    raise ConfigurationError(f"the cache {self.path!r} is not a regular file")
+                self._check()
             except FileNotFoundError:
                 self._make()
         except (OSError, sqlite3.Error) as exc:
@@ -157,10 +157,7 @@ class _File:
             if not ours:
                 tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
                 if application_id or any(name != _TABLE for (name,) in tables.fetchall()):
-                    raise ConfigurationError(
-                        f"{self.path!r} is not a lingodoc cache (another program's database, "
-                        "left as it is); give the cache a path of its own"
-                    )
+                    raise _refused(self.path, "another program's database")
             elif (checked := connection.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
                 # Damage SQLite would meet only on the pages it reads: looked for once a
                 # connection (some 40 ms for 200,000 entries), so no run goes on with it.
@@ -179,6 +176,31 @@ class _File:
             connection.close()
             raise
         return connection
+
+    def _check(self) -> None:
+        """Refuse a file at the path that is not this user's SQLite file; make a cache private."""
+        status = os.lstat(self.path)
+        if not stat.S_ISREG(status.st_mode):  # /dev/null, a pipe: never read
+            link = stat.S_ISLNK(status.st_mode)  # dangling or not: private, as ssh's keys are
+            raise _refused(self.path, "a symbolic link" if link else "not a regular file")
+        if hasattr(os, "geteuid") and status.st_uid != os.geteuid():
+            raise _refused(self.path, f"a file of another user, uid {status.st_uid}")
+        # Its header read unless a connection of this process is open on it, a cache then:
+        # closing a descriptor of our own would drop the locks that SQLite holds on it.
+        identity = status.st_dev, status.st_ino
+        with _FILES_LOCK:
+            shared = any(file._connection and file._identity == identity for file in _FILES)
+        if status.st_size and not shared:
+            descriptor = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            try:
+                header = os.read(descriptor, 100)  # SQLite's header
+            finally:
+                os.close(descriptor)
+            if not header.startswith(b"SQLite format 3\x00"):  # a CSV, a text: never moved
+                raise _refused(self.path, "not an SQLite file")
+            if header[68:72] != _APPLICATION_ID.to_bytes(4, "big"):
+                return  # another program's or a damaged one, as SQLite finds: not touched here
+        _private(self.path)
 
     def _make(self) -> None:
         """Make a new cache at the path, set up under a temporary name first: never half-made.
@@ -229,16 +251,39 @@ class _File:
 
 # Every _File of this process, told when it forks; the connections of a parent, kept.
 _FILES: weakref.WeakSet[_File] = weakref.WeakSet()
+_FILES_LOCK = threading.Lock()  # a thread adding to _FILES would fail another's reading it
 _INHERITED: list[sqlite3.Connection] = []
 
 
 def _forked() -> None:
+    global _FILES_LOCK
+    _FILES_LOCK = threading.Lock()  # the parent's may have been held at the fork
     for file in list(_FILES):
         file.forked()
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
     os.register_at_fork(after_in_child=_forked)
+
+
+def _refused(path: str, what: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"{path!r} is not a lingodoc cache ({what}, left as it is); "
+        "give the cache a path of its own"
+    )
+
+
+def _private(path: str) -> None:
+    """Make the cache and its -wal and -shm files readable and writable by their owner alone."""
+    loose = []
+    for name in (path, path + "-wal", path + "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            status = os.lstat(name)
+            if stat.S_ISREG(status.st_mode) and status.st_mode & 0o077:
+                os.chmod(name, 0o600)
+                loose.append(f"{name} ({stat.S_IMODE(status.st_mode):04o})")
+    if loose:  # a warning: the user's own files changed, said where it is seen by default
+        logger.warning("the translation cache was open to others, made 0600: %s", ", ".join(loose))
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -254,12 +299,11 @@ class SQLiteCache:
     """A translation cache in one SQLite file, for one machine: pass it as ``cache=``.
 
     Many threads and processes may use one file at once. A crash, even in the middle
-    of a write, leaves it usable. The file is created readable by its owner alone
-    (``0600``), its ``-wal`` and ``-shm`` files too: translations can be private text.
+    of a write, leaves it usable. The file, its ``-wal`` and ``-shm`` are the owner's alone
+    (``0600``; made so, with one warning, if they were not): translations can be private.
 
-    A damaged cache never stops a run: it (or a file at the path that is no database at
-    all) is moved aside, one warning naming both paths, and a new one is started; so is a
-    file deleted or replaced during a run. Another program's database is refused.
+    A damaged lingodoc cache is moved aside, one warning naming both paths, and a new one
+    started, as for one deleted during a run. Any other file is refused, left as it is.
 
     With a limit, the file stays its size: opening it and each store delete up to a few
     hundred of the oldest entries past it, of every namespace, whose space SQLite reuses.
@@ -276,7 +320,8 @@ class SQLiteCache:
             call then goes on without storing).
 
     Raises:
-        ConfigurationError: If ``path`` is another program's database, not a regular file,
+        ConfigurationError: If ``path`` is not an SQLite file (a CSV, a text), another
+            program's database, a symbolic link, another user's file, not a regular file,
             or cannot be opened or created (then its ``__cause__``, an ``OSError`` or
             ``sqlite3.Error``, says why: a full disk, a lock held too long...).
         InvalidArgumentType: If an argument has the wrong type.
@@ -390,7 +435,7 @@ class SQLiteCache:
                 (version,) = connection.execute("PRAGMA data_version").fetchone()
                 if self._counted is not None and self._counted[:2] == (connection, version):
                     entries += self._counted[2]
-                else:  # opened since, or another connection wrote: counted (6 ms per 100,000)
+                else:  # opened since, or another connection wrote: counted (25 ms a million)
                     (entries,) = connection.execute(f"SELECT count(*) FROM {_TABLE}").fetchone()
                 if (excess := min(entries - self.max_entries, most)) > 0:
                     entries -= connection.execute(_OLDEST, [math.inf, excess]).rowcount

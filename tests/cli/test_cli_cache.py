@@ -413,3 +413,48 @@ def test_a_cache_that_fails_during_a_run_warns_once_and_the_run_goes_on(
     assert batch_in_process(server, *command, "--resume") == 0
     assert out.read_text(encoding="utf-8").splitlines() == [de(t) for t in phrases(50)]
     assert sorted(emulator.translated()) == sorted(phrases(50))  # each text paid for once
+
+
+@pytest.mark.parametrize(
+    ("command", "name", "content"),
+    [
+        (("cache", "stats"), "corpus.csv", b"text\nHello\n"),
+        (("cache", "stats", "--json"), "corpus.csv", b"text\nHello\n"),
+        (("cache", "clear"), "data.json", b'{"texts": ["Hello"]}\n'),
+    ],
+    ids=["stats", "stats --json", "clear"],
+)
+def test_stats_and_clear_of_a_file_that_is_no_cache_change_nothing(
+    cli: RunCLI, tmp_path: Path, command: tuple[str, ...], name: str, content: bytes
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    run = cli(*command[:2], str(path), *command[2:], env=child_env())
+    assert run.code == 2
+    assert run.error == (
+        f"lingodoc: error: {str(path)!r} is not a lingodoc cache (not an SQLite file, left as "
+        "it is); give the cache a path of its own"
+    )
+    assert (path.read_bytes(), sorted(tmp_path.iterdir())) == (content, [path])
+
+
+def test_a_mistyped_cache_is_refused_before_anything_is_sent(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"my notes\n")
+    path = corpus(tmp_path, ["Hello"])
+    run = cli("batch", str(path), "--to", "de", "--cache", str(notes))
+    assert run.code == 2
+    assert f"{str(notes)!r} is not a lingodoc cache (not an SQLite file" in run.error
+    assert emulator.requests == []
+    assert (notes.read_bytes(), sorted(tmp_path.iterdir())) == (b"my notes\n", [path, notes])
+
+
+def test_stats_of_a_symbolic_link_is_refused(cli: RunCLI, tmp_path: Path) -> None:
+    real, link = tmp_path / "cache.db", tmp_path / "link.db"
+    lingodoc.SQLiteCache(real).close()
+    link.symlink_to(real)
+    run = cli("cache", "stats", str(link), env=child_env())
+    assert run.code == 2
+    assert f"{str(link)!r} is not a lingodoc cache (a symbolic link, left as it is)" in run.error

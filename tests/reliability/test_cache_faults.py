@@ -190,7 +190,9 @@ def overwritten_with_garbage(path: Path, backup: Path) -> None:
 
 def replaced_by_garbage(path: Path, backup: Path) -> None:
     scratch = path.with_name("garbage")
-    scratch.write_bytes(garbage(path.stat().st_size))
+    # SQLite's header, then garbage: a damaged database. A file that is not SQLite at all
+    # is refused and left as it is (tests/test_sqlite_cache.py).
+    scratch.write_bytes(b"SQLite format 3\x00" + garbage(path.stat().st_size - 16))
     os.replace(scratch, path)  # a new file at the path
 
 
