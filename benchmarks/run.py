@@ -7,9 +7,9 @@ Usage::
 
 With no name it runs every benchmark, each in a fresh interpreter, and writes the page;
 ``--json`` keeps the results, and ``--from-json`` writes the page from kept results without
-measuring again. A NAME (sendpath, peers, first_result, gather, many, cache, memory, waits)
-runs that benchmark alone and prints its sections of the page; ``--write`` puts them in
-the page in place of the same sections, saying when and where they were measured.
+measuring again. A NAME (sendpath, peers, first_result, gather, many, cache, cache_size,
+memory, waits) runs that benchmark alone and prints its sections of the page; ``--write``
+puts them in the page in place of the same sections, saying when and where they were measured.
 ``--quick`` is a smoke run with few rounds, whose figures are not worth publishing.
 """
 
@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], int]] = {
     "gather": ("bench_gather.py", ["--calls", "3000,300", "--rounds", "1,1"], 1800),
     "many": ("bench_many.py", ["--rounds", "2", "--texts", "2000"], 600),
     "cache": ("bench_cache.py", ["--rounds", "2", "--texts", "5000", "--first-texts", "2000"], 900),
+    "cache_size": ("bench_cache_size.py", ["--rounds", "2", "--entries", "20000"], 1800),
     "memory": ("bench_memory.py", ["--rounds", "1", "--clients", "20"], 900),
     "waits": ("bench_waits.py", ["--rounds", "2", "--calls", "5"], 300),
 }
@@ -138,12 +139,10 @@ def sendpath_section(add: Callable[[str], None], send: dict[str, Any]) -> None:
     add("")
     add(
         f"One `translate()` at a time, {send['calls_per_round']:,} calls a round, against the"
-        " fastest raw httpx call: the request built once, `send()`, `json.loads`. Both tables:"
-        " `python benchmarks/run.py sendpath`. The floor is that raw call plus what the SDK"
-        " may not skip, measured in the same rounds: on your `AsyncClient`, the attempt's"
-        " deadline (`asyncio.timeout`, the cheapest public cancel scope); over a socket, h11's"
-        " reading of each response, so that no answer is taken from bytes sent past another"
-        " (`_framing`). Raw httpx / floor is the best ratio that leaves the SDK."
+        " fastest raw httpx call. The floor adds what the SDK may not skip, in the same rounds:"
+        " on `AsyncClient`, the attempt's deadline (`asyncio.timeout`); over a socket, h11's"
+        " reading of each response, so that no answer is taken from bytes past another. Raw"
+        " httpx / floor is the best ratio that leaves the SDK."
     )
     add("")
     add("### What the SDK adds, on your `http_client`")
@@ -158,8 +157,8 @@ def sendpath_section(add: Callable[[str], None], send: dict[str, Any]) -> None:
     add("### The whole stack, over a fake socket")
     add("")
     add(
-        "The SDK's own transport against httpx's default, both down to httpcore and h11, whose"
-        " backends connect to an in-memory stream that answers the response's bytes."
+        "The SDK's own transport against httpx's default, both down to httpcore and h11, over"
+        " an in-memory stream that answers the response's bytes."
     )
     add("")
     per_call_table(add, send["socket"])
@@ -223,9 +222,8 @@ def gather_section(add: Callable[[str], None], gather: dict[str, Any]) -> None:
         f" {gather['delay'] * 1000:.0f} ms away on loopback: `lingodoc` on its default transport"
         " (16 in flight), `lingodoc + aiohttp` on `DefaultAioHttpClient` (100 in flight). The"
         f" floors: raw httpx with the best pool size of the first table (**{best}** this run:"
-        " httpcore's pool gets slower past about 16 connections in flight), and raw aiohttp;"
-        " the bare rows are what `DefaultAioHttpClient` stands on. *vs*: requests per second"
-        " over the floor's. CPU per call bounds what a busy async service gets through."
+        " httpcore's pool slows past about 16 in flight), and raw aiohttp. *vs*: requests per"
+        " second over the floor's."
         + (
             ""
             if all(map(complete, gather["gathers"]))
@@ -389,6 +387,37 @@ def cache_section(add: Callable[[str], None], cache: dict[str, Any]) -> None:
     add("")
 
 
+def cache_size_section(add: Callable[[str], None], size: dict[str, Any]) -> None:
+    """An SQLiteCache file's size, and what a store that keeps it so costs."""
+
+    def mb(count: int) -> str:
+        return f"{count / 1e6:,.0f} MB"
+
+    add("## The translation cache's file")
+    add("")
+    add(
+        f"`SQLiteCache`, {size['entries']:,} entries of"
+        f" {size['translation_chars']:.0f}-character translations: **{mb(size['bytes'])}**;"
+        f" {mb(size['indexed_bytes'])} with the index a limit adds (made in"
+        f" {size['index_s']:.1f} s). Storing {size['store']} more:"
+    )
+    add("")
+    add("| limit | time per store | time / none's |")
+    add("|---|---|---|")
+    labels = {
+        "no limit": "none",
+        "no limit, the index made": "none, indexed",
+        "max_age": f"`max_age`: {size['store'] + 200} deleted",
+        "max_entries": f"`max_entries`: {size['store']} deleted",
+    }
+    for name, case in size["cases"].items():
+        add(
+            f"| {labels[name]} | {cell(case['ms'], ',.1f', ' ms')}"
+            f" | {'' if name == 'no limit' else ratio(case['ratio'])} |"
+        )
+    add("")
+
+
 SECTIONS: dict[str, Callable[[Callable[[str], None], dict[str, Any]], None]] = {
     "sendpath": sendpath_section,
     "peers": peers_section,
@@ -396,6 +425,7 @@ SECTIONS: dict[str, Callable[[Callable[[str], None], dict[str, Any]], None]] = {
     "gather": gather_section,
     "many": many_section,
     "cache": cache_section,
+    "cache_size": cache_size_section,
     "memory": memory_section,
     "waits": waits_section,
 }

@@ -72,6 +72,108 @@ def test_an_entry_older_than_max_age_is_a_miss(tmp_path: Path, clock: FakeClock)
     assert cache.get_many(list(entries(1))) == entries(1)
 
 
+def rows(path: Path) -> int:
+    """The rows in the file, counted by a plain connection: not what the cache shows."""
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        return int(connection.execute(f"SELECT count(*) FROM {_sqlite_cache._TABLE}").fetchone()[0])
+
+
+def test_expired_entries_are_deleted_by_a_store_not_only_hidden(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    path = tmp_path / "cache.db"
+    cache = lingodoc.SQLiteCache(path, max_age=60)
+    cache.set_many(entries(50))
+    clock.advance(61)
+    assert rows(path) == 50  # expired, still there until a store
+    cache.set_many({"fresh": "translation"})
+    assert rows(path) == 1
+    assert cache.get_many(["fresh", *entries(50)]) == {"fresh": "translation"}
+
+
+def test_a_sweep_deletes_at_most_200_more_than_it_stores(tmp_path: Path, clock: FakeClock) -> None:
+    path = tmp_path / "cache.db"
+    cache = lingodoc.SQLiteCache(path, max_age=60)
+    cache.set_many(entries(1_000))
+    clock.advance(61)
+    cache.set_many(entries(10, "new "))  # replaces 10 expired rows: 990 left to sweep
+    assert rows(path) == 1_000 - 10 - 210 + 10
+    cache.set_many({"fresh": "translation"})
+    assert rows(path) == 790 - 201 + 1
+
+
+def test_opening_a_file_sweeps_it_once(tmp_path: Path, clock: FakeClock) -> None:
+    path = tmp_path / "cache.db"
+    lingodoc.SQLiteCache(path).set_many(entries(300))
+    clock.advance(61)
+    lingodoc.SQLiteCache(path)  # no limit: nothing deleted
+    assert rows(path) == 300
+    lingodoc.SQLiteCache(path, max_age=60)
+    assert rows(path) == 100
+    lingodoc.SQLiteCache(path, max_entries=40)
+    assert rows(path) == 40
+
+
+def test_max_entries_deletes_the_oldest_stored_first(tmp_path: Path, clock: FakeClock) -> None:
+    path = tmp_path / "cache.db"
+    cache = lingodoc.SQLiteCache(path, max_entries=10)
+    stored = entries(25)
+    for key, text in stored.items():
+        cache.set_many({key: text})
+        clock.advance(1)
+        assert rows(path) <= 10
+    assert rows(path) == 10
+    newest = dict(list(stored.items())[-10:])
+    assert cache.get_many(list(stored)) == newest
+    again = dict.fromkeys(list(stored)[-5:], "again")
+    cache.set_many(again)  # replaced: nothing new, nothing deleted
+    assert cache.get_many(list(stored)) == {**newest, **again}
+    clock.advance(1)
+    cache.set_many({"new": "translation"})  # the oldest left goes
+    assert cache.get_many(list(stored)) == {**dict(list(newest.items())[1:]), **again}
+    assert rows(path) == 10
+
+
+def test_max_entries_holds_with_several_connections_storing(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    # Each counts again after another wrote: none sees only its own stores.
+    path = tmp_path / "cache.db"
+    caches = [lingodoc.SQLiteCache(path, max_entries=30, namespace=name) for name in "ab"]
+    for round in range(20):
+        for cache in caches:
+            cache.set_many({f"{round} {n}": "translation" for n in range(4)})
+            clock.advance(1)
+            assert rows(path) <= 30
+    assert rows(path) == 30
+
+
+def test_under_max_entries_the_file_stops_growing(tmp_path: Path, clock: FakeClock) -> None:
+    path = tmp_path / "cache.db"
+    cache = lingodoc.SQLiteCache(path, max_entries=2_000)
+
+    def store(first: int) -> int:
+        """Store 500 new entries; the file's pages after."""
+        cache.set_many({f"{n:064x}": f"translation {n}" for n in range(first, first + 500)})
+        clock.advance(1)
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            return int(connection.execute("PRAGMA page_count").fetchone()[0])
+
+    full = max(store(first) for first in range(0, 4_000, 500))
+    later = [store(first) for first in range(4_000, 40_000, 500)]  # 18 times the limit
+    assert rows(path) == 2_000
+    assert max(later) <= full * 1.1
+
+
+def test_the_limits_are_in_the_repr(tmp_path: Path) -> None:
+    cache = lingodoc.SQLiteCache(tmp_path / "cache.db", max_age=60, max_entries=1_000)
+    assert (cache.max_age, cache.max_entries) == (60.0, 1_000)
+    assert repr(cache) == (
+        f"SQLiteCache({str(tmp_path / 'cache.db')!r}, namespace=None, max_age=60.0, "
+        "max_entries=1000)"
+    )
+
+
 @pytest.fixture(params=[0o000, 0o022], ids=["umask000", "umask022"])
 def umask(request: pytest.FixtureRequest) -> Iterator[int]:
     """The process's umask set to 000, then to the usual 022: neither makes a file private."""
@@ -585,6 +687,10 @@ def test_stats_and_clear_cover_every_namespace(tmp_path: Path, clock: FakeClock)
         ({"max_age": "1d"}, lingodoc.InvalidArgumentType),
         ({"namespace": 3}, lingodoc.InvalidArgumentType),
         ({"timeout": -1}, lingodoc.InvalidArgument),
+        ({"max_entries": 0}, lingodoc.InvalidArgument),
+        ({"max_entries": 1.5}, lingodoc.InvalidArgumentType),
+        ({"max_entries": True}, lingodoc.InvalidArgumentType),
+        ({"max_entries": "1000"}, lingodoc.InvalidArgumentType),
     ],
 )
 def test_bad_settings_are_refused(tmp_path: Path, options: dict[str, object], error: type) -> None:
@@ -601,6 +707,12 @@ def test_a_path_that_cannot_be_created_is_a_configuration_error(tmp_path: Path) 
 @pytest.fixture
 def emulator() -> Emulator:
     return Emulator()
+
+
+async def test_a_client_stores_up_to_max_entries(emulated: lingodoc.Client, tmp_path: Path) -> None:
+    client = emulated.with_options(cache=lingodoc.SQLiteCache(tmp_path / "c.db", max_entries=3))
+    await call(client, "translate_many", [f"text {n}" for n in range(10)], **LANGS)
+    assert rows(tmp_path / "c.db") == 3
 
 
 async def test_a_second_run_of_a_script_sends_nothing(

@@ -39,6 +39,14 @@ _SCHEMA = (
 )
 # Keys per query: below the 999 variables of SQLite before 3.32.
 _CHUNK = 500
+# Made by a file's first sweep (none without limits): its oldest rows, the others left unread.
+_INDEX = f"CREATE INDEX IF NOT EXISTS lingodoc_stored ON {_TABLE} (stored)"
+_OLDEST = (
+    f"DELETE FROM {_TABLE} WHERE (namespace, key) IN "
+    f"(SELECT namespace, key FROM {_TABLE} WHERE stored < ? ORDER BY stored LIMIT ?)"
+)
+# Rows a sweep deletes at most, beyond as many as the store brings: bounded work per store.
+_SWEEP = 200
 
 
 class CacheStats(NamedTuple):
@@ -302,12 +310,17 @@ class SQLiteCache:
     A damaged lingodoc cache is moved aside, one warning naming both paths, and a new one
     started, as for one deleted during a run. Any other file is refused, left as it is.
 
+    With a limit, the file stays its size: opening it and each store delete up to a few
+    hundred of the oldest entries past it, of every namespace, whose space SQLite reuses.
+
     Args:
         path: The file; created if missing.
         namespace: Kept apart from the other namespaces of the file: an account, a
             workspace (its glossaries may differ), or a version to start afresh.
-        max_age: Seconds after which an entry is a miss (sent, then stored again);
-            ``None``: entries never expire.
+        max_age: Seconds after which an entry is a miss (sent, then stored again), then
+            deleted; ``None``: entries never expire.
+        max_entries: Entries the file keeps at most, the oldest stored deleted first;
+            ``None``: no limit.
         timeout: Seconds a write waits for another's to end before it gives up (the
             call then goes on without storing).
 
@@ -317,7 +330,7 @@ class SQLiteCache:
             or cannot be opened or created (then its ``__cause__``, an ``OSError`` or
             ``sqlite3.Error``, says why: a full disk, a lock held too long...).
         InvalidArgumentType: If an argument has the wrong type.
-        InvalidArgument: If ``max_age`` or ``timeout`` is not positive.
+        InvalidArgument: If ``max_age``, ``max_entries`` or ``timeout`` is not positive.
     """
 
     def __init__(
@@ -326,6 +339,7 @@ class SQLiteCache:
         *,
         namespace: str | None = None,
         max_age: float | None = None,
+        max_entries: int | None = None,
         timeout: float = 10.0,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
@@ -336,18 +350,25 @@ class SQLiteCache:
         """The namespace of this cache's entries (``""``: none)."""
         self.max_age: float | None = None if max_age is None else _seconds(max_age, "max_age")
         """Seconds after which an entry is a miss; ``None``: never."""
+        self.max_entries: int | None = (
+            None if max_entries is None else _validation.positive_int(max_entries, "max_entries")
+        )
+        """Entries the file keeps at most; ``None``: no limit."""
+        # The entries when this process last stored, with its connection and PRAGMA
+        # data_version then: while they hold, no other connection has written since.
+        self._counted: tuple[sqlite3.Connection, int, int] | None = None
         self._file = _File(self.path, _seconds(timeout, "timeout"))
         # Closed when the cache is collected, or at exit, if close() was not called.
         weakref.finalize(self, self._file.close)
         try:
-            self._file.run(lambda connection: None)  # refuse another program's file now
+            self._file.run(lambda connection: self._store(connection, []))  # and sweep
         except sqlite3.Error as exc:
             raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from exc
 
     def __repr__(self) -> str:
         return (
             f"SQLiteCache({self.path!r}, namespace={self.namespace or None!r}, "
-            f"max_age={self.max_age!r})"
+            f"max_age={self.max_age!r}, max_entries={self.max_entries!r})"
         )
 
     def __enter__(self) -> SQLiteCache:
@@ -397,12 +418,34 @@ class SQLiteCache:
             return
         now = _clock.current().time()
         rows = [(self.namespace, key, text, now) for key, text in items.items()]
+        self._file.run(lambda connection: self._store(connection, rows))
 
-        def store(connection: sqlite3.Connection) -> None:
-            with _transaction(connection):
-                connection.executemany(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?, ?, ?)", rows)
-
-        self._file.run(store)
+    def _store(self, connection: sqlite3.Connection, rows: list[Any]) -> None:
+        """Store ``rows``, and delete up to a few hundred of the oldest entries past a limit."""
+        limited = self.max_age is not None or self.max_entries is not None
+        if not (rows or limited):
+            return  # opening, with nothing to write
+        counted = None
+        with _transaction(connection):
+            insert = f"INSERT OR IGNORE INTO {_TABLE} VALUES (?, ?, ?, ?)"
+            entries = connection.executemany(insert, rows).rowcount  # the new rows
+            if entries < len(rows):  # some keys were there: their rows replaced
+                connection.executemany(insert.replace("IGNORE", "REPLACE"), rows)
+            most = len(rows) + _SWEEP  # bounded work per store
+            if limited:
+                connection.execute(_INDEX)
+                since = _clock.current().time() - (self.max_age or math.inf)
+                entries -= connection.execute(_OLDEST, [since, most]).rowcount
+            if self.max_entries is not None:
+                (version,) = connection.execute("PRAGMA data_version").fetchone()
+                if self._counted is not None and self._counted[:2] == (connection, version):
+                    entries += self._counted[2]
+                else:  # opened since, or another connection wrote: counted (25 ms a million)
+                    (entries,) = connection.execute(f"SELECT count(*) FROM {_TABLE}").fetchone()
+                if (excess := min(entries - self.max_entries, most)) > 0:
+                    entries -= connection.execute(_OLDEST, [math.inf, excess]).rowcount
+                counted = connection, version, entries
+        self._counted = counted  # once committed
 
     def stats(self) -> CacheStats:
         """Return what the file holds, every namespace included.

@@ -124,6 +124,40 @@ def test_resume_with_a_cache_goes_on_from_the_checkpoint_and_a_rerun_sends_nothi
     assert (tmp_path / "again.txt").read_text(encoding="utf-8").splitlines() == expected
 
 
+def test_cache_max_entries_keeps_the_newest_in_the_cache(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache.db"
+    path = corpus(tmp_path, ["Hello", "Thank you", "Good morning"])
+    run = cli("batch", str(path), "--to", "de", "--cache", str(cache), "--cache-max-entries", "2")
+    assert run.code == 0, run.err
+    assert run.out.splitlines() == [
+        translate_text(text, "en", "de") for text in ("Hello", "Thank you", "Good morning")
+    ]
+    with contextlib.closing(sqlite3.connect(cache)) as connection:
+        assert connection.execute("SELECT count(*) FROM lingodoc_translations").fetchone() == (2,)
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        (["--cache-max-entries", "0"], "expected a whole number >= 1, not '0'"),
+        (["--cache-max-entries", "lots"], "expected a whole number >= 1, not 'lots'"),
+        (
+            ["--cache-max-entries", "10"],
+            "--cache-max-entries limits a cache: give --cache FILE (or LINGODOC_CACHE)",
+        ),
+    ],
+)
+def test_cache_max_entries_must_be_a_whole_number_for_a_cache(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path, options: list[str], error: str
+) -> None:
+    run = cli("batch", str(corpus(tmp_path, ["Hello"])), "--to", "de", *options)
+    assert run.code == 2
+    assert error in run.err
+    assert emulator.requests == []
+
+
 def test_stats_and_clear(cli: RunCLI, tmp_path: Path, env: dict[str, str]) -> None:
     cache = tmp_path / "cache.db"
     lingodoc.SQLiteCache(cache).set_many({f"{n:064x}": f"t{n}" for n in range(3)})

@@ -72,6 +72,7 @@ class OnlyAsyncCache:
 async def caches() -> None:
     sqlite = lingodoc.SQLiteCache("translations.db", namespace="acme", max_age=86_400)
     assert_type(sqlite.stats().entries, int)
+    assert_type(lingodoc.SQLiteCache("c.db", max_entries=1_000_000).max_entries, int | None)
     assert_type(sqlite.clear(older_than=3600), int)
     redis = lingodoc.RedisCache("redis://localhost:6379/0", namespace="acme")
     own: lingodoc.Cache = DictCache()

@@ -17,7 +17,10 @@ _DAY = 86_400
 
 def cache_path(args: argparse.Namespace) -> str | None:
     """The cache file of a ``batch`` run: ``--cache``, else ``LINGODOC_CACHE``; ``None``: none."""
-    return args.cache or os.environ.get(CACHE_ENV, "").strip() or None
+    path = args.cache or os.environ.get(CACHE_ENV, "").strip() or None
+    if path is None and args.cache_max_entries is not None:
+        raise UsageError(f"--cache-max-entries limits a cache: give --cache FILE (or {CACHE_ENV})")
+    return path
 
 
 def _existing(path: str) -> lingodoc.SQLiteCache:

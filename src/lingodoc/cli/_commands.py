@@ -327,7 +327,7 @@ def batch(client: lingodoc.Client, args: argparse.Namespace) -> int:
             stack.enter_context(locked(path))
         if cache is not None:  # opened before anything is sent: refused, it costs nothing
             with cache_errors(cache):
-                opened = lingodoc.SQLiteCache(cache)
+                opened = lingodoc.SQLiteCache(cache, max_entries=args.cache_max_entries)
             client = client.with_options(cache=stack.enter_context(opened))
         return _batch(client, args, corpus, header, output, path)
 

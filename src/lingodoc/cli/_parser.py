@@ -269,6 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
         f"send only those missed; each translation made is stored (default: {_cache.CACHE_ENV})",
     )
     resume.add_argument(
+        "--cache-max-entries",
+        type=_positive,
+        metavar="N",
+        help="keep at most N entries in the cache, deleting the oldest stored (default: no limit)",
+    )
+    resume.add_argument(
         "--wait-for-rate-limit",
         action="store_true",
         help="when the rate limit is spent, wait for the reset, however far off the service "
