@@ -19,6 +19,7 @@ import asyncio
 import errno
 import logging
 import os
+import re
 import socket
 import sys
 import threading
@@ -28,6 +29,8 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lingodoc
 from lingodoc._redis_cache import RedisCache
@@ -229,6 +232,38 @@ def test_without_redis_py_the_error_names_the_extra_to_install(
 def test_options_out_of_range_are_refused(options: dict[str, Any], message: str) -> None:
     with pytest.raises(lingodoc.ConfigurationError, match=message.replace("(", r"\(")):
         RedisCache(**options)
+
+
+HEX_KEY = st.text("0123456789abcdef", min_size=64, max_size=64)
+# Keys that are nearly digests: each way a fast check of many at once might let one through.
+NEAR_KEYS = st.one_of(
+    HEX_KEY,
+    HEX_KEY.map(str.upper),
+    HEX_KEY.map(lambda key: key[:-1]),
+    HEX_KEY.map(lambda key: key + "0"),
+    st.tuples(HEX_KEY, st.integers(0, 63), st.sampled_from(" \t\nG:\u0663\u00e9A")).map(
+        lambda made: made[0][: made[1]] + made[2] + made[0][made[1] + 1 :]
+    ),
+    st.text(max_size=70),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(keys=st.lists(NEAR_KEYS, min_size=1, max_size=6))
+def test_keys_are_refused_exactly_when_one_is_not_64_lowercase_hex_digits(
+    keys: list[str],
+) -> None:
+    cache = RedisCache(f"redis://127.0.0.1:{free_port()}/0")  # checked before it connects
+    try:
+        cache.get_many(keys)
+        refused = False
+    except lingodoc.InvalidArgument:
+        refused = True
+    except ConnectionError:  # checked, then sent: nothing listens there
+        refused = False
+    finally:
+        cache.close()
+    assert refused == (not all(re.fullmatch("[0-9a-f]{64}", key) for key in keys))
 
 
 def test_retry_after_may_be_zero() -> None:

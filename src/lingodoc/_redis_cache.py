@@ -185,11 +185,12 @@ class RedisCache:
 
     def _names(self, keys: Sequence[str]) -> list[str]:
         """The Redis keys of ``keys``, each checked."""
-        for key in keys:
-            if not isinstance(key, str) or _KEY.fullmatch(key) is None:
-                raise InvalidArgument(
-                    f"a cache key must be 64 lowercase hex characters, not {shown(key)}"
-                )
+        if not _all_keys(keys):  # then one by one, to name the wrong one
+            for key in keys:
+                if not isinstance(key, str) or _KEY.fullmatch(key) is None:
+                    raise InvalidArgument(
+                        f"a cache key must be 64 lowercase hex characters, not {shown(key)}"
+                    )
         return [self._prefix + key for key in keys]
 
     def _entries(self, items: Mapping[str, str]) -> dict[str, bytes]:
@@ -352,3 +353,20 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+def _all_keys(keys: Sequence[str]) -> bool:
+    """Whether every key is 64 lowercase hex digits (``False``: some may not be).
+
+    Checked at once: a regex per key costs a first run to Redis as much as its round trips.
+    """
+    try:
+        joined = "".join(keys)
+        # Each 64 long, no upper case, and hex (fromhex skips whitespace: fewer bytes then).
+        return (
+            set(map(len, keys)) == {64}
+            and joined == joined.lower()
+            and len(bytes.fromhex(joined)) * 2 == len(joined)
+        )
+    except (TypeError, ValueError):  # not str, or not hex
+        return False
