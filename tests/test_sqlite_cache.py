@@ -134,6 +134,34 @@ def test_max_entries_deletes_the_oldest_stored_first(tmp_path: Path, clock: Fake
     assert rows(path) == 10
 
 
+def test_max_age_deletes_no_other_namespaces_entries(tmp_path: Path, clock: FakeClock) -> None:
+    path = tmp_path / "cache.db"
+    kept = lingodoc.SQLiteCache(path, namespace="kept")  # no max_age: kept for ever
+    kept.set_many(entries(5))
+    clock.advance(61)
+    short = lingodoc.SQLiteCache(path, namespace="short", max_age=60)
+    short.set_many(entries(5))
+    clock.advance(61)
+    short.set_many({"fresh": "translation"})
+    assert kept.get_many(list(entries(5))) == entries(5)
+    assert short.get_many(["fresh", *entries(5)]) == {"fresh": "translation"}
+    assert rows(path) == 6
+
+
+def test_a_cleared_cache_under_max_entries_keeps_what_it_stores(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    cache = lingodoc.SQLiteCache(tmp_path / "cache.db", max_entries=5)
+    cache.set_many(entries(5))
+    assert cache.clear() == 5
+    later = {f"{number:064x}": "later" for number in range(100, 103)}
+    cache.set_many(later)
+    assert cache.get_many(list(later)) == later
+    clock.advance(1)
+    cache.set_many({f"{number:064x}": "last" for number in range(200, 203)})
+    assert cache.stats().entries == 5
+
+
 def test_max_entries_holds_with_several_connections_storing(
     tmp_path: Path, clock: FakeClock
 ) -> None:

@@ -40,10 +40,16 @@ _SCHEMA = (
 # Keys per query: below the 999 variables of SQLite before 3.32.
 _CHUNK = 500
 # Made by a file's first sweep (none without limits): its oldest rows, the others left unread.
+# max_age is a namespace's own: its sweep deletes no other namespace's entries.
+_AGE_INDEX = f"CREATE INDEX IF NOT EXISTS lingodoc_aged ON {_TABLE} (namespace, stored)"
+_EXPIRED = (
+    f"DELETE FROM {_TABLE} WHERE (namespace, key) IN (SELECT namespace, key FROM {_TABLE} "
+    "WHERE namespace = ? AND stored < ? ORDER BY stored LIMIT ?)"
+)
 _INDEX = f"CREATE INDEX IF NOT EXISTS lingodoc_stored ON {_TABLE} (stored)"
 _OLDEST = (
     f"DELETE FROM {_TABLE} WHERE (namespace, key) IN "
-    f"(SELECT namespace, key FROM {_TABLE} WHERE stored < ? ORDER BY stored LIMIT ?)"
+    f"(SELECT namespace, key FROM {_TABLE} ORDER BY stored LIMIT ?)"
 )
 # Rows a sweep deletes at most, beyond as many as the store brings: bounded work per store.
 _SWEEP = 200
@@ -142,6 +148,7 @@ class _File:
                 self._check()
             except FileNotFoundError:
                 self._make()
+                self._check()  # what is at the path now, ours or put there meanwhile
         except (OSError, sqlite3.Error) as exc:
             raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from exc
         # Used by one thread at a time (the lock), whichever it is.
@@ -317,10 +324,10 @@ class SQLiteCache:
         path: The file; created if missing.
         namespace: Kept apart from the other namespaces of the file: an account, a
             workspace (its glossaries may differ), or a version to start afresh.
-        max_age: Seconds after which an entry is a miss (sent, then stored again), then
-            deleted; ``None``: entries never expire.
-        max_entries: Entries the file keeps at most, the oldest stored deleted first;
-            ``None``: no limit.
+        max_age: Seconds after which an entry of this namespace is a miss (sent, then
+            stored again), then deleted; ``None``: entries never expire.
+        max_entries: Entries the file keeps at most, every namespace's, the oldest
+            stored deleted first; ``None``: no limit.
         timeout: Seconds a write waits for another's to end before it gives up (the
             call then goes on without storing).
 
@@ -432,18 +439,19 @@ class SQLiteCache:
             if entries < len(rows):  # some keys were there: their rows replaced
                 connection.executemany(insert.replace("IGNORE", "REPLACE"), rows)
             most = len(rows) + _SWEEP  # bounded work per store
-            if limited:
-                connection.execute(_INDEX)
-                since = _clock.current().time() - (self.max_age or math.inf)
-                entries -= connection.execute(_OLDEST, [since, most]).rowcount
+            if self.max_age is not None:
+                connection.execute(_AGE_INDEX)
+                since = _clock.current().time() - self.max_age
+                entries -= connection.execute(_EXPIRED, [self.namespace, since, most]).rowcount
             if self.max_entries is not None:
+                connection.execute(_INDEX)
                 (version,) = connection.execute("PRAGMA data_version").fetchone()
                 if self._counted is not None and self._counted[:2] == (connection, version):
                     entries += self._counted[2]
                 else:  # opened since, or another connection wrote: counted (25 ms a million)
                     (entries,) = connection.execute(f"SELECT count(*) FROM {_TABLE}").fetchone()
                 if (excess := min(entries - self.max_entries, most)) > 0:
-                    entries -= connection.execute(_OLDEST, [math.inf, excess]).rowcount
+                    entries -= connection.execute(_OLDEST, [excess]).rowcount
                 counted = connection, version, entries
         self._counted = counted  # once committed
 
@@ -485,6 +493,7 @@ class SQLiteCache:
             since = _clock.current().time() - _seconds(older_than, "older_than", zero=True)
 
         def delete(connection: sqlite3.Connection) -> int:
+            self._counted = None  # a write of its own, which data_version does not show
             with _transaction(connection):
                 query = f"DELETE FROM {_TABLE} WHERE stored < ?"
                 deleted: int = connection.execute(query, [since]).rowcount
