@@ -246,13 +246,14 @@ def test_real_sqlite_errors_are_told_apart(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("flags", "free", "kind"),
-    [(os.ST_RDONLY, 10**9, "denied"), (0, 0, "full"), (0, 512 * 1024, "full"), (0, 10**9, None)],
+    # Free space or not: a quota, which statvfs does not show, is full all the same.
+    [(os.ST_RDONLY, 10**9, "denied"), (0, 0, "full"), (0, 512 * 1024, "full"), (0, 10**9, "full")],
 )
 def test_a_disk_io_error_is_told_by_the_file_system(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flags: int, free: int, kind: str | None
 ) -> None:
-    # SQLite says "disk I/O error" when it cannot grow the -shm file (a full disk), or open it
-    # for writing (a read-only file system): the file system tells which.
+    # SQLite says "disk I/O error" when it cannot grow the -shm file (a full disk, a quota), or
+    # open it for writing (a read-only file system): the file system tells which.
     seen: list[str] = []
 
     def statvfs(folder: str) -> os.statvfs_result:
@@ -278,8 +279,8 @@ def existing_cache(tmp_path: Path) -> Path:
 FAILURES = {  # what SQLite raises, the exit code, and what the line says
     "full": (
         "database or disk is full", 6,
-        "cannot write the cache {}: database or disk is full; free some space, then run the "
-        "same command again",
+        "cannot write the cache {}: database or disk is full; free some space (or raise your "
+        "disk quota), then run the same command again",
     ),
     "read-only": (
         "attempt to write a readonly database", 2,
@@ -421,21 +422,26 @@ def test_a_cache_that_fails_during_a_run_warns_once_and_the_run_goes_on(
         (("cache", "stats"), "corpus.csv", b"text\nHello\n"),
         (("cache", "stats", "--json"), "corpus.csv", b"text\nHello\n"),
         (("cache", "clear"), "data.json", b'{"texts": ["Hello"]}\n'),
+        (("cache", "stats"), "empty.db", b""),
+        # Another program's damaged database: SQLite's header, no lingodoc mark, garbage.
+        (("cache", "clear"), "theirs.db", b"SQLite format 3\x00" + bytes(84) + b"garbage" * 99),
     ],
-    ids=["stats", "stats --json", "clear"],
+    ids=["stats", "stats --json", "clear", "stats, empty", "clear, another's damaged"],
 )
 def test_stats_and_clear_of_a_file_that_is_no_cache_change_nothing(
     cli: RunCLI, tmp_path: Path, command: tuple[str, ...], name: str, content: bytes
 ) -> None:
     path = tmp_path / name
     path.write_bytes(content)
+    path.chmod(0o644)  # a cache open to others would be made 0600: this must not be
     run = cli(*command[:2], str(path), *command[2:], env=child_env())
     assert run.code == 2
     assert run.error == (
-        f"lingodoc: error: {str(path)!r} is not a lingodoc cache (not an SQLite file, left as "
-        "it is); give the cache a path of its own"
+        f"lingodoc: error: {path} is not a lingodoc cache (left as it is): give the file that "
+        "`lingodoc batch --cache` made"
     )
     assert (path.read_bytes(), sorted(tmp_path.iterdir())) == (content, [path])
+    assert path.stat().st_mode & 0o777 == 0o644
 
 
 def test_a_mistyped_cache_is_refused_before_anything_is_sent(

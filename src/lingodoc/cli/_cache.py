@@ -8,6 +8,7 @@ import os
 import sys
 
 import lingodoc
+from lingodoc._sqlite_cache import APPLICATION_ID
 from lingodoc.cli._errors import EXIT_OK, UsageError, cache_errors
 from lingodoc.cli._visible import visible
 
@@ -24,9 +25,19 @@ def cache_path(args: argparse.Namespace) -> str | None:
 
 
 def _existing(path: str) -> lingodoc.SQLiteCache:
-    """The cache at ``path``, which must be there: `stats` and `clear` never make one."""
+    """The cache at ``path``, which must be one: `stats` and `clear` never make one of a file."""
     if not os.path.isfile(path):
         raise UsageError(f"no cache at {path}")
+    with open(path, "rb") as file:  # no connection of ours yet: no lock of SQLite's to drop
+        header = file.read(72)
+    mark = APPLICATION_ID.to_bytes(4, "big")
+    ours = header[:16] == b"SQLite format 3\x00" and header[68:] == mark
+    # A cache set up in place on an empty file may have its first pages in its -wal still.
+    if not (ours or (not header and os.path.isfile(path + "-wal"))):
+        raise UsageError(
+            f"{path} is not a lingodoc cache (left as it is): give the file that "
+            "`lingodoc batch --cache` made"
+        )
     return lingodoc.SQLiteCache(path)
 
 

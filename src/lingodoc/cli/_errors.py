@@ -120,15 +120,13 @@ def cache_failure(error: BaseException, path: str) -> str | None:
     if primary != 10 or not hasattr(os, "statvfs"):
         return _KINDS.get(primary or 0)
     # A disk I/O error, which SQLite does not explain (a -shm file it cannot grow or open
-    # for writing): the file system can. Under 1 MiB free is full for SQLite, whose -shm
-    # alone takes 32 KiB and whose -wal grows a page at a time.
+    # for writing): a read-only file system says so; else a full disk, or a quota, which
+    # no statvfs shows.
     try:
         disk = os.statvfs(os.path.dirname(os.path.abspath(path)))
     except OSError:
-        return None
-    if disk.f_flag & os.ST_RDONLY:
-        return "denied"
-    return "full" if disk.f_bavail * disk.f_frsize < 1 << 20 else None
+        return "full"
+    return "denied" if disk.f_flag & os.ST_RDONLY else "full"
 
 
 @contextlib.contextmanager
@@ -146,7 +144,7 @@ def cache_errors(path: str) -> Iterator[None]:
             explained = Explained(
                 EXIT_DISK_FULL,
                 f"cannot write the cache {path}: {why}",
-                "free some space, then run the same command again",
+                "free some space (or raise your disk quota), then run the same command again",
             )
         elif kind == "locked":
             explained = Explained(
