@@ -12,6 +12,8 @@ ALLOW_HTTP_HOST_ENV = "LINGODOC_ALLOW_HTTP_HOST"
 LOG_ENV = "LINGODOC_LOG"
 # The documentation site (pyproject.toml's Documentation URL), named by messages.
 DOCS_URL = "https://lingodoc.github.io/lingodoc-python/"
+# PRAGMA application_id of an SQLiteCache file ("LgDc"): `lingodoc cache` opens no other.
+CACHE_APPLICATION_ID = 0x4C674463
 
 # What errors hint (``LingodocError.hint``), in the SDK's terms; the command line knows them
 # by these, and says them in its flags' terms. A missing key: where keys come from (the

@@ -24,13 +24,12 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple, TypeVar
 
 from lingodoc import _clock, _validation
+from lingodoc._constants import CACHE_APPLICATION_ID
 from lingodoc._exceptions import ConfigurationError, InvalidArgument
 from lingodoc._logging import logger
 
 T = TypeVar("T")
 
-# PRAGMA application_id: what marks a file as lingodoc's ("LgDc").
-APPLICATION_ID = 0x4C674463
 _TABLE = "lingodoc_translations"
 _SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {_TABLE} (namespace TEXT NOT NULL, key TEXT NOT NULL, "
@@ -160,7 +159,7 @@ class _File:
             self._identity, self._size = (status.st_dev, status.st_ino), status.st_size
             # Read before anything is written: another program's file is left as it was.
             application_id = connection.execute("PRAGMA application_id").fetchone()[0]
-            ours = application_id == APPLICATION_ID
+            ours = application_id == CACHE_APPLICATION_ID
             if not ours:
                 tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
                 if application_id or any(name != _TABLE for (name,) in tables.fetchall()):
@@ -182,7 +181,7 @@ class _File:
             if not ours:
                 with _transaction(connection):
                     connection.execute(_SCHEMA)
-                    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    connection.execute(f"PRAGMA application_id = {CACHE_APPLICATION_ID}")
             self._logs = _identity(self.path + "-wal"), _identity(self.path + "-shm")
         except BaseException:
             connection.close()
@@ -210,7 +209,7 @@ class _File:
                 os.close(descriptor)
             if not header.startswith(b"SQLite format 3\x00"):  # a CSV, a text: never moved
                 raise _refused(self.path, "not an SQLite file")
-            if header[68:72] != APPLICATION_ID.to_bytes(4, "big"):
+            if header[68:72] != CACHE_APPLICATION_ID.to_bytes(4, "big"):
                 return  # another program's or a damaged one, as SQLite finds: not touched here
         _private(self.path)
 
@@ -231,7 +230,7 @@ class _File:
                 connection.execute("PRAGMA journal_mode = WAL")
                 with _transaction(connection):
                     connection.execute(_SCHEMA)
-                    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    connection.execute(f"PRAGMA application_id = {CACHE_APPLICATION_ID}")
             try:
                 os.link(temporary, self.path)
             except FileExistsError:

@@ -8,7 +8,7 @@ import os
 import sys
 
 import lingodoc
-from lingodoc._sqlite_cache import APPLICATION_ID
+from lingodoc._constants import CACHE_APPLICATION_ID
 from lingodoc.cli._errors import EXIT_OK, UsageError, cache_errors
 from lingodoc.cli._visible import visible
 
@@ -30,7 +30,7 @@ def _existing(path: str) -> lingodoc.SQLiteCache:
         raise UsageError(f"no cache at {path}")
     with open(path, "rb") as file:  # no connection of ours yet: no lock of SQLite's to drop
         header = file.read(72)
-    mark = APPLICATION_ID.to_bytes(4, "big")
+    mark = CACHE_APPLICATION_ID.to_bytes(4, "big")
     ours = header[:16] == b"SQLite format 3\x00" and header[68:] == mark
     # A cache set up in place on an empty file may have its first pages in its -wal still.
     if not (ours or (not header and os.path.isfile(path + "-wal"))):
