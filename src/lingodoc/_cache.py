@@ -6,10 +6,9 @@ and every ``extra_body`` field), the ``extra_query`` parameters and the text, ex
 Headers are left out: they carry tracing ids. The namespace is the store's own
 (`SQLiteCache`, `RedisCache`), folded into what it stores.
 
-A value stored is its key's first `SEAL` hex digits, then the translation: one with other
-digits (a desynced Redis reply, rows swapped) is a miss. A slice of a SHA-256 digest is
-digest enough: another key of ours shares it with a chance of 2**-64; a hash of it would
-cost each hit more and tell nothing more.
+A value stored is its key's first `SEAL` hex digits, then the translation; other digits (a
+desynced Redis reply, rows swapped) make it a miss. A slice of a SHA-256 digest is enough:
+another key of ours shares it with a chance of 2**-64.
 
 Stores raise; `CacheUse` alone logs a failure, backs off and sees the recovery, and the call
 goes on: a paid translation is never lost for the cache's sake. Neither counts in ``timeout``.

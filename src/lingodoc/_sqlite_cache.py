@@ -173,9 +173,8 @@ class _File:
             # Keys are digests, spread over the whole file: a connection that lives long
             # keeps up to 32 MiB of its pages (some 200,000 entries) rather than 2 MiB.
             connection.execute("PRAGMA cache_size = -32768")
-            # A store of 1,000 spread keys writes most pages of the file: folded back into
-            # it after each (SQLite's 1,000 pages) it doubles a first run's cost. 10,000 pages
-            # (some 40 MiB of -wal), cut back to 16 MiB once folded.
+            # A store of 1,000 spread keys writes most pages: folded back after each (at 1,000
+            # pages) it doubled a first run's cost. 10,000 (~40 MiB of -wal), then 16 MiB.
             connection.execute("PRAGMA wal_autocheckpoint = 10000")
             connection.execute(f"PRAGMA journal_size_limit = {16 << 20}")
             if not ours:
