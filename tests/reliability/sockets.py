@@ -27,6 +27,7 @@ except ModuleNotFoundError:  # scripts/soak.py imports this module without pytes
 else:
     LINUX_ONLY = pytest.mark.skipif(not PROC_NET, reason="counts connections through /proc (Linux)")
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
+_CLOSE_WAIT = "08"
 
 
 def _socket_inodes() -> set[str]:
@@ -55,9 +56,17 @@ def _tcp_entries() -> Iterator[tuple[int, int, str, str]]:
 
 
 def client_connections(port: int) -> int:
-    """Sockets this process holds that are connected to ``port``: the clients' connections."""
+    """Sockets this process holds that are connected to ``port``: the clients' connections.
+
+    Not one in CLOSE_WAIT, whose server has gone: an earlier test's, not yet collected, whose
+    server had the same port (the tests' servers are given free ports, which come again).
+    """
     ours = _socket_inodes()
-    return sum(1 for _, remote, _, inode in _tcp_entries() if remote == port and inode in ours)
+    return sum(
+        1
+        for _, remote, state, inode in _tcp_entries()
+        if remote == port and state != _CLOSE_WAIT and inode in ours
+    )
 
 
 def server_connections(port: int) -> int:
