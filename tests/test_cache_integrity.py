@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from lingodoc import _cache, _endpoints
 from lingodoc.emulator import Emulator, translate_text
 from tests.conftest import call
 from tests.resp_server import OutOfStepRedis
+from tests.test_cache_properties import DictStore  # the protocol on a dict
 
 LANGS = {"source_language": "en", "target_language": "de"}
 # Swapped in pairs: (0, 1), (2, 3), (4, 5); each translated to a text of its own.
@@ -83,17 +84,6 @@ async def served_right_after(
     assert [r.levelname for r in caplog.records if MISMATCH in r.getMessage()] == ["WARNING"]
     assert await each_method(client) == EXPECTED
     assert sent(emulator) - before == 3  # each under its own key
-
-
-class DictStore:
-    def __init__(self) -> None:
-        self.data: dict[str, str] = {}
-
-    def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
-        return {key: self.data[key] for key in keys if key in self.data}
-
-    def set_many(self, items: Mapping[str, str]) -> None:
-        self.data.update(items)
 
 
 async def test_a_store_sees_each_value_as_its_keys_first_16_digits_then_the_translation(
