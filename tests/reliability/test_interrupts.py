@@ -100,8 +100,8 @@ LATEST = 1.5
 THREADS = 16
 PAUSE = 0.01  # each thread's, between its calls
 # Interrupted calls of the quick and the stress versions.
-QUICK_ONE_THREAD = 300
-QUICK_SHARED = 50
+QUICK_ONE_THREAD = 120
+QUICK_SHARED = 20
 STRESS = 3_000  # one thread: about 3 s per 1,000 calls
 STRESS_SHARED = 1_000  # among 16 threads: about 9 s
 # Whether connections can be counted (tests/reliability/sockets.py reads /proc: Linux).
@@ -532,7 +532,7 @@ def raising_at(line: int, raised: type[BaseException], call: Callable[[], str]) 
 
 
 @RAISED
-@pytest.mark.parametrize("every", [13, pytest.param(1, marks=pytest.mark.stress)])
+@pytest.mark.parametrize("every", [29, pytest.param(1, marks=pytest.mark.stress)])
 def test_an_exception_raised_at_any_line_of_a_call_leaves_the_client_usable(
     client: lingodoc.Client, server: EmulatorServer, every: int, raised: type[BaseException]
 ) -> None:

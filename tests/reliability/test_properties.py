@@ -34,9 +34,9 @@ import lingodoc
 BASE_URL = "https://api.lingodoc.test/v1"
 API_KEY = "ld_prop_0123456789abcdefQZ7X"
 
-# ~200 examples per property; no example database, so no .hypothesis/ in the tree.
+# ~100 examples per property; no example database, so no .hypothesis/ in the tree.
 PROPERTY = settings(
-    max_examples=200,
+    max_examples=100,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
