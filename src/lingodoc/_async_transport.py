@@ -3,11 +3,10 @@
 This module is written by hand; ``_sync_transport.py`` (``Client``'s) is generated from
 it by ``scripts/unasync.py``.
 
-httpx's transport API over httpcore's public pool (HTTP/1.1, and any proxy of the
-environment). Its streams cut each step to the time left before the attempt's deadline
-(httpcore gives each read the read timeout afresh), follow each response with h11
-(`_framing`), and are counted while open, so that `Transport.drop` closes them without
-the pool, whose locks an interrupted call may have left taken.
+httpx's transport API over httpcore's public pool. Its streams cut each step to the
+attempt's deadline (httpcore gives each read the read timeout afresh), follow each response
+with h11 (`_framing`), and are counted while open, so that `Transport.drop` can close them
+without the pool, whose locks an interrupted call may have left taken.
 """
 
 from __future__ import annotations
@@ -84,9 +83,6 @@ class _Backend(httpcore.AsyncNetworkBackend):
         stream = await self.backend.connect_tcp(host, port, timeout, local_address, socket_options)
         return _Stream(stream, self)
 
-    async def sleep(self, seconds: float) -> None:
-        await self.backend.sleep(seconds)
-
 
 # httpcore's errors, each raised as httpx's error of the same name.
 _HTTPCORE_ERRORS = (
@@ -128,12 +124,10 @@ class _ResponseStream(httpx.AsyncByteStream):
 
 
 class _OneConnection:
-    """One connection, reused while idle, in place of httpcore's pool (``single=True``).
+    """One connection, reused while idle: httpcore's pool for a ``Client``'s main thread.
 
-    httpcore's pool, interrupted between taking its lock and returning from that, takes the
-    same lock again in its own error handling and waits on itself for good: the interrupted
-    call never ends. A single connection's error handling takes no lock again. For a
-    ``Client``'s main thread, which makes one call at a time and is where Ctrl-C lands.
+    httpcore's pool, interrupted while it holds its lock, takes that lock again in its own
+    error handling and waits on itself for good; a single connection takes no lock again.
     """
 
     def __init__(self, verify: ssl.SSLContext, backend: _Backend) -> None:
@@ -182,7 +176,7 @@ class Transport(httpx.AsyncBaseTransport):
         single: bool = False,
     ) -> None:
         self.backend = _Backend()
-        self.verify, self.proxy = verify, proxy
+        self.proxy = proxy
         self.is_closed = False
         self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
         self.pool: httpcore.AsyncConnectionPool | _OneConnection
@@ -232,11 +226,10 @@ class Transport(httpx.AsyncBaseTransport):
         await self.pool.aclose()
 
     async def drop(self) -> None:
-        """Close every connection at once, without the pool and its locks.
+        """Close every connection without the pool and its locks, for a transport no call uses.
 
-        For a transport that no call is using but that may be in any state: one an
-        interrupted call left, or a forked child's copy of its parent's (closing the child's
-        sockets leaves the parent's connections open).
+        One an interrupted call left, or a forked child's copy of its parent's (closing the
+        child's sockets leaves the parent's connections open).
         """
         self.is_closed = True
         for stream in list(self.backend.streams):

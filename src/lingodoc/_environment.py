@@ -82,11 +82,9 @@ def proxy_for(url: httpx.URL) -> httpcore.Proxy | ConfigurationError | None:
     import httpcore
 
     try:
+        # httpx.Proxy refuses a scheme it cannot use (ValueError).
         proxy = httpx.Proxy(named if "://" in named else f"http://{named}")
-        scheme = proxy.url.scheme
-        if scheme not in ("http", "https", "socks5", "socks5h"):
-            raise ValueError(f"Unknown scheme for proxy URL {named!r}")
-        if scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
+        if proxy.url.scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
             # httpcore imports it at the first connection: say so now.
             raise ImportError("a SOCKS proxy needs the socksio package: pip install socksio")
         return httpcore.Proxy(
