@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import urllib.request
 import weakref
-from collections.abc import AsyncIterator
 from typing import Any, NoReturn
 
 import httpx
 
 from lingodoc import _tracing
+from lingodoc._async_transport import ResponseStream
 from lingodoc._constants import AIOHTTP_MAX_IN_FLIGHT, DEFAULT_TIMEOUT
 from lingodoc._environment import ssl_context
 from lingodoc._exceptions import ConfigurationError
@@ -39,27 +39,6 @@ def _raise_as_httpx(exc: Exception) -> NoReturn:
     elif isinstance(exc, httpx.TransportError) and exc.__cause__ is None:
         raise exc  # httpx's own
     raise kind(str(cause) or type(cause).__name__) from exc
-
-
-class _Body(httpx.AsyncByteStream):
-    """httpx-aiohttp's response body, its errors as httpx's (an iterator: cheap per chunk)."""
-
-    def __init__(self, stream: Any, errors: tuple[type[Exception], ...]) -> None:
-        self.stream, self.errors = stream, errors
-        self.chunks: Any = None
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        self.chunks = self.stream.__aiter__()
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            return await self.chunks.__anext__()  # type: ignore[no-any-return]
-        except self.errors as exc:
-            _raise_as_httpx(exc)
-
-    async def aclose(self) -> None:
-        await self.stream.aclose()
 
 
 class _Transport(httpx.AsyncBaseTransport):
@@ -89,7 +68,7 @@ class _Transport(httpx.AsyncBaseTransport):
             response = await self.transport.handle_async_request(request)
         except self.errors as exc:
             _raise_as_httpx(exc)
-        response.stream = _Body(response.stream, self.errors)
+        response.stream = ResponseStream(response.stream, self.errors, _raise_as_httpx)
         return response
 
     async def aclose(self) -> None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import ssl
-from collections.abc import AsyncIterator, Generator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, NoReturn
 
 import httpcore
 import httpx
@@ -91,23 +91,25 @@ _HTTPCORE_ERRORS = (
 )  # fmt: skip
 
 
-@contextlib.contextmanager
-def _httpx_errors() -> Generator[None, None, None]:
-    """Raise httpcore's errors as httpx's own, as ``httpx.HTTPTransport`` does."""
-    try:
-        yield
-    except _HTTPCORE_ERRORS as exc:
-        raise getattr(httpx, type(exc).__name__, httpx.TransportError)(str(exc)) from exc
+# Raises an error of a library under httpx as httpx's own.
+Raise = Callable[[Exception], NoReturn]
 
 
-class _ResponseStream(httpx.AsyncByteStream):
-    """httpcore's response body as httpx's, its errors as httpx's.
+def _raise_as_httpx(exc: Exception) -> NoReturn:
+    """Raise httpcore's error as httpx's own, as ``httpx.HTTPTransport`` does."""
+    raise getattr(httpx, type(exc).__name__, httpx.TransportError)(str(exc)) from exc
 
-    An iterator, not a generator: a body read only in part leaves no generator unfinished.
+
+class ResponseStream(httpx.AsyncByteStream):
+    """A response body as httpx's: its ``errors`` raised as httpx's by ``raises``.
+
+    Of httpcore's pool, or of ``DefaultAioHttpClient``'s transport. An iterator, not a
+    generator: a body read only in part leaves no generator unfinished.
     """
 
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream  # httpcore's pool's: iterable, and closed to free its connection
+    def __init__(self, stream: Any, errors: tuple[type[Exception], ...], raises: Raise) -> None:
+        self.stream = stream  # iterable, and closed to free its connection
+        self.errors, self.raises = errors, raises
         self.chunks: Any = None
 
     def __aiter__(self) -> AsyncIterator[bytes]:
@@ -115,12 +117,16 @@ class _ResponseStream(httpx.AsyncByteStream):
         return self
 
     async def __anext__(self) -> bytes:
-        with _httpx_errors():
+        try:
             return await self.chunks.__anext__()  # type: ignore[no-any-return]
+        except self.errors as exc:
+            self.raises(exc)
 
     async def aclose(self) -> None:
-        with _httpx_errors():
+        try:
             await self.stream.aclose()
+        except self.errors as exc:
+            self.raises(exc)
 
 
 class _OneConnection:
@@ -211,12 +217,14 @@ class Transport(httpx.AsyncBaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
-        with _httpx_errors():
+        try:
             response = await self.pool.handle_async_request(core_request)
+        except _HTTPCORE_ERRORS as exc:
+            _raise_as_httpx(exc)
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
-            stream=_ResponseStream(response.stream),
+            stream=ResponseStream(response.stream, _HTTPCORE_ERRORS, _raise_as_httpx),
             extensions=response.extensions,
         )
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import ssl
-from collections.abc import Generator, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NoReturn
 
 import httpcore
 import httpx
@@ -90,23 +90,25 @@ _HTTPCORE_ERRORS = (
 )  # fmt: skip
 
 
-@contextlib.contextmanager
-def _httpx_errors() -> Generator[None, None, None]:
-    """Raise httpcore's errors as httpx's own, as ``httpx.HTTPTransport`` does."""
-    try:
-        yield
-    except _HTTPCORE_ERRORS as exc:
-        raise getattr(httpx, type(exc).__name__, httpx.TransportError)(str(exc)) from exc
+# Raises an error of a library under httpx as httpx's own.
+Raise = Callable[[Exception], NoReturn]
 
 
-class _ResponseStream(httpx.SyncByteStream):
-    """httpcore's response body as httpx's, its errors as httpx's.
+def _raise_as_httpx(exc: Exception) -> NoReturn:
+    """Raise httpcore's error as httpx's own, as ``httpx.HTTPTransport`` does."""
+    raise getattr(httpx, type(exc).__name__, httpx.TransportError)(str(exc)) from exc
 
-    An iterator, not a generator: a body read only in part leaves no generator unfinished.
+
+class ResponseStream(httpx.SyncByteStream):
+    """A response body as httpx's: its ``errors`` raised as httpx's by ``raises``.
+
+    Of httpcore's pool, or of ``DefaultAioHttpClient``'s transport. An iterator, not a
+    generator: a body read only in part leaves no generator unfinished.
     """
 
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream  # httpcore's pool's: iterable, and closed to free its connection
+    def __init__(self, stream: Any, errors: tuple[type[Exception], ...], raises: Raise) -> None:
+        self.stream = stream  # iterable, and closed to free its connection
+        self.errors, self.raises = errors, raises
         self.chunks: Any = None
 
     def __iter__(self) -> Iterator[bytes]:
@@ -114,12 +116,16 @@ class _ResponseStream(httpx.SyncByteStream):
         return self
 
     def __next__(self) -> bytes:
-        with _httpx_errors():
+        try:
             return self.chunks.__next__()  # type: ignore[no-any-return]
+        except self.errors as exc:
+            self.raises(exc)
 
     def close(self) -> None:
-        with _httpx_errors():
+        try:
             self.stream.close()
+        except self.errors as exc:
+            self.raises(exc)
 
 
 class _OneConnection:
@@ -210,12 +216,14 @@ class Transport(httpx.BaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
-        with _httpx_errors():
+        try:
             response = self.pool.handle_request(core_request)
+        except _HTTPCORE_ERRORS as exc:
+            _raise_as_httpx(exc)
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
-            stream=_ResponseStream(response.stream),
+            stream=ResponseStream(response.stream, _HTTPCORE_ERRORS, _raise_as_httpx),
             extensions=response.extensions,
         )
 
