@@ -25,20 +25,18 @@ def _raise_as_httpx(exc: Exception) -> NoReturn:
     import aiohttp
 
     cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ else exc
-    kind: type[httpx.TransportError] = httpx.TransportError  # may have been sent
-    if isinstance(cause, aiohttp.ConnectionTimeoutError):
-        kind = httpx.ConnectTimeout
-    elif isinstance(cause, aiohttp.ClientConnectorError):  # nothing was sent
-        kind = httpx.ConnectError
-    elif isinstance(cause, aiohttp.ServerTimeoutError):
-        kind = httpx.ReadTimeout
-    elif isinstance(cause, (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError)):
-        kind = httpx.ReadError
-    elif isinstance(cause, (aiohttp.ClientPayloadError, aiohttp.ClientResponseError)):
-        kind = httpx.RemoteProtocolError
-    elif isinstance(exc, httpx.TransportError) and exc.__cause__ is None:
+    kinds: list[tuple[Any, type[httpx.TransportError]]] = [  # the first that matches
+        (aiohttp.ConnectionTimeoutError, httpx.ConnectTimeout),
+        (aiohttp.ClientConnectorError, httpx.ConnectError),  # nothing was sent
+        (aiohttp.ServerTimeoutError, httpx.ReadTimeout),
+        ((aiohttp.ClientOSError, aiohttp.ServerDisconnectedError), httpx.ReadError),
+        ((aiohttp.ClientPayloadError, aiohttp.ClientResponseError), httpx.RemoteProtocolError),
+    ]
+    kind = next((kind for errors, kind in kinds if isinstance(cause, errors)), None)
+    if kind is None and isinstance(exc, httpx.TransportError) and exc.__cause__ is None:
         raise exc  # httpx's own
-    raise kind(str(cause) or type(cause).__name__) from exc
+    # An error of no kind above: a TransportError, which may have been sent.
+    raise (kind or httpx.TransportError)(str(cause) or type(cause).__name__) from exc
 
 
 class _Transport(httpx.AsyncBaseTransport):
@@ -146,14 +144,13 @@ def hand_over(
     ``None``: through its ``send()``. Its proxies follow the SDK's rule: none for ``http://``.
     """
     handed = _handed[http_client]
-    changed = (
+    if (  # settings made after it was made: its send() applies them
         http_client.headers.raw != handed.headers
         or http_client.cookies
         or http_client.params
         or http_client.auth is not None
         or any(http_client.event_hooks.values())
-    )
-    if changed:  # set after it was made: its send() applies them
+    ):
         handed.direct = False
     if handed.proxied and not proxy_allowed:
         if handed.session_made:

@@ -6,6 +6,7 @@ As httpx reads them for a client made with ``trust_env=True``; an unusable setti
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -119,6 +120,4 @@ def transport_maker(is_async: bool, url: str, *, trust_env: bool) -> Callable[..
         from lingodoc._async_transport import Transport
     else:
         from lingodoc._sync_transport import Transport  # type: ignore[assignment]
-    return lambda connections, single=False: Transport(
-        verify=verify, connections=connections, proxy=proxy, single=single
-    )
+    return functools.partial(Transport, verify=verify, proxy=proxy)

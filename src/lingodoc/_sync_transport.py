@@ -165,8 +165,8 @@ class Transport(httpx.BaseTransport):
     """``httpx.HTTPTransport`` (HTTP/1.1) whose connections keep to each attempt's deadline.
 
     Args:
-        verify: The SSL context of its TLS connections.
         connections: The most connections it holds.
+        verify: The SSL context of its TLS connections.
         proxy: The proxy to send through, if any.
         single: One connection, without httpcore's pool and its locks (`_OneConnection`),
             unless through a proxy (httpcore's proxy connections are not public).
@@ -174,9 +174,9 @@ class Transport(httpx.BaseTransport):
 
     def __init__(
         self,
+        connections: int,
         *,
         verify: ssl.SSLContext,
-        connections: int,
         proxy: httpcore.Proxy | None,
         single: bool = False,
     ) -> None:
