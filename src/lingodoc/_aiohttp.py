@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import urllib.request
 import weakref
-from collections.abc import AsyncIterator
 from typing import Any, NoReturn
 
 import httpx
 
 from lingodoc import _tracing
+from lingodoc._async_transport import ResponseStream
 from lingodoc._constants import AIOHTTP_MAX_IN_FLIGHT, DEFAULT_TIMEOUT
 from lingodoc._environment import ssl_context
 from lingodoc._exceptions import ConfigurationError
@@ -25,41 +25,18 @@ def _raise_as_httpx(exc: Exception) -> NoReturn:
     import aiohttp
 
     cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ else exc
-    kind: type[httpx.TransportError] = httpx.TransportError  # may have been sent
-    if isinstance(cause, aiohttp.ConnectionTimeoutError):
-        kind = httpx.ConnectTimeout
-    elif isinstance(cause, aiohttp.ClientConnectorError):  # nothing was sent
-        kind = httpx.ConnectError
-    elif isinstance(cause, aiohttp.ServerTimeoutError):
-        kind = httpx.ReadTimeout
-    elif isinstance(cause, (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError)):
-        kind = httpx.ReadError
-    elif isinstance(cause, (aiohttp.ClientPayloadError, aiohttp.ClientResponseError)):
-        kind = httpx.RemoteProtocolError
-    elif isinstance(exc, httpx.TransportError) and exc.__cause__ is None:
+    kinds: list[tuple[Any, type[httpx.TransportError]]] = [  # the first that matches
+        (aiohttp.ConnectionTimeoutError, httpx.ConnectTimeout),
+        (aiohttp.ClientConnectorError, httpx.ConnectError),  # nothing was sent
+        (aiohttp.ServerTimeoutError, httpx.ReadTimeout),
+        ((aiohttp.ClientOSError, aiohttp.ServerDisconnectedError), httpx.ReadError),
+        ((aiohttp.ClientPayloadError, aiohttp.ClientResponseError), httpx.RemoteProtocolError),
+    ]
+    kind = next((kind for errors, kind in kinds if isinstance(cause, errors)), None)
+    if kind is None and isinstance(exc, httpx.TransportError) and exc.__cause__ is None:
         raise exc  # httpx's own
-    raise kind(str(cause) or type(cause).__name__) from exc
-
-
-class _Body(httpx.AsyncByteStream):
-    """httpx-aiohttp's response body, its errors as httpx's (an iterator: cheap per chunk)."""
-
-    def __init__(self, stream: Any, errors: tuple[type[Exception], ...]) -> None:
-        self.stream, self.errors = stream, errors
-        self.chunks: Any = None
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        self.chunks = self.stream.__aiter__()
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            return await self.chunks.__anext__()  # type: ignore[no-any-return]
-        except self.errors as exc:
-            _raise_as_httpx(exc)
-
-    async def aclose(self) -> None:
-        await self.stream.aclose()
+    # An error of no kind above: a TransportError, which may have been sent.
+    raise (kind or httpx.TransportError)(str(cause) or type(cause).__name__) from exc
 
 
 class _Transport(httpx.AsyncBaseTransport):
@@ -89,7 +66,7 @@ class _Transport(httpx.AsyncBaseTransport):
             response = await self.transport.handle_async_request(request)
         except self.errors as exc:
             _raise_as_httpx(exc)
-        response.stream = _Body(response.stream, self.errors)
+        response.stream = ResponseStream(response.stream, self.errors, _raise_as_httpx)
         return response
 
     async def aclose(self) -> None:
@@ -167,14 +144,13 @@ def hand_over(
     ``None``: through its ``send()``. Its proxies follow the SDK's rule: none for ``http://``.
     """
     handed = _handed[http_client]
-    changed = (
+    if (  # settings made after it was made: its send() applies them
         http_client.headers.raw != handed.headers
         or http_client.cookies
         or http_client.params
         or http_client.auth is not None
         or any(http_client.event_hooks.values())
-    )
-    if changed:  # set after it was made: its send() applies them
+    ):
         handed.direct = False
     if handed.proxied and not proxy_allowed:
         if handed.session_made:

@@ -36,18 +36,17 @@ def current() -> SystemClock:
     return _current
 
 
-def wait(event: threading.Event | None, seconds: float) -> bool:
-    """Sleep ``seconds`` on the clock in force (tests swap it), or until ``event``; whether set."""
+def wait(event: threading.Event | None, seconds: float) -> None:
+    """Sleep ``seconds`` on the clock in force (tests swap it), or until ``event`` is set."""
     if event is None:
         _current.sleep(seconds)
-        return False
-    return _current.wait(event, seconds)
+    else:
+        _current.wait(event, seconds)
 
 
-async def async_wait(event: threading.Event | None, seconds: float) -> bool:
+async def async_wait(event: threading.Event | None, seconds: float) -> None:
     """`wait`, not blocking the event loop; it never wakes early (the event's setter cancels it)."""
     await _current.async_sleep(seconds)
-    return event is not None and event.is_set()
 
 
 def install(clock: SystemClock) -> SystemClock:

@@ -6,6 +6,7 @@ As httpx reads them for a client made with ``trust_env=True``; an unusable setti
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -82,11 +83,9 @@ def proxy_for(url: httpx.URL) -> httpcore.Proxy | ConfigurationError | None:
     import httpcore
 
     try:
+        # httpx.Proxy refuses a scheme it cannot use (ValueError).
         proxy = httpx.Proxy(named if "://" in named else f"http://{named}")
-        scheme = proxy.url.scheme
-        if scheme not in ("http", "https", "socks5", "socks5h"):
-            raise ValueError(f"Unknown scheme for proxy URL {named!r}")
-        if scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
+        if proxy.url.scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
             # httpcore imports it at the first connection: say so now.
             raise ImportError("a SOCKS proxy needs the socksio package: pip install socksio")
         return httpcore.Proxy(
@@ -121,6 +120,4 @@ def transport_maker(is_async: bool, url: str, *, trust_env: bool) -> Callable[..
         from lingodoc._async_transport import Transport
     else:
         from lingodoc._sync_transport import Transport  # type: ignore[assignment]
-    return lambda connections, single=False: Transport(
-        verify=verify, connections=connections, proxy=proxy, single=single
-    )
+    return functools.partial(Transport, verify=verify, proxy=proxy)

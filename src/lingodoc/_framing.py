@@ -1,11 +1,9 @@
 """Where each response on an HTTP/1.1 connection ends, as h11 reads it: bytes past it close.
 
-h11 keeps what it read beyond a response in its buffer and reads it as the answer to the
-next request on the connection: a server (or proxy) that sends more than its framing
-announced would answer a later call with those bytes. httpcore keeps its own h11 connection
-private, so the SDK's transports feed each connection's bytes to an h11 connection of their
-own (`Framing`): the same parser reading the same bytes ends each response where httpcore's
-does. Once it holds bytes past that end, or cannot follow the connection at all, the
+h11 reads the bytes a server (or proxy) sent past a response's framing as the answer to the
+next request on the connection. httpcore's h11 connection is private, so the SDK's streams
+feed each connection's bytes to one of their own (`Framing`), which ends each response where
+httpcore's does. Once it holds bytes past that end, or cannot follow the connection, the
 connection says it is readable, and httpcore closes it instead of reusing it.
 """
 

@@ -28,17 +28,12 @@ class SharedHttp(Generic[HttpClientT]):
     """What a client shares with its ``with_options`` copies: where requests go, and its state.
 
     Requests go straight to the SDK's own transport or a ``DefaultAioHttpClient``'s
-    (``direct``), else through the caller's http client's ``send()``. The client's gate
-    (`BaseClient._gate`) reads the state kept here.
+    (``direct``), else through the caller's http client's ``send()``. A ``Client``'s calls
+    on the main thread, where Ctrl-C and signal handlers' exceptions land, share nothing
+    with other threads: they use a one-connection transport of their own (`Turn`).
 
-    A ``Client``'s calls on the main thread, where Ctrl-C and signal handlers' exceptions
-    land, take no turn and share nothing with other threads: they use a one-connection
-    transport of their own, rebuilt after any call that did not end clean (`Turn`).
-
-    Closing is safe while calls are in flight: each attempt `enter`s and `leave`s, and the
-    last of the two closes what the client owns, so no connection is closed under an
-    attempt nor outlives it. A forked child never uses the connections it inherited: the
-    SDK's own transport is replaced there, and a caller's http client used before refused.
+    Closing is safe in flight: the last of `close` and the attempts' `leave` closes what the
+    client owns. A forked child never uses the connections it inherited.
     """
 
     def __init__(
@@ -58,9 +53,7 @@ class SharedHttp(Generic[HttpClientT]):
         self.new_transport = new_transport
         self.transport = direct if new_transport is None else new_transport(self.max_in_flight)
         # What is closed with the client: the SDK's own transport, or a DefaultAioHttpClient.
-        self.owned: Any = self.transport if new_transport is not None else None
-        if aiohttp:
-            self.owned = http_client
+        self.owned: Any = http_client if aiohttp else (self.transport if new_transport else None)
         self.send: Send = self._sender()
         # Whether responses come from httpcore's pool (the SDK's own, or an httpx client's).
         self.pooled = not aiohttp
@@ -114,11 +107,10 @@ class SharedHttp(Generic[HttpClientT]):
         # one of them may have held the lock or a turn at the fork.
         self.pid, self.lock, self.turns = os.getpid(), threading.Lock(), self._new_turns()
         self.in_flight, self.loop = 0, None
-        if not self.is_async:  # this process's copies of the parent's sockets
-            for transport in (self.main, self.transport if self.new_transport else None):
-                if transport is not None:
-                    transport.drop()
-        self.main, self.main_in_use, self.main_dirty = None, False, False
+        self.drop_main()  # this process's copies of the parent's sockets (a Client's only)
+        if self.new_transport is not None and not self.is_async:
+            self.transport.drop()
+        self.main_in_use = self.main_dirty = False
         if closing or self.closed or self.new_transport is None:
             self.pool_closed = True  # the parent's pool is never closed here
         else:

@@ -2,19 +2,18 @@
 
 Edit the async transport module, then run ``python scripts/unasync.py``.
 
-httpx's transport API over httpcore's public pool (HTTP/1.1, and any proxy of the
-environment). Its streams cut each step to the time left before the attempt's deadline
-(httpcore gives each read the read timeout afresh), follow each response with h11
-(`_framing`), and are counted while open, so that `Transport.drop` closes them without
-the pool, whose locks an interrupted call may have left taken.
+httpx's transport API over httpcore's public pool. Its streams cut each step to the
+attempt's deadline (httpcore gives each read the read timeout afresh), follow each response
+with h11 (`_framing`), and are counted while open, so that `Transport.drop` can close them
+without the pool, whose locks an interrupted call may have left taken.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ssl
-from collections.abc import Generator, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NoReturn
 
 import httpcore
 import httpx
@@ -83,9 +82,6 @@ class _Backend(httpcore.NetworkBackend):
         stream = self.backend.connect_tcp(host, port, timeout, local_address, socket_options)
         return _Stream(stream, self)
 
-    def sleep(self, seconds: float) -> None:
-        self.backend.sleep(seconds)
-
 
 # httpcore's errors, each raised as httpx's error of the same name.
 _HTTPCORE_ERRORS = (
@@ -94,23 +90,25 @@ _HTTPCORE_ERRORS = (
 )  # fmt: skip
 
 
-@contextlib.contextmanager
-def _httpx_errors() -> Generator[None, None, None]:
-    """Raise httpcore's errors as httpx's own, as ``httpx.HTTPTransport`` does."""
-    try:
-        yield
-    except _HTTPCORE_ERRORS as exc:
-        raise getattr(httpx, type(exc).__name__, httpx.TransportError)(str(exc)) from exc
+# Raises an error of a library under httpx as httpx's own.
+Raise = Callable[[Exception], NoReturn]
 
 
-class _ResponseStream(httpx.SyncByteStream):
-    """httpcore's response body as httpx's, its errors as httpx's.
+def _raise_as_httpx(exc: Exception) -> NoReturn:
+    """Raise httpcore's error as httpx's own, as ``httpx.HTTPTransport`` does."""
+    raise getattr(httpx, type(exc).__name__, httpx.TransportError)(str(exc)) from exc
 
-    An iterator, not a generator: a body read only in part leaves no generator unfinished.
+
+class ResponseStream(httpx.SyncByteStream):
+    """A response body as httpx's: its ``errors`` raised as httpx's by ``raises``.
+
+    Of httpcore's pool, or of ``DefaultAioHttpClient``'s transport. An iterator, not a
+    generator: a body read only in part leaves no generator unfinished.
     """
 
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream  # httpcore's pool's: iterable, and closed to free its connection
+    def __init__(self, stream: Any, errors: tuple[type[Exception], ...], raises: Raise) -> None:
+        self.stream = stream  # iterable, and closed to free its connection
+        self.errors, self.raises = errors, raises
         self.chunks: Any = None
 
     def __iter__(self) -> Iterator[bytes]:
@@ -118,21 +116,23 @@ class _ResponseStream(httpx.SyncByteStream):
         return self
 
     def __next__(self) -> bytes:
-        with _httpx_errors():
+        try:
             return self.chunks.__next__()  # type: ignore[no-any-return]
+        except self.errors as exc:
+            self.raises(exc)
 
     def close(self) -> None:
-        with _httpx_errors():
+        try:
             self.stream.close()
+        except self.errors as exc:
+            self.raises(exc)
 
 
 class _OneConnection:
-    """One connection, reused while idle, in place of httpcore's pool (``single=True``).
+    """One connection, reused while idle: httpcore's pool for a ``Client``'s main thread.
 
-    httpcore's pool, interrupted between taking its lock and returning from that, takes the
-    same lock again in its own error handling and waits on itself for good: the interrupted
-    call never ends. A single connection's error handling takes no lock again. For a
-    ``Client``'s main thread, which makes one call at a time and is where Ctrl-C lands.
+    httpcore's pool, interrupted while it holds its lock, takes that lock again in its own
+    error handling and waits on itself for good; a single connection takes no lock again.
     """
 
     def __init__(self, verify: ssl.SSLContext, backend: _Backend) -> None:
@@ -165,8 +165,8 @@ class Transport(httpx.BaseTransport):
     """``httpx.HTTPTransport`` (HTTP/1.1) whose connections keep to each attempt's deadline.
 
     Args:
-        verify: The SSL context of its TLS connections.
         connections: The most connections it holds.
+        verify: The SSL context of its TLS connections.
         proxy: The proxy to send through, if any.
         single: One connection, without httpcore's pool and its locks (`_OneConnection`),
             unless through a proxy (httpcore's proxy connections are not public).
@@ -174,14 +174,14 @@ class Transport(httpx.BaseTransport):
 
     def __init__(
         self,
+        connections: int,
         *,
         verify: ssl.SSLContext,
-        connections: int,
         proxy: httpcore.Proxy | None,
         single: bool = False,
     ) -> None:
         self.backend = _Backend()
-        self.verify, self.proxy = verify, proxy
+        self.proxy = proxy
         self.is_closed = False
         self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
         self.pool: httpcore.ConnectionPool | _OneConnection
@@ -216,12 +216,14 @@ class Transport(httpx.BaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
-        with _httpx_errors():
+        try:
             response = self.pool.handle_request(core_request)
+        except _HTTPCORE_ERRORS as exc:
+            _raise_as_httpx(exc)
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
-            stream=_ResponseStream(response.stream),
+            stream=ResponseStream(response.stream, _HTTPCORE_ERRORS, _raise_as_httpx),
             extensions=response.extensions,
         )
 
@@ -231,11 +233,10 @@ class Transport(httpx.BaseTransport):
         self.pool.close()
 
     def drop(self) -> None:
-        """Close every connection at once, without the pool and its locks.
+        """Close every connection without the pool and its locks, for a transport no call uses.
 
-        For a transport that no call is using but that may be in any state: one an
-        interrupted call left, or a forked child's copy of its parent's (closing the child's
-        sockets leaves the parent's connections open).
+        One an interrupted call left, or a forked child's copy of its parent's (closing the
+        child's sockets leaves the parent's connections open).
         """
         self.is_closed = True
         for stream in list(self.backend.streams):

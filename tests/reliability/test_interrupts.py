@@ -578,7 +578,7 @@ def test_an_exception_raised_while_the_response_is_closed_is_the_calls(
 
     module = _sync_transport if kind == "sync" else _async_transport
     name = "close" if kind == "sync" else "aclose"
-    closing = getattr(module._ResponseStream, name)
+    closing = getattr(module.ResponseStream, name)
     raised = [False]
 
     def once() -> None:
@@ -592,7 +592,7 @@ def test_an_exception_raised_while_the_response_is_closed_is_the_calls(
             once()
             closing(self)
 
-        monkeypatch.setattr(module._ResponseStream, name, close)
+        monkeypatch.setattr(module.ResponseStream, name, close)
         with lingodoc.Client(server.api_key, base_url=server.base_url, max_retries=0) as client:
             with pytest.raises(HandlerTimeout):
                 translate(client, 7)
@@ -603,7 +603,7 @@ def test_an_exception_raised_while_the_response_is_closed_is_the_calls(
         once()
         await closing(self)
 
-    monkeypatch.setattr(module._ResponseStream, name, aclose)
+    monkeypatch.setattr(module.ResponseStream, name, aclose)
 
     async def calls() -> str:
         async with lingodoc.AsyncClient(
