@@ -1,11 +1,7 @@
-"""How `AsyncClient` sends a call: its attempts, each in a turn, and their retries.
+"""How `AsyncClient` sends a call: the gate, a turn per attempt, retries (`_retry.Retries`).
 
-This module is written by hand; ``_sync_send.py`` (``Client``'s) is generated from it by
-``scripts/unasync.py``.
-
-Read top to bottom, `AsyncSending._send` is every call's one way out: the client's gate, a
-turn, the attempt, and tenacity's strategies after a failure (`_retry.Retries`). Every
-step without I/O is in ``_base_client``.
+Every step without I/O is in ``_base_client``. This module is written by hand;
+``_sync_send.py`` (``Client``'s) is generated from it by ``scripts/unasync.py``.
 """
 
 from __future__ import annotations

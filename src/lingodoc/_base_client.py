@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
-from lingodoc import _aiohttp, _cache, _clock, _config, _endpoints, _lazy, _response
+from lingodoc import _aiohttp, _cache, _clock, _config, _response
 from lingodoc._aiohttp import DefaultAioHttpClient
 from lingodoc._constants import SLOW_ANSWER, is_loopback
 from lingodoc._endpoints import Call, merge_query
@@ -28,14 +28,12 @@ from lingodoc._exceptions import (
 )
 from lingodoc._http import HttpClientT, SharedHttp
 from lingodoc._logging import configure_from_env, logger
-from lingodoc._polling import Waiter
 from lingodoc._redaction import KeyMask, mask, raise_scrubbed, watch_http_logs
 from lingodoc._version import __version__
 
 if TYPE_CHECKING:
     from lingodoc._cache import AsyncCache, Cache, CacheUse, Keys
-    from lingodoc._models import RateLimit, TranslationJob
-    from lingodoc._options import Options
+    from lingodoc._models import RateLimit
 
 T = TypeVar("T")
 Self = TypeVar("Self", bound="BaseClient[Any]")
@@ -109,8 +107,7 @@ class BaseClient(Generic[HttpClientT]):
         self._steps: tuple[httpx.Timeout, Mapping[str, float | None], float | None, str] | None
         self._steps = None
         self._key_mask = KeyMask(self._api_key)
-        # No proxy of the environment for http:// (a loopback host, or the host the opt-in
-        # names): it would get the key in clear text.
+        # No proxy of the environment for http://: it would get the key in clear text.
         new_transport = direct = None
         if http_client is None:
             is_async = self._http_client_type is httpx.AsyncClient
@@ -209,10 +206,8 @@ class BaseClient(Generic[HttpClientT]):
             copy.timeout = _config.timeout(timeout, None)
         if max_retries is not None:
             copy.max_retries = _config.max_retries(max_retries)
-        if cache is False:
-            copy._cache = None
-        elif cache is not None:
-            copy._cache = self._use_cache(cache)
+        if cache is not None:
+            copy._cache = self._use_cache(None if cache is False else cache)
         copy._is_copy = True
         return copy
 
@@ -221,11 +216,7 @@ class BaseClient(Generic[HttpClientT]):
         return None if cache is None else _cache.CacheUse(cache, awaits=self._shared.is_async)
 
     def _cache_keys(self, call: Call[Any], use: object) -> tuple[CacheUse, Keys] | None:
-        """The cache and the keys of ``call``'s texts, if it consults one (``use``: its ``cache=``).
-
-        Raises:
-            InvalidArgumentType: If ``use`` is not a bool.
-        """
+        """The cache and the keys of ``call``'s texts, if it consults one (``use``: ``cache=``)."""
         if not _cache.check_use(use) or self._cache is None:
             return None
         http = self._shared.http
@@ -240,16 +231,11 @@ class BaseClient(Generic[HttpClientT]):
         failed: LingodocError | None = None,
         stop: threading.Event | None = None,
     ) -> None:
-        """Whether a call goes on: the one place that decides it, raising the error if not.
+        """The one place that decides whether a call goes on; raises the error if not.
 
-        Called as a call starts (no ``call``: a forked child's state made its own, an
-        ``AsyncClient`` bound to its loop), in each attempt's turn, and before a retry's wait
-        (``failed``: the last error, which ends the call once ``translate_many``'s ``stop``).
-        A closed client (or copy) sends nothing more, not even a retry.
-
-        Raises:
-            LingodocError: The client is closed (``APIConnectionError``, not sent, within a
-                call), or its http client or event loop cannot be used here.
+        Called as a call starts (no ``call``: also binds it to this process and loop), in each
+        attempt's turn, and before a retry's wait (``failed``: the last error, raised once
+        ``stop`` is set). A closed client (or copy) sends nothing more, not even a retry.
         """
         if self._view_closed or self._shared.closed:
             if call is None:
@@ -273,11 +259,7 @@ class BaseClient(Generic[HttpClientT]):
             self._shared.check_loop()
 
     def _build_request(self, call: Call[Any]) -> httpx.Request:
-        """The request of ``call``, with a caller's http client's headers, cookies and query.
-
-        Raises:
-            InvalidArgument: If it cannot be sent (``InvalidArgumentType`` for a type).
-        """
+        """The request of ``call``, with a caller's http client's headers, cookies and query."""
         http = self._shared.http
         body, params, path, options = call.json, call.params, call.path, call.options
         if options is not None:
@@ -429,11 +411,7 @@ class BaseClient(Generic[HttpClientT]):
         number: int,
         started: float,
     ) -> T:
-        """The result of a response; its rate limit kept as the client's.
-
-        Raises:
-            APIError: What the response stands for, if not a result.
-        """
+        """The result of a response, else its ``APIError`` raised; its rate limit kept."""
         self._log(call, response.status_code, number, started)
         now = _clock.current().time()
         rate_limit = _response.rate_limit_of(reader.headers, now)
@@ -443,19 +421,6 @@ class BaseClient(Generic[HttpClientT]):
             call, response, reader, request, rate_limit,
             now=now, elapsed=time.perf_counter() - started, redact=self._key_mask,
         )  # fmt: skip
-
-    def _waiter(
-        self, job_or_id: TranslationJob | str, options: Options | None, **settings: Any
-    ) -> Waiter:
-        """The rules of one ``wait_for_translation`` (``settings``: `Waiter`'s)."""
-        if isinstance(job_or_id, _lazy.TranslationJob):
-            job_or_id = job_or_id.translation_id
-        return Waiter(
-            _endpoints.get_translation(job_or_id, options),
-            redact=self._key_mask,
-            awaits=self._shared.is_async,
-            **settings,
-        )
 
     def _url(self, path: str) -> httpx.URL:
         """The URL of ``path``: parsing one costs more than the rest of building a request."""
@@ -477,8 +442,7 @@ class BaseClient(Generic[HttpClientT]):
             )
 
 
-# As httpx encodes a JSON body (its type is in the headers: _with_json_type); one encoder,
-# not one per json.dumps call.
+# As httpx encodes a JSON body; one encoder, not one per json.dumps call.
 _JSON = _json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -492,11 +456,7 @@ def _new_request(
 ) -> httpx.Request:
     """The request ``httpx.Request(..., json=...)`` makes, from ``headers`` holding its Host.
 
-    And, with ``json``, its Content-Type (`_with_json_type`). They are copied as they are:
-    httpx would take them apart and build them twice more.
-
-    Raises:
-        TypeError, ValueError: If ``json`` cannot be encoded, as httpx raises them.
+    And, with ``json``, its Content-Type: copied as they are, not built twice more by httpx.
     """
     content = b"" if json is None else _JSON.encode(json).encode("utf-8")
     # httpx.Request copies the headers: the Content-Length goes into its copy.

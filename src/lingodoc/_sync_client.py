@@ -1,8 +1,7 @@
 """[`Client`][lingodoc.Client], generated from ``_async_client.py``: do not edit.
 
 Edit ``_async_client.py`` and run ``python scripts/unasync.py``; CI checks
-that this file is current. It sends, reads, sleeps and closes;
-every step without I/O is in ``_base_client``.
+that this file is current.
 """
 
 from __future__ import annotations
@@ -18,12 +17,14 @@ from lingodoc import (
     _callbacks,
     _clock,
     _endpoints,
+    _lazy,
     _tracing,
     _workers,
 )
 from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
+from lingodoc._polling import Waiter
 from lingodoc._redaction import raise_scrubbed
 from lingodoc._sync_send import Sending
 
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
         TranslationJob,
         TranslationStatus,
     )
-    from lingodoc._polling import Waiter
 
 T = TypeVar("T")
 ClientT = TypeVar("ClientT", bound="Client")
@@ -275,9 +275,8 @@ class Client(Sending, BaseClient[httpx.Client]):
             on_progress=on_progress, done=done, options=options, rate_limit=self.rate_limit,
             awaits=self._shared.is_async,
         )  # fmt: skip
-        template = bulk.template
-        with _tracing.call("translate_many", template.json, texts):
-            cache_keys = self._cache_keys(template, cache)
+        with _tracing.call("translate_many", bulk.template.json, texts):
+            cache_keys = self._cache_keys(bulk.template, cache)
             if cache_keys is not None:
                 store, keys = cache_keys
                 for uids, keyed in bulk.look_ups(store, keys):
@@ -416,10 +415,16 @@ class Client(Sending, BaseClient[httpx.Client]):
             UnexpectedResponse: If a status read is that of another translation.
             LingodocError: As every method (see the class).
         """
-        waiter = self._waiter(
-            job_or_id, call_options(None, extra_headers, extra_query),
-            poll_interval=poll_interval, timeout=timeout, on_progress=on_progress,
-        )  # fmt: skip
+        if isinstance(job_or_id, _lazy.TranslationJob):
+            job_or_id = job_or_id.translation_id
+        waiter = Waiter(
+            _endpoints.get_translation(job_or_id, call_options(None, extra_headers, extra_query)),
+            poll_interval=poll_interval,
+            timeout=timeout,
+            on_progress=on_progress,
+            redact=self._key_mask,
+            awaits=self._shared.is_async,
+        )
         with _tracing.call("wait_for_translation"):
             try:
                 return self._poll(waiter)
