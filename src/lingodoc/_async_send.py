@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 import httpx
 
-from lingodoc import _clock, _deadline, _retry, _tracing
+from lingodoc import _clock, _deadline, _response, _retry, _tracing
 from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import LingodocError
 from lingodoc._http import AsyncTurn
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
-from lingodoc._response import BodyReader
 
 if TYPE_CHECKING:
     from lingodoc._endpoints import Call
@@ -83,7 +82,7 @@ class AsyncSending(BaseClient[httpx.AsyncClient]):
         try:
             async with self._shared.limit(seconds):
                 response = await turn.send(request)
-                reader = BodyReader(response)
+                reader = _response.BodyReader(response)
                 if not reader.in_memory:
                     stream = response.stream  # as received: the SDK decodes it itself
                     assert isinstance(stream, httpx.AsyncByteStream)
@@ -110,4 +109,12 @@ class AsyncSending(BaseClient[httpx.AsyncClient]):
             raise self._connection_error(call, failure, number, began, started, what)
         turn.clean = closed  # the main thread's connection is reused only after this
         assert response is not None
-        return self._read_response(call, response, reader, request, number, started)
+        self._log(call, response.status_code, number, started)
+        now = _clock.current().time()
+        rate_limit = _response.rate_limit_of(reader.headers, now)
+        if rate_limit is not None:
+            self._shared.rate_limit = rate_limit
+        return _response.read(
+            call, response, reader, request, rate_limit,
+            now=now, elapsed=time.perf_counter() - started, redact=self._key_mask,
+        )  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json as _json
 import logging
 import sys
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
-from lingodoc import _aiohttp, _cache, _clock, _config, _response
+from lingodoc import _aiohttp, _cache, _clock, _config
 from lingodoc._aiohttp import DefaultAioHttpClient
 from lingodoc._constants import SLOW_ANSWER, is_loopback
 from lingodoc._endpoints import Call, merge_query
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from lingodoc._cache import AsyncCache, Cache, CacheUse, Keys
     from lingodoc._models import RateLimit
 
-T = TypeVar("T")
 Self = TypeVar("Self", bound="BaseClient[Any]")
 
 # For aiohttp: no timeout of its own for any step (None for each, as httpx-aiohttp reads them).
@@ -125,7 +125,6 @@ class BaseClient(Generic[HttpClientT]):
         self._view_closed = self._is_copy = False
         self._cache = self._use_cache(cache)
         self._service = _cache.service_of(self.base_url)  # in each cache key
-        self._urls: dict[str, httpx.URL] = {}
         # A caller's http client's headers as last seen, the SDK's merged over them, and those
         # with the type of a JSON body.
         self._merged_headers: (
@@ -281,7 +280,8 @@ class BaseClient(Generic[HttpClientT]):
             # httpx replaces a URL's query with the merged parameters: keep it among them.
             path, params = merge_query(path, params or {})
         try:
-            return build(call.method, self._url(path), json=body, params=params, headers=headers)
+            url = _url(self.base_url, path)
+            return build(call.method, url, json=body, params=params, headers=headers)
         except httpx.InvalidURL as exc:
             error: type[LingodocError] = InvalidArgument
             problem = f"is not a valid request path: {exc}"
@@ -326,8 +326,7 @@ class BaseClient(Generic[HttpClientT]):
                 if seconds is None or left < seconds:
                     seconds = left
                     what = f"the {round(left, 2):g} s left before the wait's deadline"
-            if seconds is not None:
-                steps = {s: seconds if v is None or v > seconds else v for s, v in steps.items()}
+                    steps = {s: left if v is None or v > left else v for s, v in steps.items()}
             steps = MappingProxyType(steps)  # read by the transports, changed by none
             if deadline is None and timeout is self.timeout:
                 self._steps = (timeout, steps, seconds, what)
@@ -402,35 +401,6 @@ class BaseClient(Generic[HttpClientT]):
         error.__cause__, error.__suppress_context__ = cause, True
         return error
 
-    def _read_response(
-        self,
-        call: Call[T],
-        response: httpx.Response,
-        reader: _response.BodyReader,
-        request: httpx.Request,
-        number: int,
-        started: float,
-    ) -> T:
-        """The result of a response, else its ``APIError`` raised; its rate limit kept."""
-        self._log(call, response.status_code, number, started)
-        now = _clock.current().time()
-        rate_limit = _response.rate_limit_of(reader.headers, now)
-        if rate_limit is not None:
-            self._shared.rate_limit = rate_limit
-        return _response.read(
-            call, response, reader, request, rate_limit,
-            now=now, elapsed=time.perf_counter() - started, redact=self._key_mask,
-        )  # fmt: skip
-
-    def _url(self, path: str) -> httpx.URL:
-        """The URL of ``path``: parsing one costs more than the rest of building a request."""
-        url = self._urls.get(path)
-        if url is None:
-            if len(self._urls) >= 64:  # polling many translation ids: keep a few
-                self._urls.clear()
-            url = self._urls[path] = httpx.URL(self.base_url + path)
-        return url
-
     def _log(self, call: Call[Any], outcome: object, number: int, started: float) -> None:
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
@@ -440,6 +410,12 @@ class BaseClient(Generic[HttpClientT]):
                 (time.perf_counter() - started) * 1000,
                 number,
             )
+
+
+@functools.lru_cache(maxsize=64)  # polling many translation ids: keep a few
+def _url(base_url: str, path: str) -> httpx.URL:
+    """The URL of ``path``: parsing one costs more than the rest of building a request."""
+    return httpx.URL(base_url + path)
 
 
 # As httpx encodes a JSON body; one encoder, not one per json.dumps call.
