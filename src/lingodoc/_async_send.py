@@ -104,9 +104,9 @@ class AsyncSending(BaseClient[httpx.AsyncClient]):
                 await response.aclose()
                 closed = True
         if failure is not None:  # raised here, not in the except block, which holds the key
+            self._log(call, type(failure).__name__, number, started)
             expired = seconds is not None and time.perf_counter() - started >= seconds
-            what = what if expired else ""
-            raise self._connection_error(call, failure, number, began, started, what)
+            raise self._connection_error(call, failure, number, began, what if expired else "")
         turn.clean = closed  # the main thread's connection is reused only after this
         assert response is not None
         self._log(call, response.status_code, number, started)

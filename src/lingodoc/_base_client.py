@@ -341,7 +341,6 @@ class BaseClient(Generic[HttpClientT]):
         exc: Exception,
         number: int,
         began: float,
-        started: float,
         expired: str,
     ) -> LingodocError:
         """The error for a failure of the http client, chained to a copy without the request.
@@ -349,7 +348,6 @@ class BaseClient(Generic[HttpClientT]):
         ``exc``: httpx's, ``TimeoutError`` (the deadline, ``expired`` if it passed) or
         ``RuntimeError`` (a closed http client, another event loop).
         """
-        self._log(call, type(exc).__name__, number, started)
         detail = self._key_mask(str(exc)) or type(exc).__name__
         if expired:
             detail = f"the response took longer than {expired}"
