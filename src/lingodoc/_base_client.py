@@ -41,8 +41,7 @@ Self = TypeVar("Self", bound="BaseClient[Any]")
 # For aiohttp: no timeout of its own for any step (None for each, as httpx-aiohttp reads them).
 _NO_STEP_TIMEOUTS: Mapping[str, float | None] = MappingProxyType({})
 
-# An attempt cut short by a poll's deadline still gets this long: the poll made at the
-# deadline is a last look, not a certain timeout.
+# A poll's attempt at its deadline still gets this long: a last look, not a certain timeout.
 MIN_ATTEMPT_TIME = 1.0
 
 
@@ -79,8 +78,7 @@ class BaseClient(Generic[HttpClientT]):
     ) -> None:
         configure_from_env()
         settings = _config.credentials(api_key, base_url, allow_http_host)
-        # Out of the locals that a traceback through __init__ may show (base_url may hold a
-        # password: refused, and masked in the error).
+        # Out of the locals a traceback may show (base_url may hold a password, masked in errors).
         del api_key, base_url
         if isinstance(settings, ConfigurationError):
             raise_scrubbed(settings)
@@ -98,8 +96,7 @@ class BaseClient(Generic[HttpClientT]):
         self._headers = _config.headers(default_headers, USER_AGENT)
         # Set last, and case-insensitively, so no default header can replace the key.
         self._headers["Authorization"] = f"Bearer {self._api_key}"
-        # With the Host, and for a JSON body its type, that httpx would add to each request:
-        # _new_request copies them as they are.
+        # With the Host, and a JSON body's type, that httpx would add: _new_request copies them.
         self._request_headers = httpx.Headers(self._headers)
         self._request_headers.setdefault("Host", httpx.URL(self.base_url).netloc.decode("ascii"))
         self._json_headers = _with_json_type(self._request_headers)
@@ -125,8 +122,7 @@ class BaseClient(Generic[HttpClientT]):
         self._view_closed = self._is_copy = False
         self._cache = self._use_cache(cache)
         self._service = _cache.service_of(self.base_url)  # in each cache key
-        # A caller's http client's headers as last seen, the SDK's merged over them, and those
-        # with the type of a JSON body.
+        # A caller's http client's headers as last seen, and the SDK's over them (plain, JSON).
         self._merged_headers: (
             tuple[list[tuple[bytes, bytes]], httpx.Headers, httpx.Headers] | None
         ) = None
@@ -359,8 +355,7 @@ class BaseClient(Generic[HttpClientT]):
         error: LingodocError
         to = f"{call.description} to {self._destination}"
         if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
-            # No answer to connecting: is it there? No connection of the pool free in time:
-            # the calls in flight, not the service.
+            # ConnectTimeout: is the service there? PoolTimeout: the calls in flight, not it.
             hint: str | None = SLOW_ANSWER
             if isinstance(exc, httpx.ConnectTimeout):
                 hint = self._unreachable_hint
