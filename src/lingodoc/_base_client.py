@@ -38,9 +38,6 @@ if TYPE_CHECKING:
 
 Self = TypeVar("Self", bound="BaseClient[Any]")
 
-# For aiohttp: no timeout of its own for any step (None for each, as httpx-aiohttp reads them).
-_NO_STEP_TIMEOUTS: Mapping[str, float | None] = MappingProxyType({})
-
 # A poll's attempt at its deadline still gets this long: a last look, not a certain timeout.
 MIN_ATTEMPT_TIME = 1.0
 
@@ -327,8 +324,8 @@ class BaseClient(Generic[HttpClientT]):
             if deadline is None and timeout is self.timeout:
                 self._steps = (timeout, steps, seconds, what)
         # One mapping for many requests, read only. aiohttp would time each read with it too:
-        # the attempt's deadline, cancelling it, is enough.
-        request.extensions["timeout"] = steps if self._shared.pooled else _NO_STEP_TIMEOUTS
+        # none ({}: httpx-aiohttp's None for each step), the attempt's deadline cancels it.
+        request.extensions["timeout"] = steps if self._shared.pooled else {}
         return seconds, what
 
     def _connection_error(
