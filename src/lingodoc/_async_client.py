@@ -2,8 +2,7 @@
 
 This module is written by hand; ``_sync_client.py`` is generated from it by
 ``scripts/unasync.py`` (run ``python scripts/unasync.py`` after editing, CI
-checks that the generated file is current). It sends, reads, sleeps and closes;
-every step without I/O is in ``_base_client``.
+checks that the generated file is current).
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from lingodoc import (
     _callbacks,
     _clock,
     _endpoints,
+    _lazy,
     _tracing,
     _workers,
 )
@@ -26,6 +26,7 @@ from lingodoc._async_send import AsyncSending
 from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
+from lingodoc._polling import Waiter
 from lingodoc._redaction import raise_scrubbed
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
         TranslationJob,
         TranslationStatus,
     )
-    from lingodoc._polling import Waiter
 
 T = TypeVar("T")
 AsyncClientT = TypeVar("AsyncClientT", bound="AsyncClient")
@@ -58,10 +58,9 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
     the client's, never ``Authorization``), ``extra_query`` and, with a body, ``extra_body``
     (JSON fields merged over the SDK's). See "Per-call options" in the configuration guide.
 
-    Every method that sends raises, besides what its Raises lists: ``InvalidArgumentType``
-    or ``InvalidArgument`` for an argument or option of the wrong type or out of range
-    (before sending), ``APIError`` (a subclass for each status) for an error the service
-    reports, and ``APIConnectionError`` if it cannot be reached.
+    Every method that sends also raises ``InvalidArgumentType`` or ``InvalidArgument`` for a
+    bad argument or option (before sending), ``APIError`` (a subclass for each status) for
+    an error the service reports, and ``APIConnectionError`` if it cannot be reached.
 
     Args:
         api_key: The API key; defaults to the ``LINGODOC_API_KEY`` environment variable.
@@ -77,10 +76,9 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
             transports), which stays the caller's: the SDK never closes it. A
             [`DefaultAioHttpClient`][lingodoc.DefaultAioHttpClient] is the exception:
             it is handed over, and closed with this client.
-        allow_http_host: A host to which an ``http://`` ``base_url`` is allowed (a
-            docker-compose service such as ``"emulator"``); defaults to
-            ``LINGODOC_ALLOW_HTTP_HOST``. The key then goes there in clear text (a warning
-            is logged), never through a proxy of the environment.
+        allow_http_host: A host, such as a docker-compose service (``"emulator"``), that an
+            ``http://`` ``base_url`` may name; defaults to ``LINGODOC_ALLOW_HTTP_HOST``. The
+            key goes there in clear text (a warning is logged), never through a proxy.
         max_in_flight: The most calls sent at once (with the ``with_options`` copies); past
             it, a call waits for its turn, outside its ``timeout``. ``None``: 16 (the pool's).
             With a ``DefaultAioHttpClient``, 100.
@@ -279,9 +277,8 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
             on_progress=on_progress, done=done, options=options, rate_limit=self.rate_limit,
             awaits=self._shared.is_async,
         )  # fmt: skip
-        template = bulk.template
-        with _tracing.call("translate_many", template.json, texts):
-            cache_keys = self._cache_keys(template, cache)
+        with _tracing.call("translate_many", bulk.template.json, texts):
+            cache_keys = self._cache_keys(bulk.template, cache)
             if cache_keys is not None:
                 store, keys = cache_keys
                 for uids, keyed in bulk.look_ups(store, keys):
@@ -401,10 +398,9 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
             job_or_id: The job from
                 [`translate_document`][lingodoc.AsyncClient.translate_document], or its id.
             poll_interval: Seconds between polls.
-            timeout: Seconds to wait in all, not for each attempt: by default ten minutes,
-                so that a forgotten limit cannot hold a worker for good; ``None``, no limit.
-                Each poll has the client's timeout, cut to the time left; for another, wait
-                on a copy: ``client.with_options(timeout=10).wait_for_translation(job)``.
+            timeout: Seconds to wait in all (ten minutes, so that a forgotten limit cannot
+                hold a worker for good; ``None``: no limit). Each poll has the client's timeout
+                cut to the time left; for another, wait on ``client.with_options(timeout=10)``.
             on_progress: Called with each status read, after every poll; a coroutine
                 function is awaited before the next poll.
             extra_headers: Each poll's own (see the class).
@@ -420,10 +416,16 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
             UnexpectedResponse: If a status read is that of another translation.
             LingodocError: As every method (see the class).
         """
-        waiter = self._waiter(
-            job_or_id, call_options(None, extra_headers, extra_query),
-            poll_interval=poll_interval, timeout=timeout, on_progress=on_progress,
-        )  # fmt: skip
+        if isinstance(job_or_id, _lazy.TranslationJob):
+            job_or_id = job_or_id.translation_id
+        waiter = Waiter(
+            _endpoints.get_translation(job_or_id, call_options(None, extra_headers, extra_query)),
+            poll_interval=poll_interval,
+            timeout=timeout,
+            on_progress=on_progress,
+            redact=self._key_mask,
+            awaits=self._shared.is_async,
+        )
         with _tracing.call("wait_for_translation"):
             try:
                 return await self._poll(waiter)
@@ -485,9 +487,8 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
     ) -> Any:
         """Call any endpoint under ``base_url``, for parts of the service the SDK does not wrap.
 
-        The authentication, envelope, errors, retries and rate limits of the other
-        methods; only GET, HEAD, OPTIONS, PUT and DELETE are retried after a failure the
-        server may have acted on.
+        As the other methods (authentication, envelope, errors, retries, rate limits); only
+        GET, HEAD, OPTIONS, PUT and DELETE are retried after a failure the server may have acted on.
 
         Args:
             method: The HTTP method, such as ``"GET"``.

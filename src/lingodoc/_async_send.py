@@ -1,11 +1,7 @@
-"""How `AsyncClient` sends a call: its attempts, each in a turn, and their retries.
+"""How `AsyncClient` sends a call: the gate, a turn per attempt, retries (`_retry.Retries`).
 
-This module is written by hand; ``_sync_send.py`` (``Client``'s) is generated from it by
-``scripts/unasync.py``.
-
-Read top to bottom, `AsyncSending._send` is every call's one way out: the client's gate, a
-turn, the attempt, and tenacity's strategies after a failure (`_retry.Retries`). Every
-step without I/O is in ``_base_client``.
+Every step without I/O is in ``_base_client``. This module is written by hand;
+``_sync_send.py`` (``Client``'s) is generated from it by ``scripts/unasync.py``.
 """
 
 from __future__ import annotations
@@ -17,12 +13,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 import httpx
 
-from lingodoc import _clock, _deadline, _retry, _tracing
+from lingodoc import _clock, _deadline, _response, _retry, _tracing
 from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import LingodocError
 from lingodoc._http import AsyncTurn
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
-from lingodoc._response import BodyReader
 
 if TYPE_CHECKING:
     from lingodoc._endpoints import Call
@@ -87,7 +82,7 @@ class AsyncSending(BaseClient[httpx.AsyncClient]):
         try:
             async with self._shared.limit(seconds):
                 response = await turn.send(request)
-                reader = BodyReader(response)
+                reader = _response.BodyReader(response)
                 if not reader.in_memory:
                     stream = response.stream  # as received: the SDK decodes it itself
                     assert isinstance(stream, httpx.AsyncByteStream)
@@ -109,9 +104,17 @@ class AsyncSending(BaseClient[httpx.AsyncClient]):
                 await response.aclose()
                 closed = True
         if failure is not None:  # raised here, not in the except block, which holds the key
+            self._log(call, type(failure).__name__, number, started)
             expired = seconds is not None and time.perf_counter() - started >= seconds
-            what = what if expired else ""
-            raise self._connection_error(call, failure, number, began, started, what)
+            raise self._connection_error(call, failure, number, began, what if expired else "")
         turn.clean = closed  # the main thread's connection is reused only after this
         assert response is not None
-        return self._read_response(call, response, reader, request, number, started)
+        self._log(call, response.status_code, number, started)
+        now = _clock.current().time()
+        rate_limit = _response.rate_limit_of(reader.headers, now)
+        if rate_limit is not None:
+            self._shared.rate_limit = rate_limit
+        return _response.read(
+            call, response, reader, request, rate_limit,
+            now=now, elapsed=time.perf_counter() - started, redact=self._key_mask,
+        )  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json as _json
 import logging
 import sys
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
-from lingodoc import _aiohttp, _cache, _clock, _config, _endpoints, _lazy, _response
+from lingodoc import _aiohttp, _cache, _clock, _config
 from lingodoc._aiohttp import DefaultAioHttpClient
 from lingodoc._constants import SLOW_ANSWER, is_loopback
 from lingodoc._endpoints import Call, merge_query
@@ -28,23 +29,16 @@ from lingodoc._exceptions import (
 )
 from lingodoc._http import HttpClientT, SharedHttp
 from lingodoc._logging import configure_from_env, logger
-from lingodoc._polling import Waiter
 from lingodoc._redaction import KeyMask, mask, raise_scrubbed, watch_http_logs
 from lingodoc._version import __version__
 
 if TYPE_CHECKING:
     from lingodoc._cache import AsyncCache, Cache, CacheUse, Keys
-    from lingodoc._models import RateLimit, TranslationJob
-    from lingodoc._options import Options
+    from lingodoc._models import RateLimit
 
-T = TypeVar("T")
 Self = TypeVar("Self", bound="BaseClient[Any]")
 
-# For aiohttp: no timeout of its own for any step (None for each, as httpx-aiohttp reads them).
-_NO_STEP_TIMEOUTS: Mapping[str, float | None] = MappingProxyType({})
-
-# An attempt cut short by a poll's deadline still gets this long: the poll made at the
-# deadline is a last look, not a certain timeout.
+# A poll's attempt at its deadline still gets this long: a last look, not a certain timeout.
 MIN_ATTEMPT_TIME = 1.0
 
 
@@ -81,8 +75,7 @@ class BaseClient(Generic[HttpClientT]):
     ) -> None:
         configure_from_env()
         settings = _config.credentials(api_key, base_url, allow_http_host)
-        # Out of the locals that a traceback through __init__ may show (base_url may hold a
-        # password: refused, and masked in the error).
+        # Out of the locals a traceback may show (base_url may hold a password, masked in errors).
         del api_key, base_url
         if isinstance(settings, ConfigurationError):
             raise_scrubbed(settings)
@@ -100,8 +93,7 @@ class BaseClient(Generic[HttpClientT]):
         self._headers = _config.headers(default_headers, USER_AGENT)
         # Set last, and case-insensitively, so no default header can replace the key.
         self._headers["Authorization"] = f"Bearer {self._api_key}"
-        # With the Host, and for a JSON body its type, that httpx would add to each request:
-        # _new_request copies them as they are.
+        # With the Host, and a JSON body's type, that httpx would add: _new_request copies them.
         self._request_headers = httpx.Headers(self._headers)
         self._request_headers.setdefault("Host", httpx.URL(self.base_url).netloc.decode("ascii"))
         self._json_headers = _with_json_type(self._request_headers)
@@ -109,8 +101,7 @@ class BaseClient(Generic[HttpClientT]):
         self._steps: tuple[httpx.Timeout, Mapping[str, float | None], float | None, str] | None
         self._steps = None
         self._key_mask = KeyMask(self._api_key)
-        # No proxy of the environment for http:// (a loopback host, or the host the opt-in
-        # names): it would get the key in clear text.
+        # No proxy of the environment for http://: it would get the key in clear text.
         new_transport = direct = None
         if http_client is None:
             is_async = self._http_client_type is httpx.AsyncClient
@@ -128,9 +119,7 @@ class BaseClient(Generic[HttpClientT]):
         self._view_closed = self._is_copy = False
         self._cache = self._use_cache(cache)
         self._service = _cache.service_of(self.base_url)  # in each cache key
-        self._urls: dict[str, httpx.URL] = {}
-        # A caller's http client's headers as last seen, the SDK's merged over them, and those
-        # with the type of a JSON body.
+        # A caller's http client's headers as last seen, and the SDK's over them (plain, JSON).
         self._merged_headers: (
             tuple[list[tuple[bytes, bytes]], httpx.Headers, httpx.Headers] | None
         ) = None
@@ -209,10 +198,8 @@ class BaseClient(Generic[HttpClientT]):
             copy.timeout = _config.timeout(timeout, None)
         if max_retries is not None:
             copy.max_retries = _config.max_retries(max_retries)
-        if cache is False:
-            copy._cache = None
-        elif cache is not None:
-            copy._cache = self._use_cache(cache)
+        if cache is not None:
+            copy._cache = self._use_cache(None if cache is False else cache)
         copy._is_copy = True
         return copy
 
@@ -221,11 +208,7 @@ class BaseClient(Generic[HttpClientT]):
         return None if cache is None else _cache.CacheUse(cache, awaits=self._shared.is_async)
 
     def _cache_keys(self, call: Call[Any], use: object) -> tuple[CacheUse, Keys] | None:
-        """The cache and the keys of ``call``'s texts, if it consults one (``use``: its ``cache=``).
-
-        Raises:
-            InvalidArgumentType: If ``use`` is not a bool.
-        """
+        """The cache and the keys of ``call``'s texts, if it consults one (``use``: ``cache=``)."""
         if not _cache.check_use(use) or self._cache is None:
             return None
         http = self._shared.http
@@ -240,16 +223,11 @@ class BaseClient(Generic[HttpClientT]):
         failed: LingodocError | None = None,
         stop: threading.Event | None = None,
     ) -> None:
-        """Whether a call goes on: the one place that decides it, raising the error if not.
+        """The one place that decides whether a call goes on; raises the error if not.
 
-        Called as a call starts (no ``call``: a forked child's state made its own, an
-        ``AsyncClient`` bound to its loop), in each attempt's turn, and before a retry's wait
-        (``failed``: the last error, which ends the call once ``translate_many``'s ``stop``).
-        A closed client (or copy) sends nothing more, not even a retry.
-
-        Raises:
-            LingodocError: The client is closed (``APIConnectionError``, not sent, within a
-                call), or its http client or event loop cannot be used here.
+        Called as a call starts (no ``call``: also binds it to this process and loop), in each
+        attempt's turn, and before a retry's wait (``failed``: the last error, raised once
+        ``stop`` is set). A closed client (or copy) sends nothing more, not even a retry.
         """
         if self._view_closed or self._shared.closed:
             if call is None:
@@ -273,11 +251,7 @@ class BaseClient(Generic[HttpClientT]):
             self._shared.check_loop()
 
     def _build_request(self, call: Call[Any]) -> httpx.Request:
-        """The request of ``call``, with a caller's http client's headers, cookies and query.
-
-        Raises:
-            InvalidArgument: If it cannot be sent (``InvalidArgumentType`` for a type).
-        """
+        """The request of ``call``, with a caller's http client's headers, cookies and query."""
         http = self._shared.http
         body, params, path, options = call.json, call.params, call.path, call.options
         if options is not None:
@@ -299,7 +273,8 @@ class BaseClient(Generic[HttpClientT]):
             # httpx replaces a URL's query with the merged parameters: keep it among them.
             path, params = merge_query(path, params or {})
         try:
-            return build(call.method, self._url(path), json=body, params=params, headers=headers)
+            url = _url(self.base_url, path)
+            return build(call.method, url, json=body, params=params, headers=headers)
         except httpx.InvalidURL as exc:
             error: type[LingodocError] = InvalidArgument
             problem = f"is not a valid request path: {exc}"
@@ -344,14 +319,13 @@ class BaseClient(Generic[HttpClientT]):
                 if seconds is None or left < seconds:
                     seconds = left
                     what = f"the {round(left, 2):g} s left before the wait's deadline"
-            if seconds is not None:
-                steps = {s: seconds if v is None or v > seconds else v for s, v in steps.items()}
+                    steps = {s: left if v is None or v > left else v for s, v in steps.items()}
             steps = MappingProxyType(steps)  # read by the transports, changed by none
             if deadline is None and timeout is self.timeout:
                 self._steps = (timeout, steps, seconds, what)
         # One mapping for many requests, read only. aiohttp would time each read with it too:
-        # the attempt's deadline, cancelling it, is enough.
-        request.extensions["timeout"] = steps if self._shared.pooled else _NO_STEP_TIMEOUTS
+        # none ({}: httpx-aiohttp's None for each step), the attempt's deadline cancels it.
+        request.extensions["timeout"] = steps if self._shared.pooled else {}
         return seconds, what
 
     def _connection_error(
@@ -360,7 +334,6 @@ class BaseClient(Generic[HttpClientT]):
         exc: Exception,
         number: int,
         began: float,
-        started: float,
         expired: str,
     ) -> LingodocError:
         """The error for a failure of the http client, chained to a copy without the request.
@@ -368,7 +341,6 @@ class BaseClient(Generic[HttpClientT]):
         ``exc``: httpx's, ``TimeoutError`` (the deadline, ``expired`` if it passed) or
         ``RuntimeError`` (a closed http client, another event loop).
         """
-        self._log(call, type(exc).__name__, number, started)
         detail = self._key_mask(str(exc)) or type(exc).__name__
         if expired:
             detail = f"the response took longer than {expired}"
@@ -380,8 +352,7 @@ class BaseClient(Generic[HttpClientT]):
         error: LingodocError
         to = f"{call.description} to {self._destination}"
         if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
-            # No answer to connecting: is it there? No connection of the pool free in time:
-            # the calls in flight, not the service.
+            # ConnectTimeout: is the service there? PoolTimeout: the calls in flight, not it.
             hint: str | None = SLOW_ANSWER
             if isinstance(exc, httpx.ConnectTimeout):
                 hint = self._unreachable_hint
@@ -420,52 +391,6 @@ class BaseClient(Generic[HttpClientT]):
         error.__cause__, error.__suppress_context__ = cause, True
         return error
 
-    def _read_response(
-        self,
-        call: Call[T],
-        response: httpx.Response,
-        reader: _response.BodyReader,
-        request: httpx.Request,
-        number: int,
-        started: float,
-    ) -> T:
-        """The result of a response; its rate limit kept as the client's.
-
-        Raises:
-            APIError: What the response stands for, if not a result.
-        """
-        self._log(call, response.status_code, number, started)
-        now = _clock.current().time()
-        rate_limit = _response.rate_limit_of(reader.headers, now)
-        if rate_limit is not None:
-            self._shared.rate_limit = rate_limit
-        return _response.read(
-            call, response, reader, request, rate_limit,
-            now=now, elapsed=time.perf_counter() - started, redact=self._key_mask,
-        )  # fmt: skip
-
-    def _waiter(
-        self, job_or_id: TranslationJob | str, options: Options | None, **settings: Any
-    ) -> Waiter:
-        """The rules of one ``wait_for_translation`` (``settings``: `Waiter`'s)."""
-        if isinstance(job_or_id, _lazy.TranslationJob):
-            job_or_id = job_or_id.translation_id
-        return Waiter(
-            _endpoints.get_translation(job_or_id, options),
-            redact=self._key_mask,
-            awaits=self._shared.is_async,
-            **settings,
-        )
-
-    def _url(self, path: str) -> httpx.URL:
-        """The URL of ``path``: parsing one costs more than the rest of building a request."""
-        url = self._urls.get(path)
-        if url is None:
-            if len(self._urls) >= 64:  # polling many translation ids: keep a few
-                self._urls.clear()
-            url = self._urls[path] = httpx.URL(self.base_url + path)
-        return url
-
     def _log(self, call: Call[Any], outcome: object, number: int, started: float) -> None:
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
@@ -477,8 +402,13 @@ class BaseClient(Generic[HttpClientT]):
             )
 
 
-# As httpx encodes a JSON body (its type is in the headers: _with_json_type); one encoder,
-# not one per json.dumps call.
+@functools.lru_cache(maxsize=64)  # polling many translation ids: keep a few
+def _url(base_url: str, path: str) -> httpx.URL:
+    """The URL of ``path``: parsing one costs more than the rest of building a request."""
+    return httpx.URL(base_url + path)
+
+
+# As httpx encodes a JSON body; one encoder, not one per json.dumps call.
 _JSON = _json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -492,11 +422,7 @@ def _new_request(
 ) -> httpx.Request:
     """The request ``httpx.Request(..., json=...)`` makes, from ``headers`` holding its Host.
 
-    And, with ``json``, its Content-Type (`_with_json_type`). They are copied as they are:
-    httpx would take them apart and build them twice more.
-
-    Raises:
-        TypeError, ValueError: If ``json`` cannot be encoded, as httpx raises them.
+    And, with ``json``, its Content-Type: copied as they are, not built twice more by httpx.
     """
     content = b"" if json is None else _JSON.encode(json).encode("utf-8")
     # httpx.Request copies the headers: the Content-Length goes into its copy.

@@ -1,8 +1,7 @@
 """[`Client`][lingodoc.Client], generated from ``_async_client.py``: do not edit.
 
 Edit ``_async_client.py`` and run ``python scripts/unasync.py``; CI checks
-that this file is current. It sends, reads, sleeps and closes;
-every step without I/O is in ``_base_client``.
+that this file is current.
 """
 
 from __future__ import annotations
@@ -18,12 +17,14 @@ from lingodoc import (
     _callbacks,
     _clock,
     _endpoints,
+    _lazy,
     _tracing,
     _workers,
 )
 from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
+from lingodoc._polling import Waiter
 from lingodoc._redaction import raise_scrubbed
 from lingodoc._sync_send import Sending
 
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
         TranslationJob,
         TranslationStatus,
     )
-    from lingodoc._polling import Waiter
 
 T = TypeVar("T")
 ClientT = TypeVar("ClientT", bound="Client")
@@ -57,10 +57,9 @@ class Client(Sending, BaseClient[httpx.Client]):
     the client's, never ``Authorization``), ``extra_query`` and, with a body, ``extra_body``
     (JSON fields merged over the SDK's). See "Per-call options" in the configuration guide.
 
-    Every method that sends raises, besides what its Raises lists: ``InvalidArgumentType``
-    or ``InvalidArgument`` for an argument or option of the wrong type or out of range
-    (before sending), ``APIError`` (a subclass for each status) for an error the service
-    reports, and ``APIConnectionError`` if it cannot be reached.
+    Every method that sends also raises ``InvalidArgumentType`` or ``InvalidArgument`` for a
+    bad argument or option (before sending), ``APIError`` (a subclass for each status) for
+    an error the service reports, and ``APIConnectionError`` if it cannot be reached.
 
     Args:
         api_key: The API key; defaults to the ``LINGODOC_API_KEY`` environment variable.
@@ -74,10 +73,9 @@ class Client(Sending, BaseClient[httpx.Client]):
             frame the body or manage the connection (``Content-Length``, ``Connection``...).
         http_client: An ``httpx.Client`` to send through (proxies, custom
             transports), which stays the caller's: the SDK never closes it.
-        allow_http_host: A host to which an ``http://`` ``base_url`` is allowed (a
-            docker-compose service such as ``"emulator"``); defaults to
-            ``LINGODOC_ALLOW_HTTP_HOST``. The key then goes there in clear text (a warning
-            is logged), never through a proxy of the environment.
+        allow_http_host: A host, such as a docker-compose service (``"emulator"``), that an
+            ``http://`` ``base_url`` may name; defaults to ``LINGODOC_ALLOW_HTTP_HOST``. The
+            key goes there in clear text (a warning is logged), never through a proxy.
         max_in_flight: The most calls sent at once (with the ``with_options`` copies); past
             it, a call waits for its turn, outside its ``timeout``. ``None``: 16 (the pool's).
             Calls on the main thread take no turn: they have a connection of their
@@ -275,9 +273,8 @@ class Client(Sending, BaseClient[httpx.Client]):
             on_progress=on_progress, done=done, options=options, rate_limit=self.rate_limit,
             awaits=self._shared.is_async,
         )  # fmt: skip
-        template = bulk.template
-        with _tracing.call("translate_many", template.json, texts):
-            cache_keys = self._cache_keys(template, cache)
+        with _tracing.call("translate_many", bulk.template.json, texts):
+            cache_keys = self._cache_keys(bulk.template, cache)
             if cache_keys is not None:
                 store, keys = cache_keys
                 for uids, keyed in bulk.look_ups(store, keys):
@@ -397,10 +394,9 @@ class Client(Sending, BaseClient[httpx.Client]):
             job_or_id: The job from
                 [`translate_document`][lingodoc.Client.translate_document], or its id.
             poll_interval: Seconds between polls.
-            timeout: Seconds to wait in all, not for each attempt: by default ten minutes,
-                so that a forgotten limit cannot hold a worker for good; ``None``, no limit.
-                Each poll has the client's timeout, cut to the time left; for another, wait
-                on a copy: ``client.with_options(timeout=10).wait_for_translation(job)``.
+            timeout: Seconds to wait in all (ten minutes, so that a forgotten limit cannot
+                hold a worker for good; ``None``: no limit). Each poll has the client's timeout
+                cut to the time left; for another, wait on ``client.with_options(timeout=10)``.
             on_progress: Called with each status read, after every poll; a coroutine
                 function is refused with ``TypeError`` before the first poll.
             extra_headers: Each poll's own (see the class).
@@ -416,10 +412,16 @@ class Client(Sending, BaseClient[httpx.Client]):
             UnexpectedResponse: If a status read is that of another translation.
             LingodocError: As every method (see the class).
         """
-        waiter = self._waiter(
-            job_or_id, call_options(None, extra_headers, extra_query),
-            poll_interval=poll_interval, timeout=timeout, on_progress=on_progress,
-        )  # fmt: skip
+        if isinstance(job_or_id, _lazy.TranslationJob):
+            job_or_id = job_or_id.translation_id
+        waiter = Waiter(
+            _endpoints.get_translation(job_or_id, call_options(None, extra_headers, extra_query)),
+            poll_interval=poll_interval,
+            timeout=timeout,
+            on_progress=on_progress,
+            redact=self._key_mask,
+            awaits=self._shared.is_async,
+        )
         with _tracing.call("wait_for_translation"):
             try:
                 return self._poll(waiter)
@@ -481,9 +483,8 @@ class Client(Sending, BaseClient[httpx.Client]):
     ) -> Any:
         """Call any endpoint under ``base_url``, for parts of the service the SDK does not wrap.
 
-        The authentication, envelope, errors, retries and rate limits of the other
-        methods; only GET, HEAD, OPTIONS, PUT and DELETE are retried after a failure the
-        server may have acted on.
+        As the other methods (authentication, envelope, errors, retries, rate limits); only
+        GET, HEAD, OPTIONS, PUT and DELETE are retried after a failure the server may have acted on.
 
         Args:
             method: The HTTP method, such as ``"GET"``.
