@@ -200,10 +200,8 @@ class _File:
             shared = any(file._connection and file._identity == identity for file in _FILES)
         if status.st_size and not shared:
             descriptor = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            try:
-                header = os.read(descriptor, 100)  # SQLite's header
-            finally:
-                os.close(descriptor)
+            with os.fdopen(descriptor, "rb") as file:
+                header = file.read(100)  # SQLite's header
             if not header.startswith(b"SQLite format 3\x00"):  # a CSV, a text: never moved
                 raise _refused(self.path, "not an SQLite file")
             if header[68:72] != CACHE_APPLICATION_ID.to_bytes(4, "big"):
@@ -218,9 +216,7 @@ class _File:
         have opened could pair their log files with another database.
         """
         folder, name = os.path.split(self.path)
-        descriptor, temporary = tempfile.mkstemp(
-            prefix=f"{name}.", suffix=".new", dir=folder or "."
-        )
+        descriptor, temporary = tempfile.mkstemp(prefix=f"{name}.", suffix=".new", dir=folder)
         os.close(descriptor)  # made 0600, which its -wal and -shm files take
         try:
             with contextlib.closing(sqlite3.connect(temporary, isolation_level=None)) as connection:
