@@ -36,18 +36,16 @@ _SCHEMA = (
 )
 # Keys per query: below the 999 variables of SQLite before 3.32.
 _CHUNK = 500
+_SWEEP_OLDEST = (
+    f"DELETE FROM {_TABLE} WHERE (namespace, key) IN (SELECT namespace, key FROM {_TABLE} "
+    "{} ORDER BY stored LIMIT ?)"
+)
 # Made by a file's first sweep (none without limits): its oldest rows, the others left unread.
 # max_age is a namespace's own: its sweep deletes no other namespace's entries.
 _AGE_INDEX = f"CREATE INDEX IF NOT EXISTS lingodoc_aged ON {_TABLE} (namespace, stored)"
-_EXPIRED = (
-    f"DELETE FROM {_TABLE} WHERE (namespace, key) IN (SELECT namespace, key FROM {_TABLE} "
-    "WHERE namespace = ? AND stored < ? ORDER BY stored LIMIT ?)"
-)
+_EXPIRED = _SWEEP_OLDEST.format("WHERE namespace = ? AND stored < ?")
 _INDEX = f"CREATE INDEX IF NOT EXISTS lingodoc_stored ON {_TABLE} (stored)"
-_OLDEST = (
-    f"DELETE FROM {_TABLE} WHERE (namespace, key) IN "
-    f"(SELECT namespace, key FROM {_TABLE} ORDER BY stored LIMIT ?)"
-)
+_OLDEST = _SWEEP_OLDEST.format("")
 # Rows a sweep deletes at most, beyond as many as the store brings: bounded work per store.
 _SWEEP = 200
 
