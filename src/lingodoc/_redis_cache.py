@@ -28,7 +28,6 @@ _MASK = "****"
 # Wider than urllib.parse.urlsplit's (to the first "/"): a password with a "/" not
 # percent-encoded (base64 has them) is still masked, though redis-py refuses such a URL.
 _USERINFO = re.compile(r"^(?:[^:/?#]*:)?//(?P<userinfo>[^?#]*)@")
-_QUERY = re.compile(r"\?(?P<query>[^#]*)")
 
 
 def _masked(url: str) -> tuple[str, list[str]]:
@@ -42,17 +41,16 @@ def _masked(url: str) -> tuple[str, list[str]]:
             secrets.update((password, unquote(password), password.partition("/")[0]))
             start, end = userinfo.span("userinfo")
             url = f"{url[:start]}{user}:{_MASK}{url[end:]}"
-    query = _QUERY.search(url)
-    if query is not None:
-        parameters = query["query"].split("&")
-        for index, parameter in enumerate(parameters):
-            name, equals, value = parameter.partition("=")
-            # A password in the query is a secret too: redis-py passes it on.
-            if equals and value and "password" in unquote_plus(name).lower():
-                secrets.update((value, unquote_plus(value)))
-                parameters[index] = f"{name}={_MASK}"
-        start, end = query.span("query")
-        url = f"{url[:start]}{'&'.join(parameters)}{url[end:]}"
+    base, mark, query = url.partition("?")
+    query, sharp, fragment = query.partition("#")
+    parameters = query.split("&")
+    for index, parameter in enumerate(parameters):
+        name, equals, value = parameter.partition("=")
+        # A password in the query is a secret too: redis-py passes it on.
+        if equals and value and "password" in unquote_plus(name).lower():
+            secrets.update((value, unquote_plus(value)))
+            parameters[index] = f"{name}={_MASK}"
+    url = f"{base}{mark}{'&'.join(parameters)}{sharp}{fragment}"
     # The longest first: a password may hold another (its decoded form, say).
     return url, sorted(filter(None, secrets), key=len, reverse=True)
 
