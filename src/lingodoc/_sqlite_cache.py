@@ -127,9 +127,8 @@ class _File:
                 self._drop()
             else:
                 self._drop()  # the file was deleted or replaced since
-                # SQLite finds a file's log by its name: the one left at the path holds the
-                # old file's pages (SQLite keeps it, the file being gone), which the new
-                # file would take for its own. Ours, unless another process has made new ones.
+                # SQLite finds a log by its name: ours, left at the path, holds the gone file's
+                # pages, which a new file would take for its own (unless others made new ones).
                 for suffix, identity in zip(("-wal", "-shm"), self._logs, strict=True):
                     if identity is not None and _identity(self.path + suffix) == identity:
                         with contextlib.suppress(FileNotFoundError):
