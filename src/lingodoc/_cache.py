@@ -296,10 +296,8 @@ class Consulted:
         """The translations of the texts sent, by key, to store."""
         sent = [key for key in self._keys if key not in self._found]
         if isinstance(result, _lazy.BatchTranslation):
-            translations = result.translations
-        else:
-            translations = [result.translated_text]
-        return dict(zip(sent, translations, strict=True))
+            return dict(zip(sent, result.translations, strict=True))
+        return {sent[0]: result.translated_text}  # the one text, sent alone
 
     def result(self, result: Any) -> Any:
         """The call's result: the service's, the cache's, or the two merged (a batch)."""

@@ -28,9 +28,6 @@ _MASK = "****"
 # Wider than urllib.parse.urlsplit's (to the first "/"): a password with a "/" not
 # percent-encoded (base64 has them) is still masked, though redis-py refuses such a URL.
 _USERINFO = re.compile(r"^(?:[^:/?#]*:)?//(?P<userinfo>[^?#]*)@")
-_QUERY = re.compile(r"\?(?P<query>[^#]*)")
-# The values of these query parameters are secrets too (redis-py passes them on).
-_SECRET_PARAMETER = re.compile(r"password", re.IGNORECASE)
 
 
 def _masked(url: str) -> tuple[str, list[str]]:
@@ -44,16 +41,16 @@ def _masked(url: str) -> tuple[str, list[str]]:
             secrets.update((password, unquote(password), password.partition("/")[0]))
             start, end = userinfo.span("userinfo")
             url = f"{url[:start]}{user}:{_MASK}{url[end:]}"
-    query = _QUERY.search(url)
-    if query is not None:
-        parameters = query["query"].split("&")
-        for index, parameter in enumerate(parameters):
-            name, equals, value = parameter.partition("=")
-            if equals and value and _SECRET_PARAMETER.search(unquote_plus(name)):
-                secrets.update((value, unquote_plus(value)))
-                parameters[index] = f"{name}={_MASK}"
-        start, end = query.span("query")
-        url = f"{url[:start]}{'&'.join(parameters)}{url[end:]}"
+    base, mark, query = url.partition("?")
+    query, sharp, fragment = query.partition("#")
+    parameters = query.split("&")
+    for index, parameter in enumerate(parameters):
+        name, equals, value = parameter.partition("=")
+        # A password in the query is a secret too: redis-py passes it on.
+        if equals and value and "password" in unquote_plus(name).lower():
+            secrets.update((value, unquote_plus(value)))
+            parameters[index] = f"{name}={_MASK}"
+    url = f"{base}{mark}{'&'.join(parameters)}{sharp}{fragment}"
     # The longest first: a password may hold another (its decoded form, say).
     return url, sorted(filter(None, secrets), key=len, reverse=True)
 
@@ -72,18 +69,17 @@ def _positive(name: str, value: object, *, zero: bool = False) -> float:
 class RedisCache:
     """A translation cache in Redis, for ``Client(cache=...)`` and ``AsyncClient(cache=...)``.
 
-    Each translation is a Redis string, its UTF-8 text, under the key
-    ``lingodoc:<namespace>:<key>`` (``lingodoc:<key>`` without a namespace), ``<key>`` being
-    the 64-character hex digest the client computes for a text.
+    Each value is a Redis string, UTF-8, under ``lingodoc:<namespace>:<key>``
+    (``lingodoc:<key>`` without a namespace), ``<key>`` the client's 64-hex digest of a text.
 
-    Redis never fails a translation. A Redis that is down, refuses, or does not answer within
-    ``socket_timeout`` makes a lookup or store raise ``ConnectionError``, every password
-    masked; a client logs it (one warning an outage), goes on without the cache, and does not
-    ask Redis again for ``retry_after`` seconds.
+    Redis never fails a translation: down, refusing, or silent past ``socket_timeout``, it
+    makes a lookup or store raise ``ConnectionError``, every password masked; a client logs
+    it (one warning an outage), goes on without the cache, and leaves Redis alone for
+    ``retry_after`` seconds.
 
-    The async methods use ``redis.asyncio`` on asyncio, a client of their own in each event
-    loop; on trio, they run the sync ones in a worker thread. One cache may be shared by
-    threads and tasks, and is safe across ``os.fork()``: a child opens connections of its own.
+    The async methods use ``redis.asyncio`` on asyncio, a client for each event loop, and the
+    sync ones in a worker thread on trio. One cache may be shared by threads and tasks, and
+    across ``os.fork()``: a child opens connections of its own.
 
     Args:
         url: The Redis server: ``redis://[[user]:password@]host[:port][/db]``, ``rediss://``
@@ -124,7 +120,7 @@ class RedisCache:
         self._ttl = None if ttl is None else _positive("ttl", ttl)
         if self._ttl is not None and self._ttl < 0.001:
             raise ConfigurationError(f"ttl must be at least 0.001 seconds (1 ms): {ttl!r}")
-        self._px = None if self._ttl is None else max(1, round(self._ttl * 1000))
+        self._px = None if self._ttl is None else round(self._ttl * 1000)  # 1 or more
         timeout = _positive("socket_timeout", socket_timeout)
         self.retry_after: float = _positive("retry_after", retry_after, zero=True)
         """Seconds after a failure during which a client does not ask Redis."""
@@ -222,10 +218,8 @@ class RedisCache:
             ConnectionError: If Redis fails (its message masks the password).
         """
         names = self._names(keys)
-        if not names:
-            return {}
-        with self._failing():
-            return self._found(keys, self._client.mget(names))
+        with self._failing():  # MGET of no key is an error of Redis
+            return self._found(keys, self._client.mget(names) if names else [])
 
     def set_many(self, items: Mapping[str, str]) -> None:
         """Store translations: one ``MSET``, or with ``ttl`` a pipeline of ``SET ... PX``, no MULTI.
@@ -237,8 +231,7 @@ class RedisCache:
             InvalidArgument: If a key is not 64 lowercase hex characters, or a value not a str.
             ConnectionError: If Redis fails (its message masks the password).
         """
-        entries = self._entries(items)
-        if entries:
+        if entries := self._entries(items):
             with self._failing():
                 self._store(self._client, entries)
 
@@ -284,10 +277,8 @@ class RedisCache:
 
             return await anyio.to_thread.run_sync(self.get_many, keys)
         names = self._names(keys)
-        if not names:
-            return {}
         with self._failing():
-            return self._found(keys, await client.mget(names))
+            return self._found(keys, await client.mget(names) if names else [])
 
     async def aset_many(self, items: Mapping[str, str]) -> None:
         """`set_many`, awaited: through ``redis.asyncio`` on asyncio, a worker thread on trio.
@@ -304,17 +295,12 @@ class RedisCache:
             import anyio.to_thread
 
             await anyio.to_thread.run_sync(self.set_many, items)
-            return
-        entries = self._entries(items)
-        if entries:
+        elif entries := self._entries(items):
             with self._failing():
                 await self._store(client, entries)
 
     def close(self) -> None:
-        """Release the connections of the sync methods (and of the async ones on trio).
-
-        The cache stays usable: a later call connects again.
-        """
+        """Release the sync connections (the async ones on trio); a later call connects again."""
         self._client.close()
 
     async def aclose(self) -> None:

@@ -3,9 +3,7 @@
 Each process has one connection, which its threads take in turn (a lookup or a store is
 short); the file is in WAL mode with a busy timeout, so the processes' readers never wait
 and their writers wait their turn. A connection made before a ``fork`` is never used nor
-closed in the child: SQLite forbids it. Before each use the file at the path is checked to
-be the one connected to, and no shorter: deleted or replaced, a new one is started there;
-shorter (cut, or VACUUMed by `clear`), it is checked as it is opened again.
+closed in the child: SQLite forbids it.
 """
 
 from __future__ import annotations
@@ -38,18 +36,16 @@ _SCHEMA = (
 )
 # Keys per query: below the 999 variables of SQLite before 3.32.
 _CHUNK = 500
+_SWEEP_OLDEST = (
+    f"DELETE FROM {_TABLE} WHERE (namespace, key) IN (SELECT namespace, key FROM {_TABLE} "
+    "{} ORDER BY stored LIMIT ?)"
+)
 # Made by a file's first sweep (none without limits): its oldest rows, the others left unread.
 # max_age is a namespace's own: its sweep deletes no other namespace's entries.
 _AGE_INDEX = f"CREATE INDEX IF NOT EXISTS lingodoc_aged ON {_TABLE} (namespace, stored)"
-_EXPIRED = (
-    f"DELETE FROM {_TABLE} WHERE (namespace, key) IN (SELECT namespace, key FROM {_TABLE} "
-    "WHERE namespace = ? AND stored < ? ORDER BY stored LIMIT ?)"
-)
+_EXPIRED = _SWEEP_OLDEST.format("WHERE namespace = ? AND stored < ?")
 _INDEX = f"CREATE INDEX IF NOT EXISTS lingodoc_stored ON {_TABLE} (stored)"
-_OLDEST = (
-    f"DELETE FROM {_TABLE} WHERE (namespace, key) IN "
-    f"(SELECT namespace, key FROM {_TABLE} ORDER BY stored LIMIT ?)"
-)
+_OLDEST = _SWEEP_OLDEST.format("")
 # Rows a sweep deletes at most, beyond as many as the store brings: bounded work per store.
 _SWEEP = 200
 
@@ -108,6 +104,10 @@ class _File:
                 self._move_aside(exc)
             return step(self._connected())
 
+    def rows(self, query: str, values: list[Any]) -> list[Any]:
+        """The rows of ``query``, run as `run` runs a step."""
+        return self.run(lambda connection: connection.execute(query, values).fetchall())
+
     def _drop(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
@@ -117,10 +117,7 @@ class _File:
         # Never a descriptor of our own on the file: closing one would drop the locks
         # SQLite holds on it (POSIX locks are the process's), so os.stat only.
         if self._connection is not None:
-            try:
-                status = os.stat(self.path)
-            except OSError:  # deleted since
-                status = None
+            status = _status(self.path)  # None: deleted since
             if status is not None and (status.st_dev, status.st_ino) == self._identity:
                 seen, self._size = self._size, status.st_size
                 if status.st_size >= seen:
@@ -130,9 +127,8 @@ class _File:
                 self._drop()
             else:
                 self._drop()  # the file was deleted or replaced since
-                # SQLite finds a file's log by its name: the one left at the path holds the
-                # old file's pages (SQLite keeps it, the file being gone), which the new
-                # file would take for its own. Ours, unless another process has made new ones.
+                # SQLite finds a log by its name: ours, left at the path, holds the gone file's
+                # pages, which a new file would take for its own (unless others made new ones).
                 for suffix, identity in zip(("-wal", "-shm"), self._logs, strict=True):
                     if identity is not None and _identity(self.path + suffix) == identity:
                         with contextlib.suppress(FileNotFoundError):
@@ -195,17 +191,14 @@ class _File:
             raise _refused(self.path, "a symbolic link" if link else "not a regular file")
         if hasattr(os, "geteuid") and status.st_uid != os.geteuid():
             raise _refused(self.path, f"a file of another user, uid {status.st_uid}")
-        # Its header read unless a connection of this process is open on it, a cache then:
-        # closing a descriptor of our own would drop the locks that SQLite holds on it.
+        # Its header not read under a connection of ours, a cache then: see _connected.
         identity = status.st_dev, status.st_ino
         with _FILES_LOCK:
             shared = any(file._connection and file._identity == identity for file in _FILES)
         if status.st_size and not shared:
             descriptor = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            try:
-                header = os.read(descriptor, 100)  # SQLite's header
-            finally:
-                os.close(descriptor)
+            with os.fdopen(descriptor, "rb") as file:
+                header = file.read(100)  # SQLite's header
             if not header.startswith(b"SQLite format 3\x00"):  # a CSV, a text: never moved
                 raise _refused(self.path, "not an SQLite file")
             if header[68:72] != CACHE_APPLICATION_ID.to_bytes(4, "big"):
@@ -220,9 +213,7 @@ class _File:
         have opened could pair their log files with another database.
         """
         folder, name = os.path.split(self.path)
-        descriptor, temporary = tempfile.mkstemp(
-            prefix=f"{name}.", suffix=".new", dir=folder or "."
-        )
+        descriptor, temporary = tempfile.mkstemp(prefix=f"{name}.", suffix=".new", dir=folder)
         os.close(descriptor)  # made 0600, which its -wal and -shm files take
         try:
             with contextlib.closing(sqlite3.connect(temporary, isolation_level=None)) as connection:
@@ -296,27 +287,29 @@ def _private(path: str) -> None:
         logger.warning("the translation cache was open to others, made 0600: %s", ", ".join(loose))
 
 
+def _status(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:  # none there
+        return None
+
+
 def _identity(path: str) -> tuple[int, int] | None:
     """The device and inode of the file at ``path``; ``None`` if there is none."""
-    try:
-        status = os.stat(path)
-    except OSError:
-        return None
-    return status.st_dev, status.st_ino
+    status = _status(path)
+    return None if status is None else (status.st_dev, status.st_ino)
 
 
 class SQLiteCache:
     """A translation cache in one SQLite file, for one machine: pass it as ``cache=``.
 
-    Many threads and processes may use one file at once. A crash, even in the middle
-    of a write, leaves it usable. The file, its ``-wal`` and ``-shm`` are the owner's alone
-    (``0600``; made so, with one warning, if they were not): translations can be private.
-
-    A damaged lingodoc cache is moved aside, one warning naming both paths, and a new one
-    started, as for one deleted during a run. Any other file is refused, left as it is.
+    Many threads and processes may use one file at once; a crash, even mid-write, leaves it
+    usable. The file, its ``-wal`` and ``-shm`` are the owner's alone (``0600``; made so, with
+    a warning, if not): translations can be private. A damaged lingodoc cache is moved aside,
+    one warning naming both paths, and a new one started; any other file is refused, untouched.
 
     With a limit, the file stays its size: opening it and each store delete up to a few
-    hundred of the oldest entries past it, of every namespace, whose space SQLite reuses.
+    hundred of the oldest entries past it, whose space SQLite reuses.
 
     Args:
         path: The file; created if missing.
@@ -363,7 +356,6 @@ class SQLiteCache:
         # data_version then: while they hold, no other connection has written since.
         self._counted: tuple[sqlite3.Connection, int, int] | None = None
         self._file = _File(self.path, _seconds(timeout, "timeout"))
-        # Closed when the cache is collected, or at exit, if close() was not called.
         weakref.finalize(self, self._file.close)
         try:
             self._file.run(lambda connection: self._store(connection, []))  # and sweep
@@ -407,7 +399,7 @@ class SQLiteCache:
                 f"SELECT key, translation FROM {_TABLE} WHERE namespace = ? AND stored >= ? "
                 f"AND key IN ({','.join('?' * len(chunk))})"
             )
-            found.update(self._file.run(_rows(query, [self.namespace, since, *chunk])))
+            found.update(self._file.rows(query, [self.namespace, since, *chunk]))
         return found
 
     def set_many(self, items: Mapping[str, str]) -> None:
@@ -463,13 +455,12 @@ class SQLiteCache:
             sqlite3.Error: If the file cannot be read.
         """
         counts = "count(*), count(DISTINCT namespace), min(stored), max(stored)"
-        [(entries, namespaces, *stored)] = self._file.run(
-            _rows(f"SELECT {counts} FROM {_TABLE}", [])
-        )
+        [(entries, namespaces, *stored)] = self._file.rows(f"SELECT {counts} FROM {_TABLE}", [])
         oldest, newest = (
             None if at is None else datetime.fromtimestamp(at, timezone.utc) for at in stored
         )
-        size = sum(_size(self.path + suffix) for suffix in ("", "-wal"))
+        statuses = map(_status, (self.path, self.path + "-wal"))
+        size = sum(status.st_size for status in statuses if status)
         return CacheStats(entries, namespaces, oldest, newest, size)
 
     def clear(self, *, older_than: float | None = None) -> int:
@@ -501,11 +492,6 @@ class SQLiteCache:
         return self._file.run(delete)
 
 
-def _rows(query: str, values: list[Any]) -> Callable[[sqlite3.Connection], list[Any]]:
-    # A step for _File.run, bound to this query (a lambda in the loop would see the last one).
-    return lambda connection: connection.execute(query, values).fetchall()
-
-
 @contextlib.contextmanager
 def _transaction(connection: sqlite3.Connection) -> Iterator[None]:
     # BEGIN IMMEDIATE: the write lock at once, waited for under the busy timeout.
@@ -521,10 +507,3 @@ def _seconds(value: object, name: str, *, zero: bool = False) -> float:
     if not (value >= 0 if zero else value > 0):
         raise InvalidArgument(f"{name} must be {'>=' if zero else '>'} 0 seconds, not {value!r}")
     return float(value)
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
