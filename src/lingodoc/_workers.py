@@ -60,7 +60,7 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
                 # In this thread's context, as a task is in its spawner's: the call's span
                 # (_tracing) is the parent of the worker's requests'.
                 pool.submit(contextvars.copy_context().run, worker, bulk)
-        while bulk.running and not bulk.stopped:  # a failed batch stops the rest
+        while bulk.running and not bulk.stopping.is_set():  # a failed batch stops the rest
             try:
                 # In 0.2 s slices: else a Ctrl-C just before get() waits for the next event.
                 progress = bulk.take(bulk.events.get(timeout=0.2))
@@ -137,7 +137,7 @@ async def async_run_workers(
             for _ in range(bulk.workers):
                 group.start_soon(worker, bulk)
             try:
-                while bulk.running and not bulk.stopped:  # a failed batch stops the rest
+                while bulk.running and not bulk.stopping.is_set():  # a failed batch stops the rest
                     progress = bulk.take(await events.get())
                     await async_report(bulk.on_progress, progress)
                     if progress is not None:  # None: a worker ended, not the run
