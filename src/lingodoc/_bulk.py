@@ -48,14 +48,12 @@ class BulkProgress(NamedTuple):
     """How far a ``translate_many`` has got, as passed to its ``on_progress``.
 
     Attributes:
-        done: Texts with a translation so far, out of ``total`` (duplicates, blank texts
-            and those passed in ``done`` included).
+        done: Texts translated so far, duplicates, blank ones and those in ``done`` included.
         total: The number of texts.
         requests: Batch requests answered so far in this call.
         requests_left: Batch requests still needed, at least.
         rate_limit: The rate-limit window as last reported by the service, or ``None``.
-        waiting_until: While the call pauses for the window to reset: until when
-            (timezone-aware); else ``None``.
+        waiting_until: Until when (timezone-aware) the call pauses for a reset, else ``None``.
         cache_hits: Distinct texts the client's cache held (not sent); 0 without a cache.
         cache_misses: Distinct texts looked up in the cache and not found (sent).
     """
