@@ -99,8 +99,7 @@ def max_wait(value: object) -> float:
 class Bulk:
     """The shared state of one ``translate_many``, its arguments checked, every text included.
 
-    Each distinct text is sent once, a blank one never. ``rate_limit`` is the client's last;
-    ``awaits``: the client awaits what ``on_progress`` returns.
+    ``rate_limit``: the client's last; ``awaits``: the client awaits what ``on_progress`` returns.
     """
 
     def __init__(

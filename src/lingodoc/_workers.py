@@ -86,8 +86,7 @@ class TaskEvents:
     """``Bulk.events`` for tasks: events only wake the coordinator (batches wait in ``Bulk``)."""
 
     def __init__(self) -> None:
-        import anyio
-        import anyio.lowlevel
+        import anyio.lowlevel  # and anyio
 
         self._anyio = anyio
         self._events: deque[object] = deque()
@@ -124,8 +123,7 @@ async def async_run_workers(
     worker: Callable[[Bulk], Coroutine[Any, Any, None]], bulk: Bulk
 ) -> None:
     """`run_workers` as tasks: those in flight are cancelled at the end; no exception group."""
-    import anyio
-    import anyio.lowlevel
+    import anyio.lowlevel  # and anyio
 
     events = bulk.events = TaskEvents()
     await async_report(bulk.on_progress, bulk.start())
