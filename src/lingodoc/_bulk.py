@@ -13,6 +13,7 @@ import threading
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -47,14 +48,12 @@ class BulkProgress(NamedTuple):
     """How far a ``translate_many`` has got, as passed to its ``on_progress``.
 
     Attributes:
-        done: Texts with a translation so far, out of ``total`` (duplicates, blank texts
-            and those passed in ``done`` included).
+        done: Texts translated so far, duplicates, blank ones and those in ``done`` included.
         total: The number of texts.
         requests: Batch requests answered so far in this call.
         requests_left: Batch requests still needed, at least.
         rate_limit: The rate-limit window as last reported by the service, or ``None``.
-        waiting_until: While the call pauses for the window to reset: until when
-            (timezone-aware); else ``None``.
+        waiting_until: Until when (timezone-aware) the call pauses for a reset, else ``None``.
         cache_hits: Distinct texts the client's cache held (not sent); 0 without a cache.
         cache_misses: Distinct texts looked up in the cache and not found (sent).
     """
@@ -69,14 +68,13 @@ class BulkProgress(NamedTuple):
     cache_misses: int = 0
 
 
+@dataclass(slots=True, eq=False)
 class Batch:
     """One batch, ready to send: the distinct texts ``uids`` (indices into the plan's texts)."""
 
-    __slots__ = ("call", "refusals", "uids")
-
-    def __init__(self, uids: list[int], call: Call[BatchTranslation]) -> None:
-        self.uids, self.call = uids, call
-        self.refusals = 0  # 429s in a row, each after waiting for the reset
+    uids: list[int]
+    call: Call[BatchTranslation]
+    refusals: int = 0  # 429s in a row, each after waiting for the reset
 
 
 class Pause(NamedTuple):
@@ -101,8 +99,7 @@ def max_wait(value: object) -> float:
 class Bulk:
     """The shared state of one ``translate_many``, its arguments checked, every text included.
 
-    Each distinct text is sent once, a blank one never. ``rate_limit`` is the client's last;
-    ``awaits``: the client awaits what ``on_progress`` returns.
+    ``rate_limit``: the client's last; ``awaits``: the client awaits what ``on_progress`` returns.
     """
 
     def __init__(
@@ -164,8 +161,8 @@ class Bulk:
         # agrees with itself and with what ``done`` holds.
         self._answered = self._translated = self._in_flight = 0
         self._error: BaseException | None = None
-        self.stopped = False  # a batch failed, or `stop` was called: nothing more starts
-        self.stopping = threading.Event()  # set with stopped: a paused worker wakes at once
+        # Set in the lock as a batch fails or `stop` is called: nothing more starts after it.
+        self.stopping = threading.Event()  # a paused worker wakes at once
         self._lock = threading.Lock()
         self._remaining: int | None = None
         self._reset_at = self._not_before = 0.0  # _not_before: after a 429, its wait's end
@@ -245,7 +242,7 @@ class Bulk:
     def next(self) -> Batch | float | None:
         """Return what a worker does next: send a batch, sleep this long, or stop (``None``)."""
         with self._lock:
-            if self.stopped or (not self._retry and self._next >= len(self._todo)):
+            if self.stopping.is_set() or (not self._retry and self._next >= len(self._todo)):
                 return None
             now = _clock.current().time()
             wait = self._not_before - now  # after a 429
@@ -280,18 +277,15 @@ class Bulk:
         """Record a batch's error: the run's (the first is raised), or a 429 to resend later."""
         with self._lock:
             self._in_flight -= 1
-            if (
-                isinstance(error, RateLimited)
-                and error.retry_after is not None
-                and not self.stopped
-            ):
+            if isinstance(error, RateLimited) and not self.stopping.is_set():
                 batch.refusals += 1
-                if batch.refusals <= MAX_REFUSALS and error.retry_after <= self._max_wait:
+                asked = error.retry_after
+                if asked is not None and asked <= self._max_wait and batch.refusals <= MAX_REFUSALS:
                     if error.rate_limit is not None:
                         self._learn(error.rate_limit)
                         self._remaining = 0  # refused: whatever was reported before, none are left
                     # Without rate-limit headers (a proxy's 429) the pacing would send it at once.
-                    wait = _retry.server_wait(error.retry_after, batch.refusals) + _ROUNDING
+                    wait = _retry.server_wait(asked, batch.refusals) + _ROUNDING
                     until = _clock.current().time() + wait
                     self._not_before = max(self._not_before, until)
                     self._retry.append(batch)  # first: nothing below may lose it
@@ -299,8 +293,7 @@ class Bulk:
                     return
             if self._error is None:
                 self._error = error
-            self.stopped = True  # in the same hold of the lock: no batch starts after it
-        self.stopping.set()
+            self.stopping.set()  # in the same hold of the lock: no batch starts after it
 
     def take(self, event: object) -> BulkProgress | None:
         """Take a worker's event; the progress to report, if any (in the order things happened)."""
@@ -314,8 +307,7 @@ class Bulk:
         with self._lock:
             if self._error is None:
                 self._error = error
-            self.stopped = True
-        self.stopping.set()
+            self.stopping.set()
 
     def _announce(self, until: float) -> None:
         # The coordinator reports a pause once, however many workers wait for it.

@@ -15,9 +15,7 @@ _CANNOT_AWAIT = "which Client cannot await: pass a plain function, or use AsyncC
 
 def check(on_progress: object, *, awaits: bool) -> None:
     """Check an ``on_progress``: callable, and no ``async def`` unless the client awaits it."""
-    if on_progress is None:
-        return
-    if not callable(on_progress):
+    if on_progress is not None and not callable(on_progress):
         raise InvalidArgumentType("on_progress must be callable")
     call = getattr(on_progress, "__call__", None)  # noqa: B004  # an object's async __call__
     if not awaits and any(map(inspect.iscoroutinefunction, (on_progress, call))):

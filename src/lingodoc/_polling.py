@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, cast
 
 from lingodoc import _callbacks, _clock, _lazy, _retry, _validation
 from lingodoc._exceptions import (
@@ -32,8 +32,6 @@ MIN_RATE_LIMIT_WAIT, MAX_POLL_WAIT = 1.0, 3600.0  # the bounds of one wait for a
 # added to the service must not make a wait endless.
 MAX_UNKNOWN_STATES = 3
 
-WaitError = TypeVar("WaitError", TranslationFailed, WaitTimeout)
-
 
 class Waiter:
     """One ``wait_for_translation``, its arguments checked: deadline, last status, next step.
@@ -51,18 +49,14 @@ class Waiter:
         redact: Callable[[str], str],
         awaits: bool,
     ) -> None:
-        if not _validation.is_number(poll_interval):
-            raise InvalidArgumentType(f"poll_interval must be a number, not {shown(poll_interval)}")
-        interval = _validation.as_float(poll_interval)
+        interval = _validation.as_float(poll_interval)  # NaN if no number
         if not (math.isfinite(interval) and interval > 0):
-            raise InvalidArgument(
-                f"poll_interval must be a positive number, not {shown(poll_interval)}"
-            )
-        if timeout is not None and not _validation.is_number(timeout):
-            raise InvalidArgumentType(f"timeout must be a number or None, not {shown(timeout)}")
+            kind = InvalidArgument if _validation.is_number(poll_interval) else InvalidArgumentType
+            raise kind(f"poll_interval must be a positive number, not {shown(poll_interval)}")
         limit = None if timeout is None else _validation.as_float(timeout)
         if limit is not None and not limit >= 0:  # also refuses NaN
-            raise InvalidArgument(f"timeout must be None or >= 0 seconds, not {shown(timeout)}")
+            kind = InvalidArgument if _validation.is_number(timeout) else InvalidArgumentType
+            raise kind(f"timeout must be None or >= 0 seconds, not {shown(timeout)}")
         _callbacks.check(on_progress, awaits=awaits)
         self.call, self.poll_interval = call, interval
         self.timeout = cast("float | None", timeout)  # as given: WaitTimeout shows 3 s, not 3.0
@@ -75,11 +69,7 @@ class Waiter:
         self.unknown_states = self.rate_limited = 0  # polls in a row with either
 
     def after_status(self, status: TranslationStatus) -> float | None:
-        """Record a poll's status: ``None`` if completed, else the sleep before the next poll.
-
-        ``TranslationFailed`` if it failed, or stayed in states the SDK does not know for
-        ``MAX_UNKNOWN_STATES`` polls in a row; ``WaitTimeout`` past the deadline.
-        """
+        """Record a poll's status: ``None`` if completed, else the sleep before the next poll."""
         self.last = status
         self.rate_limited = 0
         state = status.status
@@ -102,10 +92,7 @@ class Waiter:
         raise self._masked(error)
 
     def delay(self, wanted: float | None = None) -> float:
-        """Seconds to sleep before the next poll: the interval, or ``wanted`` (a 429's reset).
-
-        ``WaitTimeout`` if the deadline has passed, or passes before ``wanted`` ends.
-        """
+        """Seconds to sleep before the next poll: the interval, or ``wanted`` (a 429's reset)."""
         if wanted is None:
             delay = self.poll_interval
         else:
@@ -125,11 +112,7 @@ class Waiter:
         return self.delay(_retry.server_wait(wanted, self.rate_limited))
 
     def after_failure(self, error: LingodocError) -> float:
-        """The sleep after a poll failed its retries, or ``error`` raised again.
-
-        With a timeout, a 5xx or a network failure is ridden out until the deadline (then
-        ``WaitTimeout``, caused by ``error``).
-        """
+        """With a timeout, a poll's 5xx or network failure is ridden out; else raised again."""
         transient = isinstance(error, APIConnectionError) or (
             isinstance(error, APIError) and (error.status_code or 0) >= 500
         )
@@ -140,7 +123,7 @@ class Waiter:
         except WaitTimeout as timeout:  # without the traceback: its frames hold statuses
             raise timeout from error.with_traceback(None)
 
-    def _masked(self, error: WaitError) -> WaitError:
+    def _masked(self, error: TranslationFailed | WaitTimeout) -> TranslationFailed | WaitTimeout:
         # The message and the status are what the server sent: either may echo the key.
         error.args = tuple(self.redact(a) if isinstance(a, str) else a for a in error.args)
         if error.status is not None:

@@ -7,7 +7,6 @@ capped backoff; an ask under half a second gets the backoff at least (`server_wa
 
 from __future__ import annotations
 
-import functools
 import random
 from typing import TYPE_CHECKING, Any
 
@@ -50,10 +49,7 @@ def backoff(attempt: int) -> float:
 
 
 def server_wait(asked: float | None, attempt: int) -> float:
-    """The wait before attempt ``attempt + 1``: what the server ``asked``, but never a spin.
-
-    An ask of under half a second (or none) gets the backoff, if that is longer.
-    """
+    """The wait before attempt ``attempt + 1``: ``asked``, raised to the backoff if under 0.5 s."""
     if asked is not None and asked >= MIN_SERVER_WAIT:
         return asked
     return max(asked or 0.0, backoff(attempt))
@@ -76,8 +72,8 @@ class Retries:
         import tenacity  # a call that never fails never imports it
 
         state = self._state
-        if state is None:
-            state = self._state = tenacity.RetryCallState(_retrying(), None, (), {})
+        if state is None:  # a state names a retry manager, which these strategies never ask
+            state = self._state = tenacity.RetryCallState(tenacity.Retrying(), None, (), {})
         else:
             state.prepare_for_next_attempt()
         state.set_exception((type(error), error, None))
@@ -87,7 +83,10 @@ class Retries:
             return None
         asked = error.retry_after if isinstance(error, APIError) else None
         state.upcoming_sleep = server_wait(asked, state.attempt_number)
-        if tenacity.stop_after_attempt(self._max_retries + 1)(state) or self._past_deadline(state):
+        if tenacity.stop_after_attempt(self._max_retries + 1)(state):
+            return None
+        deadline = self._deadline
+        if deadline is not None and _clock.current().monotonic() + state.upcoming_sleep > deadline:
             return None
         return state.upcoming_sleep
 
@@ -103,17 +102,3 @@ class Retries:
             number,
             self._max_retries + 1,
         )
-
-    def _past_deadline(self, state: tenacity.RetryCallState) -> bool:
-        deadline = self._deadline
-        return (
-            deadline is not None and _clock.current().monotonic() + state.upcoming_sleep > deadline
-        )
-
-
-@functools.cache
-def _retrying() -> tenacity.Retrying:
-    """What each `Retries` state names as its retry manager (tenacity's states need one)."""
-    import tenacity
-
-    return tenacity.Retrying()

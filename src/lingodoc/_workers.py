@@ -60,7 +60,7 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
                 # In this thread's context, as a task is in its spawner's: the call's span
                 # (_tracing) is the parent of the worker's requests'.
                 pool.submit(contextvars.copy_context().run, worker, bulk)
-        while bulk.running and not bulk.stopped:  # a failed batch stops the rest
+        while bulk.running and not bulk.stopping.is_set():  # a failed batch stops the rest
             try:
                 # In 0.2 s slices: else a Ctrl-C just before get() waits for the next event.
                 progress = bulk.take(bulk.events.get(timeout=0.2))
@@ -86,8 +86,7 @@ class TaskEvents:
     """``Bulk.events`` for tasks: events only wake the coordinator (batches wait in ``Bulk``)."""
 
     def __init__(self) -> None:
-        import anyio
-        import anyio.lowlevel
+        import anyio.lowlevel  # and anyio
 
         self._anyio = anyio
         self._events: deque[object] = deque()
@@ -124,8 +123,7 @@ async def async_run_workers(
     worker: Callable[[Bulk], Coroutine[Any, Any, None]], bulk: Bulk
 ) -> None:
     """`run_workers` as tasks: those in flight are cancelled at the end; no exception group."""
-    import anyio
-    import anyio.lowlevel
+    import anyio.lowlevel  # and anyio
 
     events = bulk.events = TaskEvents()
     await async_report(bulk.on_progress, bulk.start())
@@ -137,7 +135,7 @@ async def async_run_workers(
             for _ in range(bulk.workers):
                 group.start_soon(worker, bulk)
             try:
-                while bulk.running and not bulk.stopped:  # a failed batch stops the rest
+                while bulk.running and not bulk.stopping.is_set():  # a failed batch stops the rest
                     progress = bulk.take(await events.get())
                     await async_report(bulk.on_progress, progress)
                     if progress is not None:  # None: a worker ended, not the run
