@@ -54,7 +54,8 @@ LIGHT_AND_LAZY = """
 import json, sys
 import lingodoc
 heavy = [m for m in ('lingodoc.emulator', 'lingodoc.cli', 'lingodoc.testing', 'http.server',
-                     'argparse', 'pydantic.main', 'aiohttp', 'sqlite3', 'redis')
+                     'argparse', 'pydantic.main', 'aiohttp', 'sqlite3', 'redis', 'httpcore',
+                     'h11')
          if m in sys.modules]
 import httpx
 clients = [lingodoc.Client("k" * 20, base_url=url)

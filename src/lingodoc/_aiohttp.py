@@ -7,6 +7,7 @@ sending (not retried then): ``httpx-aiohttp`` makes both ``ConnectTimeout``.
 
 from __future__ import annotations
 
+import functools
 import urllib.request
 import weakref
 from typing import Any, NoReturn
@@ -14,7 +15,6 @@ from typing import Any, NoReturn
 import httpx
 
 from lingodoc import _tracing
-from lingodoc._async_transport import ResponseStream
 from lingodoc._constants import AIOHTTP_MAX_IN_FLIGHT, DEFAULT_TIMEOUT
 from lingodoc._environment import ssl_context
 from lingodoc._exceptions import ConfigurationError
@@ -49,8 +49,11 @@ class _Transport(httpx.AsyncBaseTransport):
     def __init__(self, transport: httpx.AsyncBaseTransport, *, direct: bool, proxied: bool):
         import aiohttp
 
+        from lingodoc._async_transport import ResponseStream  # here: it imports httpcore
+
         self.transport = transport
         self.errors = (httpx.TransportError, aiohttp.ClientError)
+        self.body = functools.partial(ResponseStream, errors=self.errors, raises=_raise_as_httpx)
         self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
         self.direct, self.proxied, self.session_made = direct, proxied, False
         self.headers: list[tuple[bytes, bytes]] = []  # its client's, as made
@@ -66,7 +69,7 @@ class _Transport(httpx.AsyncBaseTransport):
             response = await self.transport.handle_async_request(request)
         except self.errors as exc:
             _raise_as_httpx(exc)
-        response.stream = ResponseStream(response.stream, self.errors, _raise_as_httpx)
+        response.stream = self.body(response.stream)
         return response
 
     async def aclose(self) -> None:
