@@ -78,7 +78,7 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
             it is handed over, and closed with this client.
         allow_http_host: A host, such as a docker-compose service (``"emulator"``), that an
             ``http://`` ``base_url`` may name; defaults to ``LINGODOC_ALLOW_HTTP_HOST``. The
-            key goes there in clear text (a warning is logged), never through a proxy.
+            key goes there in clear text (warned), never through the environment's proxy.
         max_in_flight: The most calls sent at once (with the ``with_options`` copies); past
             it, a call waits for its turn, outside its ``timeout``. ``None``: 16 (the pool's).
             With a ``DefaultAioHttpClient``, 100.

@@ -75,7 +75,7 @@ class Client(Sending, BaseClient[httpx.Client]):
             transports), which stays the caller's: the SDK never closes it.
         allow_http_host: A host, such as a docker-compose service (``"emulator"``), that an
             ``http://`` ``base_url`` may name; defaults to ``LINGODOC_ALLOW_HTTP_HOST``. The
-            key goes there in clear text (a warning is logged), never through a proxy.
+            key goes there in clear text (warned), never through the environment's proxy.
         max_in_flight: The most calls sent at once (with the ``with_options`` copies); past
             it, a call waits for its turn, outside its ``timeout``. ``None``: 16 (the pool's).
             Calls on the main thread take no turn: they have a connection of their
