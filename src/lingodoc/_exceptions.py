@@ -39,8 +39,7 @@ def shown(value: object) -> str:
 class LingodocError(Exception):
     """The base class of every exception lingodoc raises.
 
-    ``str()`` is the message, then the hint, if there is one, on a line of its own
-    (``hint: ...``).
+    ``str()`` is the message, then any hint on a line of its own (``hint: ...``).
 
     Attributes:
         hint: What to do about the error, in the SDK's terms (``base_url=``,

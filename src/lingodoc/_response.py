@@ -33,7 +33,6 @@ MAX_ERROR_BODY_BYTES = 64 * 1024  # enough to show its start: no megabytes of a 
 BODY_EXCERPT_CHARS = 500
 # All the SDK decodes, with zlib's output bounded: httpx would inflate each chunk whole.
 ACCEPT_ENCODING = "gzip, deflate"
-# The headers the SDK reads, found in one pass over a response's headers.
 _READ_HEADERS = frozenset({
     b"content-encoding", b"retry-after", b"x-request-id",
     b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset",
