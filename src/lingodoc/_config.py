@@ -32,6 +32,7 @@ _VARIABLES = {
     "base_url": BASE_URL_ENV,
     "allow_http_host": ALLOW_HTTP_HOST_ENV,
 }
+_WHERE_FROM = {"api_key": GET_A_KEY, "base_url": WHAT_BASE_URL_IS}  # hints for a missing one
 
 
 def _setting(value: object, argument: str) -> str | ConfigurationError | None:
@@ -79,9 +80,7 @@ def _missing_error(absent: list[str]) -> ConfigurationError:
         f"pass {argument}=... or set the {_VARIABLES[argument]} environment variable"
         for argument in absent
     )
-    hints = [GET_A_KEY] if "api_key" in absent else []
-    hints += [WHAT_BASE_URL_IS] if "base_url" in absent else []
-    hint = "; ".join([*hints, TRY_THE_EMULATOR])
+    hint = "; ".join([*(_WHERE_FROM[argument] for argument in absent), TRY_THE_EMULATOR])
     return ConfigurationError(f"no {nouns} given: {where}", hint=hint)
 
 
@@ -206,9 +205,8 @@ def timeout(value: object, http_client: httpx.Client | httpx.AsyncClient | None)
     if value is not None:
         return _validation.timeout(value, ConfigurationError)
     if http_client is not None:
-        # What httpx gives a client made without a timeout (5 s in httpx 0.28).
-        kind = httpx.Client if isinstance(http_client, httpx.Client) else httpx.AsyncClient
-        httpx_default = inspect.signature(kind).parameters["timeout"].default
+        # What httpx gives a client made without a timeout (5 s in httpx 0.28), sync or async.
+        httpx_default = inspect.signature(httpx.Client).parameters["timeout"].default
         if http_client.timeout != httpx_default:
             return http_client.timeout
     return httpx.Timeout(DEFAULT_TIMEOUT)

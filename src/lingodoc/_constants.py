@@ -16,9 +16,8 @@ DOCS_URL = "https://lingodoc.github.io/lingodoc-python/"
 CACHE_APPLICATION_ID = 0x4C674463
 
 # What errors hint (``LingodocError.hint``), in the SDK's terms; the command line knows them
-# by these, and says them in its flags' terms. A missing key: where keys come from (the
-# spec: the account settings); a missing base URL, or an answer that is not the service's
-# (a web server at the host's root, a proxy, a login page): what the base URL is.
+# by these, and says them in its flags' terms. An answer not the service's: a web server at
+# the host's root, a proxy, a login page.
 GET_A_KEY = "create a key in your lingodoc account settings"
 WHAT_BASE_URL_IS = "base_url is the service's address, up to and including /v1"
 NOT_THE_SERVICE = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -161,13 +162,9 @@ def merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, httpx.QueryP
     raise InvalidArgumentType(f"params cannot be sent as query parameters: {cut(problem)}")
 
 
+@functools.cache  # one per model: calls waiting by the thousand hold no parser of their own
 def _model(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
-    """Return a parser that validates ``data`` as ``cls`` and attaches its ``Origin``.
-
-    One per model, made once: calls waiting by the thousand hold no parser of their own.
-    """
-    if cls in _parsers:
-        return _parsers[cls]
+    """Return a parser that validates ``data`` as ``cls`` and attaches its ``Origin``."""
     from pydantic import ValidationError
 
     def parse(data: Any, origin: Origin) -> ModelT:
@@ -182,18 +179,14 @@ def _model(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
         _lazy.set_origin(result, origin)  # type: ignore[arg-type]  # a result model
         return result
 
-    _parsers[cls] = parse
     return parse
-
-
-_parsers: dict[type[Any], Callable[[Any, Origin], Any]] = {}
 
 
 def _only(
     cls: type[ModelT], found: Callable[[ModelT], object], want: object, says: str
 ) -> Callable[[Any, Origin], ModelT]:
     """A parser of ``cls`` refusing a result of which ``found`` is not ``want`` (``says`` why)."""
-    parse = _model(cls)
+    parse: Callable[[Any, Origin], ModelT] = _model(cls)
 
     def parse_only(data: Any, origin: Origin) -> ModelT:
         result = parse(data, origin)

@@ -36,23 +36,10 @@ def shown(value: object) -> str:
     return cut(text)
 
 
-def failure_reason(status: TranslationStatus) -> str | None:
-    """A failed job's ``error`` (``{"code", "message"}`` or a str; not in the spec), on one line."""
-    error = (status.model_extra or {}).get("error")
-    if isinstance(error, dict):
-        parts = [p for p in (error.get("code"), error.get("message")) if isinstance(p, (str, int))]
-        error = ": ".join(filter(None, (str(p).strip() for p in parts)))
-    if not isinstance(error, str):
-        return None
-    # One line: a log line or a message must not be forged.
-    return cut(" ".join(error.split()), _REPR_LIMIT) or None
-
-
 class LingodocError(Exception):
     """The base class of every exception lingodoc raises.
 
-    ``str()`` is the message, then the hint, if there is one, on a line of its own
-    (``hint: ...``).
+    ``str()`` is the message, then any hint on a line of its own (``hint: ...``).
 
     Attributes:
         hint: What to do about the error, in the SDK's terms (``base_url=``,
@@ -273,7 +260,14 @@ class TranslationFailed(LingodocError):
     _shown = ("status", "message")
 
     def __init__(self, status: TranslationStatus, *, hint: str | None = None) -> None:
-        reason = failure_reason(status)
+        # The job's ``error`` (``{"code", "message"}`` or a str; not in the spec), on one line:
+        # a log line or a message must not be forged.
+        error = (status.model_extra or {}).get("error")
+        if isinstance(error, dict):
+            parts = (error.get("code"), error.get("message"))
+            texts = (str(part).strip() for part in parts if isinstance(part, (str, int)))
+            error = ": ".join(filter(None, texts))
+        reason = cut(" ".join(error.split()), _REPR_LIMIT) if isinstance(error, str) else ""
         message = f"translation {status.translation_id} failed" + (f": {reason}" if reason else "")
         super().__init__(message, hint=hint)
         self.status = status

@@ -203,7 +203,6 @@ class _Result(BaseModel, extra="allow"):
         return self._with_origin(super().__deepcopy__(memo))
 
     def __getstate__(self) -> dict[Any, Any]:
-        # Pickled without the response: see Origin.__reduce__.
         return {**super().__getstate__(), "_origin": origin_of(self)}
 
     def __setstate__(self, state: dict[Any, Any]) -> None:

@@ -33,7 +33,6 @@ MAX_ERROR_BODY_BYTES = 64 * 1024  # enough to show its start: no megabytes of a 
 BODY_EXCERPT_CHARS = 500
 # All the SDK decodes, with zlib's output bounded: httpx would inflate each chunk whole.
 ACCEPT_ENCODING = "gzip, deflate"
-# The headers the SDK reads, found in one pass over a response's headers.
 _READ_HEADERS = frozenset({
     b"content-encoding", b"retry-after", b"x-request-id",
     b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset",
@@ -97,11 +96,8 @@ class BodyReader:
         """
         if _deadline.left() == 0:
             raise httpx.ReadTimeout("the response took longer than the timeout of the attempt")
-        if self.decoder is None:
-            data = raw
-        else:
-            self.raw.append(raw)
-            data = self._inflate(raw)
+        self.raw.append(raw)
+        data = raw if self.decoder is None else self._inflate(raw)
         self.chunks.append(data)
         self.size += len(data)
         return self.size > self.limit
@@ -118,10 +114,6 @@ class BodyReader:
             except zlib.error as exc:
                 raise self._decoding_error(exc) from None
         return b"".join(self.chunks)
-
-    def raw_body(self) -> bytes:
-        """Return the body as received (compressed, if it was)."""
-        return b"".join(self.chunks if self.decoder is None else self.raw)
 
     def _inflate(self, raw: bytes) -> bytes:
         try:
@@ -210,11 +202,8 @@ def _error_fields(
 def _unexpected(
     problem: str, request: httpx.Request, redact: Callable[[str], str], **fields: Any
 ) -> UnexpectedResponse:
-    """The error for an answer that is not the service's, naming the request it answered.
-
-    Its URL without the query (which may hold secrets), masked and cut.
-    """
-    url = request.url.copy_with(query=None, fragment=None)
+    """The error for an answer that is not the service's, naming the request it answered."""
+    url = request.url.copy_with(query=None, fragment=None)  # a query may hold secrets
     asked = cut(redact(f"{request.method} {url}"))
     return UnexpectedResponse(f"{problem}, in answer to {asked}", hint=NOT_THE_SERVICE, **fields)
 
@@ -230,7 +219,7 @@ def _kept(
     if reader.in_memory:
         return response
     extensions = {k: v for k, v in response.extensions.items() if k != "network_stream"}
-    return (_rebuilt, response.status_code, response.headers, reader.raw_body(), request,
+    return (_rebuilt, response.status_code, response.headers, b"".join(reader.raw), request,
             extensions, elapsed)  # fmt: skip
 
 
@@ -314,22 +303,8 @@ def excerpt(text: str, redact: Callable[[str], str]) -> str:
 
 
 def _retry_after(headers: dict[bytes, list[str]], now: float, cls: type[APIError]) -> float | None:
-    """Seconds the response asks to wait: ``Retry-After``, else (429 only) the reset."""
-    value = headers.get(b"retry-after")
-    seconds = None if value is None else _seconds(", ".join(value), now)
-    if seconds is not None:
-        return seconds
-    if cls is RateLimited:
-        from lingodoc._models import reset_delay
-
-        # The raw header, not reset_at: rounded, a wait a hair short would be refused again.
-        with contextlib.suppress(KeyError, ValueError, OverflowError):  # Overflow: no float
-            return reset_delay(int(", ".join(headers[b"x-ratelimit-reset"])), now)
-    return None
-
-
-def _seconds(retry_after: str, now: float) -> float | None:
-    """Read ``Retry-After`` (seconds or an HTTP date); ``None`` if it is neither or not finite."""
+    """Seconds to wait: ``Retry-After`` (seconds or an HTTP date), else a 429's reset."""
+    retry_after = ", ".join(headers.get(b"retry-after", ()))
     try:
         seconds = float(retry_after)
     except ValueError:
@@ -337,6 +312,14 @@ def _seconds(retry_after: str, now: float) -> float | None:
 
         try:
             seconds = parsedate_to_datetime(retry_after).timestamp() - now
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-    return max(0.0, seconds) if math.isfinite(seconds) else None
+        except (TypeError, ValueError, IndexError, OverflowError):  # none sent, or not a date
+            seconds = math.nan
+    if math.isfinite(seconds):
+        return max(0.0, seconds)
+    if cls is RateLimited:
+        from lingodoc._models import reset_delay
+
+        # The raw header, not reset_at: rounded, a wait a hair short would be refused again.
+        with contextlib.suppress(KeyError, ValueError, OverflowError):  # Overflow: no float
+            return reset_delay(int(", ".join(headers[b"x-ratelimit-reset"])), now)
+    return None
