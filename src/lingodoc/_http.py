@@ -7,7 +7,6 @@ import functools
 import os
 import threading
 from collections.abc import Callable
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
@@ -193,13 +192,13 @@ class SharedHttp(Generic[HttpClientT]):
 
 
 class Turn:
-    """A ``Client``'s turn for one attempt: ``with`` it, and send with its ``send``.
+    """One attempt's turn: ``with`` it (``Client``) or ``async with`` it; send with its ``send``.
 
-    The attempt sets ``clean`` once its response is read and closed. On the main thread no
-    turn is taken and no lock: its own transport is marked in use and dirty, and stays
-    dirty unless the attempt ended clean. `SharedHttp.close` marks the client closed before
-    it looks whether that transport is in use; the turn marks it in use before the gate
-    looks whether the client is closed: so either the call sends or close closes it.
+    The attempt sets ``clean`` once its response is read and closed. On a ``Client``'s main
+    thread no turn is taken and no lock: its own transport is marked in use and dirty, and
+    stays dirty unless the attempt ended clean. `SharedHttp.close` marks the client closed
+    before it looks whether that transport is in use; the turn marks it in use before the
+    gate looks whether the client is closed: so either the call sends or close closes it.
     """
 
     __slots__ = ("_main", "_shared", "_turns", "clean", "send")
@@ -224,9 +223,7 @@ class Turn:
             self.send = lane.handle_request
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         shared = self._shared
         if self._main:
             if shared.new_transport is not None:
@@ -243,17 +240,7 @@ class Turn:
         finally:
             self._turns.release()
 
-
-class AsyncTurn:
-    """An ``AsyncClient``'s turn among ``max_in_flight``: ``async with`` it, as `Turn`."""
-
-    __slots__ = ("_shared", "_turns", "clean", "send")
-
-    def __init__(self, shared: SharedHttp[Any]) -> None:
-        self._shared = shared
-        self.clean = False
-
-    async def __aenter__(self) -> AsyncTurn:
+    async def __aenter__(self) -> Turn:
         turns = self._turns = self._shared.turns  # given back to the one taken (a loop's own)
         if turns.value:  # a free turn, taken without anyio's checkpoint
             turns.acquire_nowait()
@@ -262,14 +249,11 @@ class AsyncTurn:
         self.send = self._shared.enter()
         return self
 
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        shared = self._shared
+    async def __aexit__(self, *exc_info: object) -> None:
         try:
-            if shared.leave():
+            if self._shared.leave():
                 with contextlib.suppress(Exception):
-                    await shared.owned.aclose()
+                    await self._shared.owned.aclose()
         finally:
             self._turns.release()
 
