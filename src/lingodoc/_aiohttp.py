@@ -39,7 +39,7 @@ def _raise_as_httpx(exc: Exception) -> NoReturn:
     raise (kind or httpx.TransportError)(str(cause) or type(cause).__name__) from exc
 
 
-class _Transport(httpx.AsyncBaseTransport):
+class _Transport(_tracing.Traced, httpx.AsyncBaseTransport):
     """``httpx_aiohttp.AiohttpTransport``, its errors raised as the httpx errors they are.
 
     And what an ``AsyncClient`` handed its client may do: send through it (``direct``), and
@@ -51,15 +51,8 @@ class _Transport(httpx.AsyncBaseTransport):
 
         self.transport = transport
         self.errors = (httpx.TransportError, aiohttp.ClientError)
-        self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
         self.direct, self.proxied, self.session_made = direct, proxied, False
         self.headers: list[tuple[bytes, bytes]] = []  # its client's, as made
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if _tracing.http_on():  # in a span, as httpx's own transport is
-            traced: httpx.AsyncBaseTransport = _tracing.http_spans(self)
-            return await traced.handle_async_request(request)
-        return await self.send(request)
 
     async def send(self, request: httpx.Request) -> httpx.Response:
         try:

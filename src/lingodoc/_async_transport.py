@@ -162,7 +162,7 @@ class _OneConnection:
             await self.connection.aclose()
 
 
-class Transport(httpx.AsyncBaseTransport):
+class Transport(_tracing.Traced, httpx.AsyncBaseTransport):
     """``httpx.AsyncHTTPTransport`` (HTTP/1.1) whose connections keep to each attempt's deadline.
 
     Args:
@@ -184,7 +184,6 @@ class Transport(httpx.AsyncBaseTransport):
         self.backend = _Backend()
         self.proxy = proxy
         self.is_closed = False
-        self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
         self.pool: httpcore.AsyncConnectionPool | _OneConnection
         if single and proxy is None:
             self.pool = _OneConnection(verify, self.backend)
@@ -197,13 +196,6 @@ class Transport(httpx.AsyncBaseTransport):
                 keepalive_expiry=KEEPALIVE_EXPIRY,
                 network_backend=self.backend,
             )
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request``, in a span while OpenTelemetry's httpx instrumentation is on."""
-        if _tracing.http_on():
-            traced: httpx.AsyncBaseTransport = _tracing.http_spans(self)
-            return await traced.handle_async_request(request)
-        return await self.send(request)
 
     async def send(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through the pool, as ``httpx.AsyncHTTPTransport`` does."""

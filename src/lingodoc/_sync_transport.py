@@ -161,7 +161,7 @@ class _OneConnection:
             self.connection.close()
 
 
-class Transport(httpx.BaseTransport):
+class Transport(_tracing.Traced, httpx.BaseTransport):
     """``httpx.HTTPTransport`` (HTTP/1.1) whose connections keep to each attempt's deadline.
 
     Args:
@@ -183,7 +183,6 @@ class Transport(httpx.BaseTransport):
         self.backend = _Backend()
         self.proxy = proxy
         self.is_closed = False
-        self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
         self.pool: httpcore.ConnectionPool | _OneConnection
         if single and proxy is None:
             self.pool = _OneConnection(verify, self.backend)
@@ -196,13 +195,6 @@ class Transport(httpx.BaseTransport):
                 keepalive_expiry=KEEPALIVE_EXPIRY,
                 network_backend=self.backend,
             )
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request``, in a span while OpenTelemetry's httpx instrumentation is on."""
-        if _tracing.http_on():
-            traced: httpx.BaseTransport = _tracing.http_spans(self)
-            return traced.handle_request(request)
-        return self.send(request)
 
     def send(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through the pool, as ``httpx.HTTPTransport`` does."""
