@@ -131,17 +131,6 @@ class SharedHttp(Generic[HttpClientT]):
         self.loop, self.turns = loop, self._new_turns()
         self.on_asyncio = isinstance(loop, asyncio.AbstractEventLoop)
 
-    def main_lane(self) -> Any:
-        """The main thread's own transport, rebuilt unless the last call left it clean."""
-        lane = self.main
-        if lane is None or self.main_dirty:
-            if lane is not None:
-                lane.drop()
-            assert self.new_transport is not None
-            lane = self.new_transport(1, single=True)  # one call at a time on this thread
-            self.main = lane  # made whole first: an interrupt leaves the dirty one in place
-        return lane
-
     def drop_main(self) -> None:
         """Close the main thread's transport (no call on the main thread is using it)."""
         lane, self.main = self.main, None
@@ -217,8 +206,13 @@ class Turn:
         elif shared.new_transport is None:  # a caller's http client: nothing of the SDK's
             shared.used = True
             self.send = shared.send
-        else:
-            lane = shared.main_lane()
+        else:  # the main thread's own transport, rebuilt unless the last call left it clean
+            lane = shared.main
+            if lane is None or shared.main_dirty:
+                if lane is not None:
+                    lane.drop()
+                # One call at a time; kept once whole: an interrupt leaves the dirty one there.
+                lane = shared.main = shared.new_transport(1, single=True)
             shared.main_in_use = shared.main_dirty = True
             self.send = lane.handle_request
         return self
