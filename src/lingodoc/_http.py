@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import httpx
 
 from lingodoc._constants import AIOHTTP_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT
-from lingodoc._deadline import Limit
 from lingodoc._exceptions import LingodocError
 
 if TYPE_CHECKING:
@@ -63,7 +62,7 @@ class SharedHttp(Generic[HttpClientT]):
         # Whether its connections belong to the event loop of its first use: no other may.
         self.loop_bound = self.is_async and self.owned is not None
         self.loop: object | None = None  # the loop of the last call (kept: never reused)
-        self.on_asyncio = False
+        self.cancel: str | None = None  # how an AsyncClient's Limit cancels an attempt
         self.turns = self._new_turns()
         self.closed = self.pool_closed = self.used = False
         self.in_flight = 0
@@ -86,11 +85,6 @@ class SharedHttp(Generic[HttpClientT]):
         import anyio  # an AsyncClient's turns belong to an event loop: one set per loop
 
         return anyio.Semaphore(self.max_in_flight, fast_acquire=True)
-
-    def limit(self, seconds: float | None) -> Limit:
-        """An attempt's deadline: socket steps cut to it, or (another http client) a cancel."""
-        cancel = self.is_async and self.new_transport is None
-        return Limit(seconds, cancel=cancel, on_asyncio=self.on_asyncio)
 
     def in_this_process(self, *, closing: bool = False) -> None:
         """Make the state a forked child's own (a caller's http client used before is refused)."""
@@ -129,7 +123,8 @@ class SharedHttp(Generic[HttpClientT]):
         import asyncio
 
         self.loop, self.turns = loop, self._new_turns()
-        self.on_asyncio = isinstance(loop, asyncio.AbstractEventLoop)
+        if self.new_transport is None:  # not the SDK's streams: the attempt's Limit cancels it
+            self.cancel = "asyncio" if isinstance(loop, asyncio.AbstractEventLoop) else "anyio"
 
     def drop_main(self) -> None:
         """Close the main thread's transport (no call on the main thread is using it)."""
