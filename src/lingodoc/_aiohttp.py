@@ -67,7 +67,6 @@ class _Transport(_tracing.Traced, httpx.AsyncBaseTransport):
 
 
 _handed: weakref.WeakKeyDictionary[DefaultAioHttpClient, _Transport] = weakref.WeakKeyDictionary()
-_TRANSPORT_SETTINGS = frozenset({"limits", "timeout", "trust_env", "verify"})
 
 
 class DefaultAioHttpClient(httpx.AsyncClient):
@@ -98,7 +97,7 @@ class DefaultAioHttpClient(httpx.AsyncClient):
                 'DefaultAioHttpClient needs aiohttp: pip install "lingodoc[aiohttp]"'
             ) from None
         # Only settings of the transport: the SDK may send through it (else through send()).
-        plain = "transport" not in kwargs and set(kwargs) <= _TRANSPORT_SETTINGS
+        plain = set(kwargs) <= {"limits", "timeout", "trust_env", "verify"}
         kwargs.setdefault("timeout", DEFAULT_TIMEOUT)
         limits = kwargs.setdefault("limits", httpx.Limits(max_connections=AIOHTTP_MAX_IN_FLIGHT))
         trust_env = kwargs.setdefault("trust_env", True)

@@ -229,7 +229,7 @@ class BaseClient(Generic[HttpClientT]):
         attempt's turn, and before a retry's wait (``failed``: the last error, raised once
         ``stop`` is set). A closed client (or copy) sends nothing more, not even a retry.
         """
-        if self._view_closed or self._shared.closed:
+        if self.is_closed:
             if call is None:
                 raise LingodocError(
                     f"this {type(self).__name__} has been closed; create a new one to send requests"
