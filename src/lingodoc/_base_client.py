@@ -420,10 +420,7 @@ def _new_request(
     params: httpx.QueryParams | Mapping[str, Any] | None,
     headers: httpx.Headers,
 ) -> httpx.Request:
-    """The request ``httpx.Request(..., json=...)`` makes, from ``headers`` holding its Host.
-
-    And, with ``json``, its Content-Type: copied as they are, not built twice more by httpx.
-    """
+    """The request ``httpx.Request(..., json=...)`` makes, its headers copied from ``headers``."""
     content = b"" if json is None else _JSON.encode(json).encode("utf-8")
     # httpx.Request copies the headers: the Content-Length goes into its copy.
     request = httpx.Request(

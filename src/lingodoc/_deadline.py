@@ -1,7 +1,4 @@
-"""One deadline per attempt, headers and body included (httpx times each step on its own).
-
-Where each client enforces it: `_http.SharedHttp.limit`, and docs/reliability.md.
-"""
+"""One deadline per attempt, headers and body included (httpx times each step on its own)."""
 
 from __future__ import annotations
 

@@ -146,11 +146,7 @@ class SharedHttp(Generic[HttpClientT]):
             return self._take_close()
 
     def close(self) -> bool:
-        """Mark the client closed; ``True`` if the caller must now close what it owns.
-
-        Refused (``LingodocError``) from an event loop other than an open one that owns the
-        connections.
-        """
+        """Mark the client closed; ``True`` if the caller must now close what it owns."""
         self.in_this_process(closing=True)
         if self.loop_bound and self.loop is not None and self.loop is not current_loop():
             if _is_open(self.loop):

@@ -164,12 +164,8 @@ class _OneConnection:
 class Transport(_tracing.Traced, httpx.BaseTransport):
     """``httpx.HTTPTransport`` (HTTP/1.1) whose connections keep to each attempt's deadline.
 
-    Args:
-        connections: The most connections it holds.
-        verify: The SSL context of its TLS connections.
-        proxy: The proxy to send through, if any.
-        single: One connection, without httpcore's pool and its locks (`_OneConnection`),
-            unless through a proxy (httpcore's proxy connections are not public).
+    ``single``: one connection, without httpcore's pool and its locks (`_OneConnection`),
+    unless through a proxy (httpcore's proxy connections are not public).
     """
 
     def __init__(
@@ -220,16 +216,11 @@ class Transport(_tracing.Traced, httpx.BaseTransport):
         )
 
     def close(self) -> None:
-        """Close every connection of the pool."""
         self.is_closed = True
         self.pool.close()
 
     def drop(self) -> None:
-        """Close every connection without the pool and its locks, for a transport no call uses.
-
-        One an interrupted call left, or a forked child's copy of its parent's (closing the
-        child's sockets leaves the parent's connections open).
-        """
+        """Close its sockets, not through the pool (see above); a forked parent's stay open."""
         self.is_closed = True
         for stream in list(self.backend.streams):
             with contextlib.suppress(OSError):
