@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from lingodoc._models import Reported
 
 HttpClientT = TypeVar("HttpClientT", httpx.Client, httpx.AsyncClient)
-# Sends one request: a transport's handle_request, or an http client's send().
 Send = Callable[[httpx.Request], Any]
 
 

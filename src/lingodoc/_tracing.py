@@ -37,7 +37,7 @@ def call(
 ) -> contextlib.AbstractContextManager[object]:
     """The INTERNAL span of a call of the method ``name`` (its attempts' are the CLIENT spans).
 
-    ``body``: the JSON body of its requests; ``texts``: those of a ``translate_many``.
+    ``body``: the JSON body of its requests (for the languages); ``texts``: the texts it translates.
     """
     trace = sys.modules.get(_API)
     if trace is None:
@@ -53,10 +53,6 @@ def _attributes(body: Mapping[str, Any] | None, texts: Sequence[str] | None) -> 
     body = body or {}
     languages = ("source_language", "target_language")
     attributes: dict[str, Any] = {f"lingodoc.{n}": body[n] for n in languages if n in body}
-    if "text" in body:
-        texts = [body["text"]]
-    elif texts is None and "texts" in body:
-        texts = body["texts"]
     if texts is not None:
         attributes["lingodoc.texts"] = len(texts)
         attributes["lingodoc.characters"] = sum(map(len, texts))
