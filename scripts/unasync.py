@@ -136,7 +136,6 @@ NAMES = {
     "AsyncClientT": "ClientT",
     "AsyncIterator": "Iterator",
     "AsyncRetrying": "Retrying",
-    "AsyncTurn": "Turn",
     "__aenter__": "__enter__",
     "__aexit__": "__exit__",
     "aclose": "close",

@@ -39,7 +39,7 @@ def _raise_as_httpx(exc: Exception) -> NoReturn:
     raise (kind or httpx.TransportError)(str(cause) or type(cause).__name__) from exc
 
 
-class _Transport(httpx.AsyncBaseTransport):
+class _Transport(_tracing.Traced, httpx.AsyncBaseTransport):
     """``httpx_aiohttp.AiohttpTransport``, its errors raised as the httpx errors they are.
 
     And what an ``AsyncClient`` handed its client may do: send through it (``direct``), and
@@ -54,15 +54,8 @@ class _Transport(httpx.AsyncBaseTransport):
         self.transport = transport
         self.errors = (httpx.TransportError, aiohttp.ClientError)
         self.body = functools.partial(ResponseStream, errors=self.errors, raises=_raise_as_httpx)
-        self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
         self.direct, self.proxied, self.session_made = direct, proxied, False
         self.headers: list[tuple[bytes, bytes]] = []  # its client's, as made
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if _tracing.http_on():  # in a span, as httpx's own transport is
-            traced: httpx.AsyncBaseTransport = _tracing.http_spans(self)
-            return await traced.handle_async_request(request)
-        return await self.send(request)
 
     async def send(self, request: httpx.Request) -> httpx.Response:
         try:
@@ -77,7 +70,6 @@ class _Transport(httpx.AsyncBaseTransport):
 
 
 _handed: weakref.WeakKeyDictionary[DefaultAioHttpClient, _Transport] = weakref.WeakKeyDictionary()
-_TRANSPORT_SETTINGS = frozenset({"limits", "timeout", "trust_env", "verify"})
 
 
 class DefaultAioHttpClient(httpx.AsyncClient):
@@ -108,7 +100,7 @@ class DefaultAioHttpClient(httpx.AsyncClient):
                 'DefaultAioHttpClient needs aiohttp: pip install "lingodoc[aiohttp]"'
             ) from None
         # Only settings of the transport: the SDK may send through it (else through send()).
-        plain = "transport" not in kwargs and set(kwargs) <= _TRANSPORT_SETTINGS
+        plain = set(kwargs) <= {"limits", "timeout", "trust_env", "verify"}
         kwargs.setdefault("timeout", DEFAULT_TIMEOUT)
         limits = kwargs.setdefault("limits", httpx.Limits(max_connections=AIOHTTP_MAX_IN_FLIGHT))
         trust_env = kwargs.setdefault("trust_env", True)

@@ -154,8 +154,9 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate(text, source_language, target_language, style, options)
-        with _tracing.call("translate", call.json):
-            return await self._translate(call, [call.json["text"]], cache)
+        texts = [call.json["text"]]
+        with _tracing.call("translate", call.json, texts):
+            return await self._translate(call, texts, cache)
 
     async def translate_batch(
         self,
@@ -192,7 +193,7 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate_batch(texts, source_language, target_language, options)
-        with _tracing.call("translate_batch", call.json):
+        with _tracing.call("translate_batch", call.json, call.json["texts"]):
             return await self._translate(call, call.json["texts"], cache)
 
     async def _translate(self, call: Call[T], texts: list[str], use: object) -> T:

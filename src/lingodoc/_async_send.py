@@ -16,7 +16,7 @@ import httpx
 from lingodoc import _clock, _deadline, _response, _retry, _tracing
 from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import LingodocError
-from lingodoc._http import AsyncTurn
+from lingodoc._http import Turn
 from lingodoc._redaction import check_http_loggers, raise_scrubbed
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class AsyncSending(BaseClient[httpx.AsyncClient]):
         failed: LingodocError | None = None
         number = 1
         while True:
-            async with AsyncTurn(self._shared) as turn:
+            async with Turn(self._shared) as turn:
                 self._gate(call, failed, stop)  # in the turn: it sends, or close() closes
                 try:
                     return await self._attempt(turn, call, request, deadline, number, began)
@@ -65,7 +65,7 @@ class AsyncSending(BaseClient[httpx.AsyncClient]):
 
     async def _attempt(
         self,
-        turn: AsyncTurn,
+        turn: Turn,
         call: Call[T],
         request: httpx.Request,
         deadline: float | None,
@@ -80,7 +80,7 @@ class AsyncSending(BaseClient[httpx.AsyncClient]):
         failure = None
         closed = False
         try:
-            async with self._shared.limit(seconds):
+            async with _deadline.Limit(seconds, self._shared.cancel):
                 response = await turn.send(request)
                 reader = _response.BodyReader(response)
                 if not reader.in_memory:

@@ -162,15 +162,11 @@ class _OneConnection:
             await self.connection.aclose()
 
 
-class Transport(httpx.AsyncBaseTransport):
+class Transport(_tracing.Traced, httpx.AsyncBaseTransport):
     """``httpx.AsyncHTTPTransport`` (HTTP/1.1) whose connections keep to each attempt's deadline.
 
-    Args:
-        connections: The most connections it holds.
-        verify: The SSL context of its TLS connections.
-        proxy: The proxy to send through, if any.
-        single: One connection, without httpcore's pool and its locks (`_OneConnection`),
-            unless through a proxy (httpcore's proxy connections are not public).
+    ``single``: one connection, without httpcore's pool and its locks (`_OneConnection`),
+    unless through a proxy (httpcore's proxy connections are not public).
     """
 
     def __init__(
@@ -184,7 +180,6 @@ class Transport(httpx.AsyncBaseTransport):
         self.backend = _Backend()
         self.proxy = proxy
         self.is_closed = False
-        self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
         self.pool: httpcore.AsyncConnectionPool | _OneConnection
         if single and proxy is None:
             self.pool = _OneConnection(verify, self.backend)
@@ -197,13 +192,6 @@ class Transport(httpx.AsyncBaseTransport):
                 keepalive_expiry=KEEPALIVE_EXPIRY,
                 network_backend=self.backend,
             )
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request``, in a span while OpenTelemetry's httpx instrumentation is on."""
-        if _tracing.http_on():
-            traced: httpx.AsyncBaseTransport = _tracing.http_spans(self)
-            return await traced.handle_async_request(request)
-        return await self.send(request)
 
     async def send(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through the pool, as ``httpx.AsyncHTTPTransport`` does."""
@@ -229,16 +217,11 @@ class Transport(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
-        """Close every connection of the pool."""
         self.is_closed = True
         await self.pool.aclose()
 
     async def drop(self) -> None:
-        """Close every connection without the pool and its locks, for a transport no call uses.
-
-        One an interrupted call left, or a forked child's copy of its parent's (closing the
-        child's sockets leaves the parent's connections open).
-        """
+        """Close its sockets, not through the pool (see above); a forked parent's stay open."""
         self.is_closed = True
         for stream in list(self.backend.streams):
             with contextlib.suppress(OSError):

@@ -229,7 +229,7 @@ class BaseClient(Generic[HttpClientT]):
         attempt's turn, and before a retry's wait (``failed``: the last error, raised once
         ``stop`` is set). A closed client (or copy) sends nothing more, not even a retry.
         """
-        if self._view_closed or self._shared.closed:
+        if self.is_closed:
             if call is None:
                 raise LingodocError(
                     f"this {type(self).__name__} has been closed; create a new one to send requests"
@@ -420,10 +420,7 @@ def _new_request(
     params: httpx.QueryParams | Mapping[str, Any] | None,
     headers: httpx.Headers,
 ) -> httpx.Request:
-    """The request ``httpx.Request(..., json=...)`` makes, from ``headers`` holding its Host.
-
-    And, with ``json``, its Content-Type: copied as they are, not built twice more by httpx.
-    """
+    """The request ``httpx.Request(..., json=...)`` makes, its headers copied from ``headers``."""
     content = b"" if json is None else _JSON.encode(json).encode("utf-8")
     # httpx.Request copies the headers: the Content-Length goes into its copy.
     request = httpx.Request(

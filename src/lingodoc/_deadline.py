@@ -1,7 +1,4 @@
-"""One deadline per attempt, headers and body included (httpx times each step on its own).
-
-Where each client enforces it: `_http.SharedHttp.limit`, and docs/reliability.md.
-"""
+"""One deadline per attempt, headers and body included (httpx times each step on its own)."""
 
 from __future__ import annotations
 
@@ -21,16 +18,15 @@ class Limit:
     """Give the attempt run inside the block ``seconds`` in all (``None``: no limit).
 
     ``with`` sets the deadline that the SDK's own streams and the body reader keep to;
-    ``async with`` also cancels the attempt at the deadline (``TimeoutError``) if
-    ``cancel``, on asyncio (``asyncio.timeout`` where it exists) or trio.
+    ``async with`` also cancels the attempt at the deadline (``TimeoutError``) if ``cancel``
+    is ``"asyncio"`` (``asyncio.timeout`` where it exists) or ``"anyio"`` (``fail_after``).
     """
 
-    __slots__ = ("_cancel", "_on_asyncio", "_scope", "_seconds", "_token")
+    __slots__ = ("_cancel", "_scope", "_seconds", "_token")
 
-    def __init__(self, seconds: float | None, *, cancel: bool = False, on_asyncio: bool = False):
+    def __init__(self, seconds: float | None, cancel: str | None) -> None:
         self._seconds = seconds
-        self._cancel = cancel and seconds is not None
-        self._on_asyncio = on_asyncio
+        self._cancel = None if seconds is None else cancel
         self._scope: Any = None
 
     def __enter__(self) -> None:
@@ -43,14 +39,12 @@ class Limit:
 
     async def __aenter__(self) -> None:
         self.__enter__()
-        if not self._cancel:
-            return
-        if self._on_asyncio and sys.version_info >= (3, 11):
+        if self._cancel == "asyncio" and sys.version_info >= (3, 11):
             import asyncio
 
             self._scope = asyncio.timeout(self._seconds)
             await self._scope.__aenter__()
-        else:
+        elif self._cancel:
             import anyio  # here: a program that never awaits should not import it
 
             self._scope = anyio.fail_after(self._seconds)

@@ -7,20 +7,17 @@ import functools
 import os
 import threading
 from collections.abc import Callable
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
 from lingodoc._constants import AIOHTTP_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT
-from lingodoc._deadline import Limit
 from lingodoc._exceptions import LingodocError
 
 if TYPE_CHECKING:
     from lingodoc._models import Reported
 
 HttpClientT = TypeVar("HttpClientT", httpx.Client, httpx.AsyncClient)
-# Sends one request: a transport's handle_request, or an http client's send().
 Send = Callable[[httpx.Request], Any]
 
 
@@ -64,7 +61,7 @@ class SharedHttp(Generic[HttpClientT]):
         # Whether its connections belong to the event loop of its first use: no other may.
         self.loop_bound = self.is_async and self.owned is not None
         self.loop: object | None = None  # the loop of the last call (kept: never reused)
-        self.on_asyncio = False
+        self.cancel: str | None = None  # how an AsyncClient's Limit cancels an attempt
         self.turns = self._new_turns()
         self.closed = self.pool_closed = self.used = False
         self.in_flight = 0
@@ -87,11 +84,6 @@ class SharedHttp(Generic[HttpClientT]):
         import anyio  # an AsyncClient's turns belong to an event loop: one set per loop
 
         return anyio.Semaphore(self.max_in_flight, fast_acquire=True)
-
-    def limit(self, seconds: float | None) -> Limit:
-        """An attempt's deadline: socket steps cut to it, or (another http client) a cancel."""
-        cancel = self.is_async and self.new_transport is None
-        return Limit(seconds, cancel=cancel, on_asyncio=self.on_asyncio)
 
     def in_this_process(self, *, closing: bool = False) -> None:
         """Make the state a forked child's own (a caller's http client used before is refused)."""
@@ -130,18 +122,8 @@ class SharedHttp(Generic[HttpClientT]):
         import asyncio
 
         self.loop, self.turns = loop, self._new_turns()
-        self.on_asyncio = isinstance(loop, asyncio.AbstractEventLoop)
-
-    def main_lane(self) -> Any:
-        """The main thread's own transport, rebuilt unless the last call left it clean."""
-        lane = self.main
-        if lane is None or self.main_dirty:
-            if lane is not None:
-                lane.drop()
-            assert self.new_transport is not None
-            lane = self.new_transport(1, single=True)  # one call at a time on this thread
-            self.main = lane  # made whole first: an interrupt leaves the dirty one in place
-        return lane
+        if self.new_transport is None:  # not the SDK's streams: the attempt's Limit cancels it
+            self.cancel = "asyncio" if isinstance(loop, asyncio.AbstractEventLoop) else "anyio"
 
     def drop_main(self) -> None:
         """Close the main thread's transport (no call on the main thread is using it)."""
@@ -163,11 +145,7 @@ class SharedHttp(Generic[HttpClientT]):
             return self._take_close()
 
     def close(self) -> bool:
-        """Mark the client closed; ``True`` if the caller must now close what it owns.
-
-        Refused (``LingodocError``) from an event loop other than an open one that owns the
-        connections.
-        """
+        """Mark the client closed; ``True`` if the caller must now close what it owns."""
         self.in_this_process(closing=True)
         if self.loop_bound and self.loop is not None and self.loop is not current_loop():
             if _is_open(self.loop):
@@ -193,13 +171,13 @@ class SharedHttp(Generic[HttpClientT]):
 
 
 class Turn:
-    """A ``Client``'s turn for one attempt: ``with`` it, and send with its ``send``.
+    """One attempt's turn: ``with`` it (``Client``) or ``async with`` it; send with its ``send``.
 
-    The attempt sets ``clean`` once its response is read and closed. On the main thread no
-    turn is taken and no lock: its own transport is marked in use and dirty, and stays
-    dirty unless the attempt ended clean. `SharedHttp.close` marks the client closed before
-    it looks whether that transport is in use; the turn marks it in use before the gate
-    looks whether the client is closed: so either the call sends or close closes it.
+    The attempt sets ``clean`` once its response is read and closed. On a ``Client``'s main
+    thread no turn is taken and no lock: its own transport is marked in use and dirty, and
+    stays dirty unless the attempt ended clean. `SharedHttp.close` marks the client closed
+    before it looks whether that transport is in use; the turn marks it in use before the
+    gate looks whether the client is closed: so either the call sends or close closes it.
     """
 
     __slots__ = ("_main", "_shared", "_turns", "clean", "send")
@@ -218,15 +196,18 @@ class Turn:
         elif shared.new_transport is None:  # a caller's http client: nothing of the SDK's
             shared.used = True
             self.send = shared.send
-        else:
-            lane = shared.main_lane()
+        else:  # the main thread's own transport, rebuilt unless the last call left it clean
+            lane = shared.main
+            if lane is None or shared.main_dirty:
+                if lane is not None:
+                    lane.drop()
+                # One call at a time; kept once whole: an interrupt leaves the dirty one there.
+                lane = shared.main = shared.new_transport(1, single=True)
             shared.main_in_use = shared.main_dirty = True
             self.send = lane.handle_request
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         shared = self._shared
         if self._main:
             if shared.new_transport is not None:
@@ -243,17 +224,7 @@ class Turn:
         finally:
             self._turns.release()
 
-
-class AsyncTurn:
-    """An ``AsyncClient``'s turn among ``max_in_flight``: ``async with`` it, as `Turn`."""
-
-    __slots__ = ("_shared", "_turns", "clean", "send")
-
-    def __init__(self, shared: SharedHttp[Any]) -> None:
-        self._shared = shared
-        self.clean = False
-
-    async def __aenter__(self) -> AsyncTurn:
+    async def __aenter__(self) -> Turn:
         turns = self._turns = self._shared.turns  # given back to the one taken (a loop's own)
         if turns.value:  # a free turn, taken without anyio's checkpoint
             turns.acquire_nowait()
@@ -262,14 +233,11 @@ class AsyncTurn:
         self.send = self._shared.enter()
         return self
 
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        shared = self._shared
+    async def __aexit__(self, *exc_info: object) -> None:
         try:
-            if shared.leave():
+            if self._shared.leave():
                 with contextlib.suppress(Exception):
-                    await shared.owned.aclose()
+                    await self._shared.owned.aclose()
         finally:
             self._turns.release()
 

@@ -109,17 +109,14 @@ def watch_http_logs(key_mask: KeyMask) -> None:
     """Mask this key in the log records of httpx, httpcore and hpack while ``key_mask`` lives."""
     with _lock:
         _masks.add(key_mask)
-    _filter_http_loggers()
+    check_http_loggers()
 
 
 def check_http_loggers() -> None:
     """Filter the http loggers made since the last look (before each request; cheap if none)."""
-    if len(logging.root.manager.loggerDict) != _loggers_seen:
-        _filter_http_loggers()
-
-
-def _filter_http_loggers() -> None:
     global _loggers_seen
+    if len(logging.root.manager.loggerDict) == _loggers_seen:
+        return
     # A filter sees only its own logger's records, not its children's: it goes on each.
     with _lock:
         for name in _HTTP_LOGGERS:  # addFilter adds a filter once, however often called

@@ -148,8 +148,9 @@ class Client(Sending, BaseClient[httpx.Client]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate(text, source_language, target_language, style, options)
-        with _tracing.call("translate", call.json):
-            return self._translate(call, [call.json["text"]], cache)
+        texts = [call.json["text"]]
+        with _tracing.call("translate", call.json, texts):
+            return self._translate(call, texts, cache)
 
     def translate_batch(
         self,
@@ -186,7 +187,7 @@ class Client(Sending, BaseClient[httpx.Client]):
         """
         options = call_options(timeout, extra_headers, extra_query, extra_body)
         call = _endpoints.translate_batch(texts, source_language, target_language, options)
-        with _tracing.call("translate_batch", call.json):
+        with _tracing.call("translate_batch", call.json, call.json["texts"]):
             return self._translate(call, call.json["texts"], cache)
 
     def _translate(self, call: Call[T], texts: list[str], use: object) -> T:

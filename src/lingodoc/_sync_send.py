@@ -80,7 +80,7 @@ class Sending(BaseClient[httpx.Client]):
         failure = None
         closed = False
         try:
-            with self._shared.limit(seconds):
+            with _deadline.Limit(seconds, self._shared.cancel):
                 response = turn.send(request)
                 reader = _response.BodyReader(response)
                 if not reader.in_memory:

@@ -161,15 +161,11 @@ class _OneConnection:
             self.connection.close()
 
 
-class Transport(httpx.BaseTransport):
+class Transport(_tracing.Traced, httpx.BaseTransport):
     """``httpx.HTTPTransport`` (HTTP/1.1) whose connections keep to each attempt's deadline.
 
-    Args:
-        connections: The most connections it holds.
-        verify: The SSL context of its TLS connections.
-        proxy: The proxy to send through, if any.
-        single: One connection, without httpcore's pool and its locks (`_OneConnection`),
-            unless through a proxy (httpcore's proxy connections are not public).
+    ``single``: one connection, without httpcore's pool and its locks (`_OneConnection`),
+    unless through a proxy (httpcore's proxy connections are not public).
     """
 
     def __init__(
@@ -183,7 +179,6 @@ class Transport(httpx.BaseTransport):
         self.backend = _Backend()
         self.proxy = proxy
         self.is_closed = False
-        self.traced: Any = None  # itself in the httpx instrumentation's transport (_tracing)
         self.pool: httpcore.ConnectionPool | _OneConnection
         if single and proxy is None:
             self.pool = _OneConnection(verify, self.backend)
@@ -196,13 +191,6 @@ class Transport(httpx.BaseTransport):
                 keepalive_expiry=KEEPALIVE_EXPIRY,
                 network_backend=self.backend,
             )
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request``, in a span while OpenTelemetry's httpx instrumentation is on."""
-        if _tracing.http_on():
-            traced: httpx.BaseTransport = _tracing.http_spans(self)
-            return traced.handle_request(request)
-        return self.send(request)
 
     def send(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through the pool, as ``httpx.HTTPTransport`` does."""
@@ -228,16 +216,11 @@ class Transport(httpx.BaseTransport):
         )
 
     def close(self) -> None:
-        """Close every connection of the pool."""
         self.is_closed = True
         self.pool.close()
 
     def drop(self) -> None:
-        """Close every connection without the pool and its locks, for a transport no call uses.
-
-        One an interrupted call left, or a forked child's copy of its parent's (closing the
-        child's sockets leaves the parent's connections open).
-        """
+        """Close its sockets, not through the pool (see above); a forked parent's stay open."""
         self.is_closed = True
         for stream in list(self.backend.streams):
             with contextlib.suppress(OSError):

@@ -2,7 +2,7 @@
 
 The SDK's own transports, and ``DefaultAioHttpClient``'s, are not the ``httpx.HTTPTransport``
 the instrumentation wraps: while it is on, they send through its public transport
-(`http_spans`) around `_Masked`, which masks the key in an error before it is recorded.
+(`Traced`) around `_Masked`, which masks the key in an error before it is recorded.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import contextvars
 import itertools
 import sys
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -37,7 +37,7 @@ def call(
 ) -> contextlib.AbstractContextManager[object]:
     """The INTERNAL span of a call of the method ``name`` (its attempts' are the CLIENT spans).
 
-    ``body``: the JSON body of its requests; ``texts``: those of a ``translate_many``.
+    ``body``: the JSON body of its requests (for the languages); ``texts``: the texts it translates.
     """
     trace = sys.modules.get(_API)
     if trace is None:
@@ -53,10 +53,6 @@ def _attributes(body: Mapping[str, Any] | None, texts: Sequence[str] | None) -> 
     body = body or {}
     languages = ("source_language", "target_language")
     attributes: dict[str, Any] = {f"lingodoc.{n}": body[n] for n in languages if n in body}
-    if "text" in body:
-        texts = [body["text"]]
-    elif texts is None and "texts" in body:
-        texts = body["texts"]
     if texts is not None:
         attributes["lingodoc.texts"] = len(texts)
         attributes["lingodoc.characters"] = sum(map(len, texts))
@@ -129,18 +125,26 @@ def _masked(error: Exception, request: httpx.Request) -> Exception:
     return copy.with_traceback(error.__traceback__)
 
 
-def http_spans(transport: Any) -> Any:
-    """The instrumentation's transport around ``transport.send``, made once (while `http_on`).
+class Traced:
+    """A transport that sends with its ``send``: through the instrumentation's while `http_on`.
 
-    From the global tracer provider: a ``tracer_provider`` or hooks of ``instrument()`` are unknown.
+    That one is made once, from the global tracer provider: a ``tracer_provider`` or hooks of
+    ``instrument()`` are unknown. Two threads may both make one: either will do.
     """
-    traced = transport.traced
-    if traced is None:
-        instrumentation = sys.modules[_HTTPX]  # imported: http_on said so
-        untraced = _Masked(transport.send)
-        if isinstance(transport, httpx.AsyncBaseTransport):
-            traced = instrumentation.AsyncOpenTelemetryTransport(untraced)
-        else:
-            traced = instrumentation.SyncOpenTelemetryTransport(untraced)
-        transport.traced = traced  # two threads may both make one: either will do
-    return traced
+
+    traced: Any = None
+    send: Callable[[httpx.Request], Any]
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if not http_on():
+            return self.send(request)  # type: ignore[no-any-return]
+        if self.traced is None:
+            self.traced = sys.modules[_HTTPX].SyncOpenTelemetryTransport(_Masked(self.send))
+        return self.traced.handle_request(request)  # type: ignore[no-any-return]
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if not http_on():
+            return await self.send(request)  # type: ignore[no-any-return]
+        if self.traced is None:
+            self.traced = sys.modules[_HTTPX].AsyncOpenTelemetryTransport(_Masked(self.send))
+        return await self.traced.handle_async_request(request)  # type: ignore[no-any-return]
