@@ -153,9 +153,8 @@ class Bulk:
         if done:
             self._take(done)
         self.cache_hits = self.cache_misses = 0
-        self.cache: CacheUse | None = None  # once the texts are looked up
-        # The key of each text missed, 32 bytes at 32 * uid: hashed once, stored by record_next.
-        self._digests = bytearray()
+        self.cache: CacheUse | None = None  # and its keys, once the texts are looked up
+        self._keys: Keys | None = None
         self._unstored: dict[str, str] = {}  # translations recorded, not yet in the cache
         self._plan()
         # Counted by the coordinator as it stores answered batches, so that a report
@@ -187,7 +186,7 @@ class Bulk:
 
     def look_ups(self, cache: CacheUse, keys: Keys) -> Iterator[tuple[list[int], list[str]]]:
         """The ids and keys of the texts to look up, `LOOK_UP_AT_ONCE` at a time, for `found`."""
-        self.cache, self._digests = cache, bytearray(32 * len(self._texts))
+        self.cache, self._keys = cache, keys
         for start in range(0, len(self._todo), LOOK_UP_AT_ONCE):
             uids = self._todo[start : start + LOOK_UP_AT_ONCE]
             yield uids, [keys(self._texts[uid]) for uid in uids]
@@ -199,9 +198,7 @@ class Bulk:
     def found(self, uids: list[int], keys: list[str], found: Mapping[str, str]) -> None:
         """Take the translations the cache held for these texts."""
         for uid, key in zip(uids, keys, strict=True):
-            translation = self._results[uid] = found.get(key)
-            if translation is None:
-                self._digests[32 * uid : 32 * uid + 32] = bytes.fromhex(key)
+            self._results[uid] = found.get(key)
 
     def unstored(self, progress: BulkProgress | None) -> dict[str, str]:
         """What the coordinator stores in the cache after ``progress`` (``None`` at the end)."""
@@ -349,12 +346,9 @@ class Bulk:
             for uid in batch.uids:
                 for index in self._inputs_of(uid):
                     self._done_map[index] = self._results[uid]  # type: ignore[assignment]
-        if self.cache is not None:
-            digests, results = self._digests, self._results
-            self._unstored.update(
-                (digests[32 * uid : 32 * uid + 32].hex(), results[uid])  # type: ignore[misc]
-                for uid in batch.uids
-            )
+        if self._keys is not None:
+            keys, texts, results = self._keys, self._texts, self._results
+            self._unstored.update((keys(texts[uid]), results[uid]) for uid in batch.uids)  # type: ignore[misc]
         with self._lock:
             self._unrecorded.popleft()  # only now: after Ctrl-C in between, stored again
             self._translated += sum(self._weight(uid) for uid in batch.uids)
