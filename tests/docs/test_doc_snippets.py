@@ -376,8 +376,10 @@ def test_pytest_blocks_pass(page: Path, marker: str, tmp_path: Path) -> None:
 def run_pytest(directory: Path, options: list[str]) -> str:
     """Run pytest on ``directory`` in a subprocess, as a user would; return its summary line."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LINGODOC_", "PYTEST_"))}
+    # Without hypothesis's plugin, which the pages do not use: its import took half the run.
+    quiet = ["-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, str(directory)],
+        [sys.executable, "-m", "pytest", *quiet, *options, str(directory)],
         cwd=directory,
         capture_output=True,
         text=True,

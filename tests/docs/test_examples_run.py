@@ -130,7 +130,10 @@ def test_tiny_app_runs() -> None:
 
 
 def test_tiny_app_tests_pass_with_the_lingodoc_fixtures() -> None:
-    result = run("-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=TINY_APP)
+    # Without hypothesis's plugin, which the app's tests do not use: its import takes seconds.
+    result = run(
+        "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", cwd=TINY_APP
+    )
     summary = result.stdout.strip().splitlines()[-1]
     passed = re.match(r"(\d+) passed in ", summary)  # and nothing failed, skipped or warned
     assert passed, result.stdout

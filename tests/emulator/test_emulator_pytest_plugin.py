@@ -171,6 +171,8 @@ def test_pytest_fixtures_run_on_a_fake_clock_unless_told_not_to(pytester: pytest
     (real / "conftest.py").write_text(textwrap.dedent(REAL_CLOCK_CONFTEST))
     (real / "test_real.py").write_text(textwrap.dedent(REAL_CLOCK_TESTS))
     # In a subprocess: this test's own fake clock must not be the one the fixtures find.
-    # A whole pytest run: 4 s idle, 14 s crowded (test_doc_snippets gives its runs 120 s too).
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
+    # A whole pytest run (test_doc_snippets gives its runs 120 s too); without hypothesis's
+    # plugin, which these tests do not use: its import took half the run.
+    plugins = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+    result = pytester.runpytest_subprocess(*plugins, timeout=120)
     result.assert_outcomes(passed=3)
