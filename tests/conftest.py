@@ -13,13 +13,16 @@ A module over real sockets marked ``aiohttp`` runs its ``client_class`` tests a 
 
 from __future__ import annotations
 
+import compileall
 import functools
 import inspect
 import json
 import os
 import ssl
+import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -110,6 +113,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if sys.dont_write_bytecode and not hasattr(config, "workerinput"):  # once, not per worker
+        # PYTHONDONTWRITEBYTECODE (many containers set it): each of the suite's hundreds of
+        # Python subprocesses would compile lingodoc's sources again (~0.2 s each).
+        compileall.compile_dir(Path(lingodoc.__file__).parent, quiet=1)
     config.addinivalue_line(
         "markers", "asyncio_only: the async test drives asyncio itself: not run on trio"
     )
