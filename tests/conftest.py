@@ -114,7 +114,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 def pytest_configure(config: pytest.Config) -> None:
     if sys.dont_write_bytecode and not hasattr(config, "workerinput"):  # once, not per worker
-        # PYTHONDONTWRITEBYTECODE (many containers set it): each of the suite's hundreds of
+        # PYTHONDONTWRITEBYTECODE (many containers set it): each of the suite's some 190
         # Python subprocesses would compile lingodoc's sources again (~0.2 s each).
         compileall.compile_dir(Path(lingodoc.__file__).parent, quiet=1)
     config.addinivalue_line(
