@@ -31,6 +31,7 @@ import pytest
 import respx
 
 import lingodoc
+from lingodoc import _deadline
 from lingodoc.emulator import Emulator
 from lingodoc.testing import FakeClock, fake_clock
 
@@ -180,6 +181,17 @@ async def emulated(request: pytest.FixtureRequest, emulator: Emulator) -> AsyncI
 def anyio_backend() -> str:
     """The backend of an async test: parametrised by pytest_generate_tests (this is a default)."""
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _leaves_the_thread_as_it_found_it() -> Iterator[None]:
+    """Fail the test that leaves an attempt's deadline or a handled exception behind.
+
+    Either would fail the tests that run after it in this worker, far from the cause.
+    """
+    yield
+    assert _deadline.left() is None, "the test left the deadline of an attempt set"
+    assert sys.exc_info()[1] is None, f"the test left {sys.exc_info()[1]!r} being handled"
 
 
 @pytest.fixture(autouse=True)

@@ -48,6 +48,7 @@ main thread, and each test asserts that it is there. POSIX only (``signal.setiti
 from __future__ import annotations
 
 import collections
+import contextvars
 import functools
 import gc
 import os
@@ -154,6 +155,21 @@ def alarm(seconds: float, raised: type[BaseException]) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, 0)
     finally:
         signal.signal(signal.SIGALRM, previous)
+
+
+def isolated(call: Callable[[], str]) -> str:
+    """Run ``call`` in a copy of the thread's context, in a generator's frame of its own.
+
+    An exception raised at any point can leave behind what was being undone when it came:
+    the SDK's deadline of an attempt (raised as ``Limit.__exit__`` starts) and, raised by a
+    trace function in an ``except`` block, the exception being handled (a CPython 3.11+ flaw).
+    Here both stay in the copy and the generator, and the tests that run next never see them.
+    """
+
+    def frame() -> Iterator[str]:
+        yield contextvars.copy_context().run(call)
+
+    return next(frame())
 
 
 def translate(client: lingodoc.Client, *ids: int) -> str:
@@ -269,9 +285,13 @@ class Series:
         self.last = f"call {number}, interrupted after {delay * 1000:.3f} ms" + (
             f" over a {SLOW_ANSWER * 1000:.0f} ms answer" if slow else ""
         )
-        try:
+
+        def interrupted() -> str:
             with alarm(delay, self.raised):
-                got = translate(self.client, 0, number)
+                return translate(self.client, 0, number)
+
+        try:
+            got = isolated(interrupted)
         except Wedged:
             pytest.fail(
                 f"{self.context()}: the interrupted call still blocked {WEDGED} s after its "
@@ -506,7 +526,7 @@ def lines_of(call: Callable[[], str]) -> int:
 
     sys.settrace(tracer)
     try:
-        call()
+        isolated(call)  # as raising_at runs it, line for line
     finally:
         sys.settrace(None)
     return count[0]
@@ -526,7 +546,7 @@ def raising_at(line: int, raised: type[BaseException], call: Callable[[], str]) 
 
     sys.settrace(tracer)
     try:
-        return call()
+        return isolated(call)
     finally:
         sys.settrace(None)
 
