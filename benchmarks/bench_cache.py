@@ -16,7 +16,9 @@ request's worth each): ``SELECT key, translation ... WHERE key IN (...)`` on a p
 served in a process of its own (``python -m lingodoc.emulator --latency 10``: each answer
 held 10 ms, as a network would), with no cache against each store empty (a fresh dict, a
 new SQLite file, a flushed Redis). The client and the store are made outside the timing;
-the run alone is timed.
+the run alone is timed. The floors of the two stores, in the same rounds: the plainest
+store on each, made by hand (``BareSQLite``: SQLiteCache's table, one ``SELECT`` and one
+``INSERT``; ``BareRedis``: one ``MGET`` and one ``MSET``), nothing checked.
 
 Every case runs ``batch_size`` texts a request (the emulator's limit, ``MAX_BATCH_ITEMS``)
 and 4 at once (the default ``max_concurrency``), on emulators whose rate limit is lifted
@@ -49,7 +51,7 @@ from typing import Any
 from _common import emit, interleaved, paired, summary, timed
 
 import lingodoc
-from lingodoc._sqlite_cache import _TABLE  # the table SQLiteCache reads, for its floor
+from lingodoc._sqlite_cache import _SCHEMA, _TABLE  # SQLiteCache's table, for its floors
 from lingodoc.emulator import MAX_BATCH_ITEMS, Emulator, translate_text
 
 WORDS = ["the", "cat", "dog", "house", "red", "small", "good", "night", "world", "hello"]
@@ -190,6 +192,54 @@ def redis_floor(url: str, chunks: list[list[str]]) -> Callable[[], object]:
         return found
 
     return look_up
+
+
+class BareRedis:
+    """RedisCache's floor on a first run: one ``MGET`` and one ``MSET`` by hand, nothing checked."""
+
+    def __init__(self, url: str) -> None:
+        import redis
+
+        self.client = redis.Redis.from_url(url)
+
+    def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
+        values = self.client.mget([REDIS_PREFIX + key for key in keys])
+        return {k: v.decode() for k, v in zip(keys, values, strict=True) if isinstance(v, bytes)}
+
+    def set_many(self, items: Mapping[str, str]) -> None:
+        self.client.mset({REDIS_PREFIX + key: value for key, value in items.items()})
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class BareSQLite:
+    """SQLiteCache's floor on a first run: its table and journal, a ``SELECT`` and an ``INSERT``."""
+
+    def __init__(self, path: str) -> None:
+        self.connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.connection.execute("PRAGMA journal_mode = WAL")  # as SQLiteCache opens a file
+        self.connection.execute("PRAGMA synchronous = NORMAL")
+        self.connection.execute(_SCHEMA)
+
+    def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
+        query = (
+            f"SELECT key, translation FROM {_TABLE} WHERE namespace = ? "
+            f"AND key IN ({','.join('?' * len(keys))})"
+        )
+        return dict(self.connection.execute(query, ["", *keys]).fetchall())
+
+    def set_many(self, items: Mapping[str, str]) -> None:
+        now = time.time()
+        self.connection.execute("BEGIN")  # one transaction, one commit: as SQLiteCache stores
+        self.connection.executemany(
+            f"INSERT OR REPLACE INTO {_TABLE} VALUES ('', ?, ?, ?)",
+            [(key, value, now) for key, value in items.items()],
+        )
+        self.connection.execute("COMMIT")
+
+    def close(self) -> None:
+        self.connection.close()
 
 
 def seconds_and_rate(samples: list[float], texts: int) -> dict[str, Any]:
@@ -339,7 +389,7 @@ def first_runs(
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=25)  # a noisy machine needs many
     parser.add_argument("--texts", type=int, default=100_000, help="texts of a cached run")
     parser.add_argument("--first-texts", type=int, default=20_000, help="texts of a first run")
     parser.add_argument("--batch-size", type=int, default=MAX_BATCH_ITEMS)
@@ -374,6 +424,9 @@ def main() -> None:
         fresh["SQLiteCache"] = lambda: lingodoc.SQLiteCache(
             os.path.join(directory, f"first-{next(counter)}.sqlite")
         )
+        fresh["sqlite3 floor"] = lambda: BareSQLite(
+            os.path.join(directory, f"first-{next(counter)}.sqlite")
+        )
         if redis_url is not None:
             import redis
 
@@ -388,7 +441,12 @@ def main() -> None:
                 flusher.flushdb()  # the cached rows are done by then
                 return lingodoc.RedisCache(url)
 
+            def empty_bare_redis() -> object:
+                flusher.flushdb()
+                return BareRedis(url)
+
             fresh["RedisCache"] = empty_redis
+            fresh["redis floor"] = empty_bare_redis
         # First runs first, as in a fresh process: not beside the cached runs' 100,000 entries,
         # which each of Python's full collections would go over again.
         served = stack.enter_context(served_emulator(args.latency, args.max_seconds))
