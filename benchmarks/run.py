@@ -363,12 +363,10 @@ def cache_section(add: Callable[[str], None], cache: dict[str, Any]) -> None:
     add("")
     add(
         f"**A first run, the cache empty.** {cache['first_texts']:,} distinct texts"
-        f" ({first['requests']:,} requests: every text sent once) against the emulator served"
-        f" as users run it, `python -m lingodoc.emulator --latency {cache['latency_ms']:g}`:"
-        " each answer held that many milliseconds, as over a network. With no cache, then with"
-        " each store empty: every text looked up and missed, every translation stored. The"
-        " floor of a store is the plainest store on it, made by hand: the same table, or the"
-        " same `MGET` and `MSET`, nothing checked."
+        f" ({first['requests']:,} requests: every text sent once) against"
+        f" `python -m lingodoc.emulator --latency {cache['latency_ms']:g}` in a process of its"
+        " own: each answer held that many milliseconds, as over a network. Each store starts"
+        " empty: every text missed, then stored. A store's floor is its plainest form, by hand."
     )
     add("")
     add("| cache | time per run | texts per second | time / without a cache |")
@@ -376,8 +374,8 @@ def cache_section(add: Callable[[str], None], cache: dict[str, Any]) -> None:
     labels = {
         "no cache": "none (the baseline)",
         "dict": "a dict",
-        "sqlite3 floor": "`SQLiteCache`'s floor: sqlite3 by hand",
-        "redis floor": "`RedisCache`'s floor: redis-py by hand",
+        "sqlite3 floor": "its floor: sqlite3",
+        "redis floor": "its floor: redis-py",
     }
     for name, case in first["cases"].items():
         add(
