@@ -223,11 +223,15 @@ class BareSQLite:
         self.connection.execute(_SCHEMA)
 
     def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
-        query = (
-            f"SELECT key, translation FROM {_TABLE} WHERE namespace = ? "
-            f"AND key IN ({','.join('?' * len(keys))})"
-        )
-        return dict(self.connection.execute(query, ["", *keys]).fetchall())
+        found: dict[str, str] = {}
+        for start in range(0, len(keys), 500):  # SQLite before 3.32 takes 999 variables
+            chunk = keys[start : start + 500]
+            query = (
+                f"SELECT key, translation FROM {_TABLE} WHERE namespace = ? "
+                f"AND key IN ({','.join('?' * len(chunk))})"
+            )
+            found.update(self.connection.execute(query, ["", *chunk]).fetchall())
+        return found
 
     def set_many(self, items: Mapping[str, str]) -> None:
         now = time.time()
