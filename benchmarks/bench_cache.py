@@ -9,8 +9,9 @@ free port of 127.0.0.1 (without persistence) and stops. Each store is filled by 
 of the same texts against the in-process emulator, then every round times one fully cached
 run on each. The floors of the two stores, measured in the same rounds: the same lookups
 made on the store directly, with the keys already computed, in the same chunks (a
-request's worth each): ``SELECT key, translation ... WHERE key IN (...)`` on a plain
-``sqlite3`` connection to the same file, and ``MGET`` on a plain ``redis.Redis``.
+request's worth each): ``SELECT key, translation ... WHERE key IN (...)`` of 500 keys at
+most, as SQLiteCache makes it, on a plain ``sqlite3`` connection to the same file
+(``BareSQLite``), and ``MGET`` on a plain ``redis.Redis``.
 
 **First run**: ``translate_many`` of ``--first-texts`` distinct texts against the emulator
 served in a process of its own (``python -m lingodoc.emulator --latency 10``: each answer
@@ -158,18 +159,11 @@ def redis_server(max_seconds: float) -> Iterator[tuple[str, str]]:
 
 
 def sqlite_floor(path: str, chunks: list[list[str]]) -> Callable[[], object]:
-    """SQLiteCache's lookups made by hand: the same SELECT per chunk, on a plain connection."""
-    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    """SQLiteCache's lookups made by hand: the same SELECTs per chunk, on a plain connection."""
+    store = BareSQLite(path)
 
     def look_up() -> int:
-        found = 0
-        for keys in chunks:
-            query = (
-                f"SELECT key, translation FROM {_TABLE} WHERE namespace = ? "
-                f"AND key IN ({','.join('?' * len(keys))})"
-            )
-            found += len(dict(connection.execute(query, ["", *keys]).fetchall()))
-        return found
+        return sum(len(store.get_many(keys)) for keys in chunks)
 
     return look_up
 
