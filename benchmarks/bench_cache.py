@@ -52,7 +52,7 @@ from typing import Any
 from _common import emit, interleaved, paired, summary, timed
 
 import lingodoc
-from lingodoc._sqlite_cache import _SCHEMA, _TABLE  # SQLiteCache's table, for its floors
+from lingodoc._sqlite_cache import _CHUNK, _SCHEMA, _TABLE  # SQLiteCache's, for its floors
 from lingodoc.emulator import MAX_BATCH_ITEMS, Emulator, translate_text
 
 WORDS = ["the", "cat", "dog", "house", "red", "small", "good", "night", "world", "hello"]
@@ -218,8 +218,8 @@ class BareSQLite:
 
     def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
         found: dict[str, str] = {}
-        for start in range(0, len(keys), 500):  # SQLite before 3.32 takes 999 variables
-            chunk = keys[start : start + 500]
+        for start in range(0, len(keys), _CHUNK):  # as SQLiteCache queries
+            chunk = keys[start : start + _CHUNK]
             query = (
                 f"SELECT key, translation FROM {_TABLE} WHERE namespace = ? "
                 f"AND key IN ({','.join('?' * len(chunk))})"
