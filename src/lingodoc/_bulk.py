@@ -11,7 +11,7 @@ import math
 import sys
 import threading
 from array import array
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -133,19 +133,16 @@ class Bulk:
         # Each distinct text gets an id, its rank of first appearance; _order maps each
         # input to its id, and is None when every text is distinct (id = index). Id u's
         # inputs are _grouped[_starts[u] : _starts[u + 1]], _grouped built if done is kept.
-        ids: dict[str, Any] = dict.fromkeys(checked)
+        seen = Counter(checked)  # each distinct text, in order of first appearance: how often
         self._texts, self._order = checked, None
         self._starts, self._grouped = array("q"), array("q")  # 8 bytes an entry
-        if len(ids) < len(checked):
-            for uid, text in enumerate(ids):
-                ids[text] = uid
-            self._texts = list(ids)
-            self._order = array("q", map(ids.__getitem__, checked))
-            counts = array("q", bytes(8 * (len(self._texts) + 1)))
-            for uid in self._order:
-                counts[uid + 1] += 1
-            self._starts = array("q", accumulate(counts))
-        del ids  # the largest structure here
+        if len(seen) < len(checked):
+            self._texts = list(seen)
+            self._starts = array("q", accumulate(seen.values(), initial=0))
+            for uid, text in enumerate(self._texts):
+                seen[text] = uid  # from now on, each text's id
+            self._order = array("q", map(seen.__getitem__, checked))
+        del seen  # the largest structure here
         # Blank texts are their own translation: not sent.
         self._results: list[str | None] = [
             text if not text or text.isspace() else None for text in self._texts
