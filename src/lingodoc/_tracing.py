@@ -45,18 +45,13 @@ def call(
     global _tracer
     if _tracer is None:  # a proxy until the application sets its tracer provider
         _tracer = trace.get_tracer("lingodoc", __version__)
-    return _span(trace, f"lingodoc.{name}", _attributes(body, texts))
-
-
-def _attributes(body: Mapping[str, Any] | None, texts: Sequence[str] | None) -> dict[str, Any]:
-    """The attributes of a call's span: its languages, and the size of its texts."""
     body = body or {}
     languages = ("source_language", "target_language")
     attributes: dict[str, Any] = {f"lingodoc.{n}": body[n] for n in languages if n in body}
     if texts is not None:
         attributes["lingodoc.texts"] = len(texts)
         attributes["lingodoc.characters"] = sum(map(len, texts))
-    return attributes
+    return _span(trace, f"lingodoc.{name}", attributes)
 
 
 @contextlib.contextmanager
@@ -81,10 +76,8 @@ def attempted() -> None:
 
 def http_on() -> bool:
     """Whether OpenTelemetry's httpx instrumentation is on (``instrument()`` was called)."""
-    module = sys.modules.get(_HTTPX)
-    if module is None:
-        return False
-    instrumentor = getattr(module, "HTTPXClientInstrumentor", None)  # None: being imported
+    # None: the module is not imported, or is being imported.
+    instrumentor = getattr(sys.modules.get(_HTTPX), "HTTPXClientInstrumentor", None)
     return instrumentor is not None and bool(instrumentor().is_instrumented_by_opentelemetry)
 
 
