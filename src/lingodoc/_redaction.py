@@ -119,12 +119,11 @@ def check_http_loggers() -> None:
         return
     # A filter sees only its own logger's records, not its children's: it goes on each.
     with _lock:
-        for name in _HTTP_LOGGERS:  # addFilter adds a filter once, however often called
-            logging.getLogger(name).addFilter(_filter)
-        names = list(logging.root.manager.loggerDict)
+        # The listed ones are made here if not yet; the snapshot counts them as made.
+        names = {*_HTTP_LOGGERS, *logging.root.manager.loggerDict}
         for name in names:
             if name.split(".", 1)[0] in _HTTP_PACKAGES:
-                # A placeholder too: it becomes a logger, filtered.
+                # A placeholder too: it becomes a logger, filtered (addFilter adds it once).
                 logging.getLogger(name).addFilter(_filter)
         # Counted from this snapshot: a logger made since is looked at next time.
         _loggers_seen = len(names)
