@@ -45,19 +45,17 @@ def ssl_context(trust_env: bool) -> ssl.SSLContext:
     if context is not None:
         return context
     try:  # two threads may both build it: either will do
-        built = httpx.create_ssl_context(trust_env=bool(key))
+        context = httpx.create_ssl_context(trust_env=bool(key))
     except OSError as exc:  # missing, or not certificates (ssl.SSLError)
-        problem = f"{type(exc).__name__}: {exc}"
-    else:
-        while len(_contexts) >= 8:  # a process that keeps changing SSL_CERT_FILE: the last few
-            del _contexts[next(iter(_contexts))]
-        _contexts[key] = built
-        return built
-    name = "SSL_CERT_FILE" if values[0] else "SSL_CERT_DIR"  # httpx reads one, in this order
-    raise ConfigurationError(
-        f"{name} in the environment cannot be used to build the HTTP client "
-        f"({problem}); fix or unset it, or pass an http_client"
-    )
+        name = "SSL_CERT_FILE" if values[0] else "SSL_CERT_DIR"  # httpx reads one, in this order
+        raise ConfigurationError(
+            f"{name} in the environment cannot be used to build the HTTP client "
+            f"({type(exc).__name__}: {exc}); fix or unset it, or pass an http_client"
+        ) from None
+    while len(_contexts) >= 8:  # a process that keeps changing SSL_CERT_FILE: the last few
+        del _contexts[next(iter(_contexts))]
+    _contexts[key] = context
+    return context
 
 
 def named_proxy(url: httpx.URL, *, all_proxy: bool = True) -> str | None:
