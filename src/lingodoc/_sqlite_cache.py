@@ -81,6 +81,13 @@ class _File:
         with _FILES_LOCK:
             _FILES.add(self)
 
+    def forked(self) -> None:
+        """In a child of fork: a new lock, and the parent's connection left alone."""
+        self._lock = threading.Lock()  # the parent's may have been held at the fork
+        if self._connection is not None:
+            _INHERITED.append(self._connection)  # never used nor closed: SQLite forbids it
+            self._connection = None
+
     def close(self) -> None:
         """Close the connection; the next use opens it again."""
         with self._lock:
@@ -243,7 +250,7 @@ class _File:
         )  # fmt: skip
 
 
-# Every _File of this process, reset in a forked child; the connections of a parent, kept.
+# Every _File of this process, told when it forks; the connections of a parent, kept.
 _FILES: weakref.WeakSet[_File] = weakref.WeakSet()
 _FILES_LOCK = threading.Lock()  # a thread adding to _FILES would fail another's reading it
 _INHERITED: list[sqlite3.Connection] = []
@@ -253,10 +260,7 @@ def _forked() -> None:
     global _FILES_LOCK
     _FILES_LOCK = threading.Lock()  # the parent's may have been held at the fork
     for file in list(_FILES):
-        file._lock = threading.Lock()  # as may each file's
-        if file._connection is not None:
-            _INHERITED.append(file._connection)  # never used nor closed: SQLite forbids it
-            file._connection = None
+        file.forked()
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
