@@ -724,3 +724,41 @@ def test_a_reader_that_goes_away_stops_the_output_quietly(env: dict[str, str]) -
     assert process.returncode == 141
     # Nothing but the progress (which ends before the output is written): no error.
     assert all(re.match(rb" *\d+%  \d+/300 texts", line) for line in err.splitlines()), err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="/dev/full: a disk always full")
+@pytest.mark.parametrize(
+    ("command", "buffered"),
+    [
+        (["translate", "Hello", "--to", "de"], True),
+        (["translate", "Hello", "--to", "de"], False),
+        (["--json", "translate", "Hello", "--to", "de"], True),
+        (["documents"], True),
+        (["cache", "stats", "{cache}"], True),
+    ],
+)
+def test_a_full_disk_on_stdout_exits_6_whatever_the_command(
+    env: dict[str, str], tmp_path: Path, command: list[str], buffered: bool
+) -> None:
+    cache = tmp_path / "translations.db"
+    lingodoc.SQLiteCache(cache).close()
+    args = [arg.format(cache=cache) for arg in command]
+    # Block-buffered (Python's default for a file): the write fails only as stdout is flushed.
+    child = {k: v for k, v in env.items() if k != "PYTHONUNBUFFERED" or not buffered}
+    if not buffered:
+        child["PYTHONUNBUFFERED"] = "1"
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "lingodoc", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=child,
+            timeout=PATIENCE,
+            check=False,
+        )
+    assert (result.returncode, result.stderr) == (  # nothing more, such as Python at exit
+        6,
+        "lingodoc: error: cannot write stdout: No space left on device; free some space, "
+        "then run the same command again\n",
+    )

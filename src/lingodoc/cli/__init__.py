@@ -131,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         writing a batch's checkpoint, or a cache file locked by another process), 2 wrong
         usage or configuration (or a batch's Parquet input changed during the run), 3 the
         translation failed, 4 the wait timed out, 5 the rate limit stopped a batch, 6 a
-        full disk stopped a batch or a cache file, 130 interrupted, 141 stdout closed
-        early.
+        full disk stopped a command's output, a batch or a cache file, 130 interrupted,
+        141 stdout closed early.
     """
     parser = build_parser()
     tokens = sys.argv[1:] if argv is None else argv

@@ -9,7 +9,7 @@ import sys
 
 import lingodoc
 from lingodoc._constants import CACHE_APPLICATION_ID
-from lingodoc.cli._errors import EXIT_OK, UsageError, cache_errors
+from lingodoc.cli._errors import EXIT_OK, UsageError, cache_errors, out
 from lingodoc.cli._visible import visible
 
 CACHE_ENV = "LINGODOC_CACHE"
@@ -46,7 +46,7 @@ def stats(args: argparse.Namespace) -> int:
     with cache_errors(args.file), _existing(args.file) as cache:
         held = cache.stats()
     if args.json:
-        print(json.dumps({
+        out(json.dumps({
             "path": args.file, "entries": held.entries, "namespaces": held.namespaces,
             "oldest": held.oldest and held.oldest.isoformat(),
             "newest": held.newest and held.newest.isoformat(), "bytes": held.size,
@@ -59,9 +59,8 @@ def stats(args: argparse.Namespace) -> int:
         ("newest", _when(held.newest)),
         ("size", f"{held.size:,} bytes"),
     ]
-    print(visible(args.file))
-    for name, value in rows:
-        print(f"  {name:<11} {value}")
+    lines = [visible(args.file), *(f"  {name:<11} {value}" for name, value in rows)]
+    out("\n".join(lines))
     return EXIT_OK
 
 
@@ -71,9 +70,9 @@ def clear(args: argparse.Namespace) -> int:
     with cache_errors(args.file), _existing(args.file) as cache:
         deleted = cache.clear(older_than=older_than)
     if args.json:
-        print(json.dumps({"path": args.file, "deleted": deleted}))
+        out(json.dumps({"path": args.file, "deleted": deleted}))
     else:
-        print(f"deleted {deleted:,} entr{'y' if deleted == 1 else 'ies'} from {visible(args.file)}")
+        out(f"deleted {deleted:,} entr{'y' if deleted == 1 else 'ies'} from {visible(args.file)}")
     return EXIT_OK
 
 

@@ -46,6 +46,7 @@ from lingodoc.cli._errors import (
     UsageError,
     WriteError,
     cache_errors,
+    out,
 )
 from lingodoc.cli._progress import BulkProgressDisplay, Progress
 from lingodoc.cli._visible import visible
@@ -58,12 +59,12 @@ def emit(args: argparse.Namespace, result: Any, text: str) -> None:
     # JSON in ASCII (non-ASCII as \u escapes): valid whatever the console's encoding, and
     # no control character of the server's reaches the terminal (ESC is \u001b).
     if not args.json:
-        print(text)
+        out(text)
     elif isinstance(result, list):  # the documents: as listed, no null for a field left out
         items = [item.model_dump(mode="json", exclude_unset=True) for item in result]
-        print(json.dumps(items, indent=2))
+        out(json.dumps(items, indent=2))
     else:
-        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        out(json.dumps(result.model_dump(mode="json"), indent=2))
 
 
 def status_line(status: lingodoc.TranslationStatus) -> str:

@@ -13,7 +13,7 @@ import os
 
 import lingodoc
 from lingodoc._constants import API_KEY_ENV, BASE_URL_ENV, DOCS_URL
-from lingodoc.cli._errors import EXIT_OK, UsageError
+from lingodoc.cli._errors import EXIT_OK, UsageError, out
 from lingodoc.cli._visible import visible
 
 # The docs page that shows examples/quickstart.py, which a wheel does not hold.
@@ -53,7 +53,7 @@ def emulated_client(args: argparse.Namespace) -> lingodoc.Client:
 
 
 def _show_progress(status: lingodoc.TranslationStatus) -> None:
-    print(f"   ... {visible(status.status)} {status.progress}%", flush=True)
+    out(f"   ... {visible(status.status)} {status.progress}%")
 
 
 def demo(client: lingodoc.Client, args: argparse.Namespace) -> int:
@@ -63,41 +63,41 @@ def demo(client: lingodoc.Client, args: argparse.Namespace) -> int:
     missing = unset(args)
     if missing:
         verb = "is" if len(missing) == 1 else "are"
-        print(f"{' and '.join(missing)} {verb} not set: using the built-in emulator")
+        out(f"{' and '.join(missing)} {verb} not set: using the built-in emulator")
     else:
-        print(f"Using the service at {visible(client.base_url)}")
+        out(f"Using the service at {visible(client.base_url)}")
 
     text = client.translate("Hello world", source_language="en", target_language="de")
-    print(f"\n1. translate: 'Hello world' -> '{visible(text.translated_text)}'")
+    out(f"\n1. translate: 'Hello world' -> '{visible(text.translated_text)}'")
 
     batch = client.translate_batch(
         ["Welcome", "My friend", "Thanks"], source_language="en", target_language="fr"
     )
     translations = "', '".join(visible(t) for t in batch.translations)
-    print(f"2. translate_batch: ['{translations}']")
+    out(f"2. translate_batch: ['{translations}']")
 
     documents = client.list_documents()
     listed = ", ".join(f"{visible(d.document_id)} ({visible(d.name or '?')})" for d in documents)
-    print(f"3. list_documents: {listed or 'none stored'}")
+    out(f"3. list_documents: {listed or 'none stored'}")
     if documents:
         job = client.translate_document(documents[0].document_id, target_language="es")
-        print(f"   translate_document: job {visible(job.translation_id)} is {visible(job.status)}")
+        out(f"   translate_document: job {visible(job.translation_id)} is {visible(job.status)}")
         done = client.wait_for_translation(
             job, poll_interval=1.0, timeout=60, on_progress=_show_progress
         )
         if done.completed_at is not None:
-            print(f"   completed at {done.completed_at:%H:%M:%S} UTC")
+            out(f"   completed at {done.completed_at:%H:%M:%S} UTC")
 
     try:
         client.translate("Hello", source_language="en", target_language="xx")
     except lingodoc.InvalidLanguage as error:
-        print(f"4. a caught error: {type(error).__name__}: {visible(str(error))}")
+        out(f"4. a caught error: {type(error).__name__}: {visible(str(error))}")
 
     limit = client.rate_limit
     if limit is not None:
-        print(
+        out(
             f"5. rate limit: {limit.remaining} of {limit.limit} requests left, "
             f"resets at {limit.reset_at:%H:%M:%S} UTC"
         )
-    print(f"\nThe code of these steps: {QUICKSTART_PAGE}")
+    out(f"\nThe code of these steps: {QUICKSTART_PAGE}")
     return EXIT_OK

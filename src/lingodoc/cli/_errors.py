@@ -63,6 +63,21 @@ class WriteError(Exception):
         self.no_space = error.errno in NO_SPACE
 
 
+def out(text: str) -> None:
+    """Print ``text`` on stdout, flushed, so that a write that fails does so here.
+
+    Raises:
+        BrokenPipeError: If the reader went away (`main` then stops quietly).
+        WriteError: If stdout cannot be written, a full disk say (exit code 6 then).
+    """
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise WriteError(STDOUT, exc) from exc
+
+
 class CheckpointError(WriteError):
     """The checkpoint could not be written to during a run: a full disk, a file size limit."""
 

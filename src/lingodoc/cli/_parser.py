@@ -45,7 +45,7 @@ exit codes:
   3    the document translation failed
   4    the wait timed out (the translation goes on: `lingodoc wait ID` resumes)
   5    the rate limit stopped `batch` (its finished texts are kept: --resume)
-  6    the disk is full: `batch` could not write its output or its checkpoint
+  6    the disk is full: a command could not write its output, `batch` its checkpoint
        (its finished texts are kept: --resume once space is freed), or a cache file
   130  interrupted (Ctrl-C)
   141  stdout was closed before the output was written (`| head`)
