@@ -280,7 +280,7 @@ def test_a_symbolic_link_at_the_path_is_refused_dangling_or_not(tmp_path: Path) 
         with pytest.raises(lingodoc.ConfigurationError) as caught:
             lingodoc.SQLiteCache(path)
         assert caught.value.message == (
-            f"{str(path)!r} is not a lingodoc cache (a symbolic link, left as it is); "
+            f"{str(path)!r} cannot be the cache (a symbolic link, left as it is); "
             "give the cache a path of its own"
         )
     assert sorted(os.listdir(tmp_path)) == ["dangling.db", "link.db", "real.db"]
@@ -318,7 +318,7 @@ def test_a_file_another_user_owns_is_refused_and_left_as_it_is(
     with pytest.raises(lingodoc.ConfigurationError) as caught:
         lingodoc.SQLiteCache(path)
     assert caught.value.message == (
-        f"{str(path)!r} is not a lingodoc cache (a file of another user, uid {owner}, left as "
+        f"{str(path)!r} cannot be the cache (a file of another user, uid {owner}, left as "
         "it is); give the cache a path of its own"
     )
     status = os.stat(path)
@@ -553,7 +553,7 @@ def test_another_programs_database_is_refused_and_left_alone(tmp_path: Path) -> 
     with contextlib.closing(sqlite3.connect(path)) as connection, connection:
         connection.execute("CREATE TABLE users (name TEXT)")
     before = path.read_bytes()
-    with pytest.raises(lingodoc.ConfigurationError, match="is not a lingodoc cache") as caught:
+    with pytest.raises(lingodoc.ConfigurationError, match="cannot be the cache") as caught:
         lingodoc.SQLiteCache(path)
     assert str(path) in str(caught.value)
     assert path.read_bytes() == before
@@ -579,7 +579,7 @@ def test_a_file_that_is_not_sqlite_is_refused_and_left_byte_for_byte(
     with pytest.raises(lingodoc.ConfigurationError) as caught:
         lingodoc.SQLiteCache(path)
     assert caught.value.message == (
-        f"{str(path)!r} is not a lingodoc cache (not an SQLite file, left as it is); "
+        f"{str(path)!r} cannot be the cache (not an SQLite file, left as it is); "
         "give the cache a path of its own"
     )
     assert (path.read_bytes(), os.listdir(tmp_path)) == (content, ["corpus.csv"])
@@ -726,10 +726,18 @@ def test_bad_settings_are_refused(tmp_path: Path, options: dict[str, object], er
         lingodoc.SQLiteCache(tmp_path / "cache.db", **options)  # type: ignore[arg-type]
 
 
-def test_a_path_that_cannot_be_created_is_a_configuration_error(tmp_path: Path) -> None:
-    with pytest.raises(lingodoc.ConfigurationError, match="cannot open the cache") as refused:
-        lingodoc.SQLiteCache(tmp_path / "missing" / "cache.db")
+def test_a_path_in_a_missing_folder_is_a_configuration_error_that_names_the_folder(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "missing" / "cache.db"
+    with pytest.raises(lingodoc.ConfigurationError) as refused:
+        lingodoc.SQLiteCache(path)
+    assert (
+        refused.value.message == f"cannot open the cache {str(path)!r}: No such file or directory"
+    )
+    assert refused.value.hint == f"make its folder {str(path.parent)!r} first"
     assert isinstance(refused.value.__cause__, FileNotFoundError)  # why, for the caller to see
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.fixture

@@ -145,7 +145,13 @@ class _File:
                 self._make()
                 self._check()  # what is at the path now, ours or put there meanwhile
         except (OSError, sqlite3.Error) as exc:
-            raise ConfigurationError(f"cannot open the cache {self.path!r}: {exc}") from exc
+            # An OSError's reason only: its file may be _make's temporary one, not the user's.
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            missing = isinstance(exc, FileNotFoundError)
+            raise ConfigurationError(
+                f"cannot open the cache {self.path!r}: {reason}",
+                hint=f"make its folder {os.path.dirname(self.path)!r} first" if missing else None,
+            ) from exc
         # Used by one thread at a time (the lock), whichever it is.
         connection = sqlite3.connect(
             self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
@@ -269,8 +275,7 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
 
 def _refused(path: str, what: str) -> ConfigurationError:
     return ConfigurationError(
-        f"{path!r} is not a lingodoc cache ({what}, left as it is); "
-        "give the cache a path of its own"
+        f"{path!r} cannot be the cache ({what}, left as it is); give the cache a path of its own"
     )
 
 

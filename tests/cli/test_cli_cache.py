@@ -95,7 +95,7 @@ def test_another_programs_database_is_refused_as_the_cache(
         connection.execute("CREATE TABLE users (name TEXT)")
     run = cli("batch", str(corpus(tmp_path, ["Hello"])), "--to", "de", "--cache", str(theirs))
     assert run.code == 2
-    assert f"{str(theirs)!r} is not a lingodoc cache" in run.error
+    assert f"{str(theirs)!r} cannot be the cache" in run.error
     assert emulator.requests == []
 
 
@@ -452,9 +452,23 @@ def test_a_mistyped_cache_is_refused_before_anything_is_sent(
     path = corpus(tmp_path, ["Hello"])
     run = cli("batch", str(path), "--to", "de", "--cache", str(notes))
     assert run.code == 2
-    assert f"{str(notes)!r} is not a lingodoc cache (not an SQLite file" in run.error
+    assert f"{str(notes)!r} cannot be the cache (not an SQLite file" in run.error
     assert emulator.requests == []
     assert (notes.read_bytes(), sorted(tmp_path.iterdir())) == (b"my notes\n", [path, notes])
+
+
+def test_a_cache_in_a_missing_folder_says_to_make_the_folder_before_anything_is_sent(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    path, cache = corpus(tmp_path, ["Hello"]), tmp_path / "nodir" / "c.db"
+    run = cli("batch", str(path), "--to", "de", "--cache", str(cache))
+    assert (run.code, run.error) == (
+        2,
+        f"lingodoc: error: cannot open the cache {str(cache)!r}: No such file or directory; "
+        f"make its folder {str(cache.parent)!r} first",
+    )
+    assert emulator.requests == []
+    assert sorted(tmp_path.iterdir()) == [path]
 
 
 def test_stats_of_a_symbolic_link_is_refused(cli: RunCLI, tmp_path: Path) -> None:
@@ -463,4 +477,4 @@ def test_stats_of_a_symbolic_link_is_refused(cli: RunCLI, tmp_path: Path) -> Non
     link.symlink_to(real)
     run = cli("cache", "stats", str(link), env=child_env())
     assert run.code == 2
-    assert f"{str(link)!r} is not a lingodoc cache (a symbolic link, left as it is)" in run.error
+    assert f"{str(link)!r} cannot be the cache (a symbolic link, left as it is)" in run.error
