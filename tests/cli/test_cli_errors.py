@@ -144,6 +144,27 @@ def test_a_file_that_is_not_utf8(cli: RunCLI, tmp_path: Path) -> None:
     assert "is not UTF-8 text" in run.error
 
 
+def test_translate_of_stdin_that_is_not_utf8_says_so_and_sends_nothing(
+    emulator: Emulator, env: dict[str, str]
+) -> None:
+    # In a process of its own, without PYTHONIOENCODING, as users run it: Python's stdin
+    # then reads undecodable bytes as surrogates (surrogateescape) rather than failing.
+    child = {name: value for name, value in env.items() if name != "PYTHONIOENCODING"}
+    result = subprocess.run(
+        [sys.executable, "-m", "lingodoc", "translate", "-", "--to", "de"],
+        input="Grüße\n".encode("latin-1"),
+        capture_output=True,
+        env=child,
+        timeout=PATIENCE,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (
+        2,
+        b"lingodoc: error: the input is not UTF-8 text (invalid start byte at byte 2)\n",
+    )
+    assert emulator.requests == []
+
+
 def test_a_line_over_the_limit_is_named_by_its_number(cli: RunCLI, emulator: Emulator) -> None:
     run = cli("batch", "-", "--to", "de", stdin="Hello\n" + "x" * 10_001 + "\n")
     assert run.code == 2

@@ -81,8 +81,11 @@ def note(message: str) -> None:
 
 
 def translate(client: lingodoc.Client, args: argparse.Namespace) -> int:
-    # A pipe's text ends with a newline that is not part of it (`echo Hello | ...`).
-    text = sys.stdin.read().removesuffix("\n") if args.text == "-" else args.text
+    text = args.text
+    if text == "-":  # decoded strictly, as `batch` reads it: no byte of another encoding slips in
+        data, encoding = read_input("-")
+        # A pipe's text ends with a newline that is not part of it (`echo Hello | ...`).
+        text = data.decode(encoding).removesuffix("\n")
     result = client.translate(
         text, source_language=args.source, target_language=args.target, style=args.style
     )
