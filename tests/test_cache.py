@@ -321,6 +321,28 @@ async def test_a_failing_store_is_left_alone_for_its_retry_after_then_used_again
     assert (routes[0].call_count, routes[1].call_count) == (2, 1)  # the last one found
 
 
+class FullDisk(DictCache):
+    """Lookups work; every store fails, as on a full disk."""
+
+    def set_many(self, items: Mapping[str, str]) -> None:
+        raise OSError(28, "No space left on device")
+
+
+async def test_a_store_that_keeps_failing_is_warned_once_though_lookups_work(
+    client_class: type[lingodoc.Client],
+    routes: tuple[respx.Route, respx.Route],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, cache=FullDisk())
+    with caplog.at_level(logging.DEBUG, logger="lingodoc"):
+        for text in ("one", "two", "three"):
+            await call(client, "translate", text, **LANGS)
+    await close(client)
+    logged = [r.levelname for r in caplog.records if "the cache" in r.getMessage()]
+    assert logged == ["WARNING", "DEBUG", "DEBUG"]  # no "works again" after each lookup
+    assert routes[0].call_count == 3
+
+
 async def test_translate_many_looks_up_the_distinct_texts_and_sends_the_misses(
     cached: lingodoc.Client, routes: tuple[respx.Route, respx.Route]
 ) -> None:

@@ -182,7 +182,9 @@ class CacheUse:
         retry_after = getattr(cache, "retry_after", 0)
         self._retry_after = retry_after if isinstance(retry_after, (int, float)) else 0
         self._lock = threading.Lock()  # a client's threads share it
-        self._failing = False  # warned; quiet until a lookup or store works again
+        # What failed ("lookup" or "store"), warned: quiet until that works again (a lookup
+        # that works says nothing of a store that keeps failing on a full disk).
+        self._failing: str | None = None
         self._retry_at = -math.inf  # monotonic: no call asks the cache before it
         self._strays_told = False  # values of other keys found: logged once
 
@@ -255,7 +257,7 @@ class CacheUse:
         except Exception as exc:
             with self._lock:
                 self._retry_at = _clock.current().monotonic() + self._retry_after
-                starts, self._failing = not self._failing, True
+                starts, self._failing = self._failing is None, what
             (logger.warning if starts else logger.debug)(
                 "the cache's %s failed (%s: %s); the translations are sent and returned "
                 "without it%s",
@@ -264,7 +266,9 @@ class CacheUse:
             )  # fmt: skip
         else:
             with self._lock:
-                ends, self._failing, self._retry_at = self._failing, False, -math.inf
+                ends = self._failing == what
+                if ends:
+                    self._failing, self._retry_at = None, -math.inf
             if ends:
                 logger.info("the cache works again: translations are looked up and stored")
 
