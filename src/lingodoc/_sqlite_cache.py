@@ -16,6 +16,7 @@ import stat
 import tempfile
 import threading
 import time
+import urllib.parse
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
@@ -140,10 +141,10 @@ class _File:
         """Connect to the file, made if missing; refuse any but a lingodoc cache of this user."""
         try:
             try:
-                self._check()
+                self.check()
             except FileNotFoundError:
                 self._make()
-                self._check()  # what is at the path now, ours or put there meanwhile
+                self.check()  # what is at the path now, ours or put there meanwhile
         except (OSError, sqlite3.Error) as exc:
             # An OSError's reason only: its file may be _make's temporary one, not the user's.
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
@@ -189,8 +190,11 @@ class _File:
             raise
         return connection
 
-    def _check(self) -> None:
-        """Refuse a file at the path that is not this user's SQLite file; make a cache private."""
+    def check(self, *, change: bool = True) -> None:
+        """Refuse a file at the path that is not this user's SQLite file; make a cache private.
+
+        With ``change=False``, a cache is left as it is: only looked at.
+        """
         status = os.lstat(self.path)
         if not stat.S_ISREG(status.st_mode):  # /dev/null, a pipe: never read
             link = stat.S_ISLNK(status.st_mode)  # dangling or not: private, as ssh's keys are
@@ -209,7 +213,8 @@ class _File:
                 raise _refused(self.path, "not an SQLite file")
             if header[68:72] != CACHE_APPLICATION_ID.to_bytes(4, "big"):
                 return  # another program's or a damaged one, as SQLite finds: not touched here
-        _private(self.path)
+        if change:
+            _private(self.path)
 
     def _make(self) -> None:
         """Make a new cache at the path, set up under a temporary name first: never half-made.
@@ -271,6 +276,36 @@ def _forked() -> None:
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
     os.register_at_fork(after_in_child=_forked)
+
+
+def read_stats(path: str) -> CacheStats:
+    """What the cache at ``path`` holds, read only: the file is left as it is, damaged or not.
+
+    Raises:
+        ConfigurationError: If a symbolic link, another user's file or not a regular file.
+        sqlite3.Error: If it cannot be read: damaged, or locked past the busy timeout.
+    """
+    _File(path, 0).check(change=False)
+    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=10.0)) as connection:
+        return _stats(connection, path)
+
+
+def _stats(connection: sqlite3.Connection, path: str) -> CacheStats:
+    counts = "count(*), count(DISTINCT namespace), min(stored), max(stored)"
+    entries, namespaces, *stored = connection.execute(f"SELECT {counts} FROM {_TABLE}").fetchone()
+    oldest, newest = map(_moment, stored)
+    statuses = map(_status, (path, path + "-wal"))
+    size = sum(status.st_size for status in statuses if status)
+    return CacheStats(entries, namespaces, oldest, newest, size)
+
+
+def _moment(stored: object) -> datetime | None:
+    """When an entry was stored; ``None`` if no entry, or not a time (a row edited by hand)."""
+    try:
+        return datetime.fromtimestamp(stored, timezone.utc)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
 
 
 def _refused(path: str, what: str) -> ConfigurationError:
@@ -459,14 +494,7 @@ class SQLiteCache:
         Raises:
             sqlite3.Error: If the file cannot be read.
         """
-        counts = "count(*), count(DISTINCT namespace), min(stored), max(stored)"
-        [(entries, namespaces, *stored)] = self._file.rows(f"SELECT {counts} FROM {_TABLE}", [])
-        oldest, newest = (
-            None if at is None else datetime.fromtimestamp(at, timezone.utc) for at in stored
-        )
-        statuses = map(_status, (self.path, self.path + "-wal"))
-        size = sum(status.st_size for status in statuses if status)
-        return CacheStats(entries, namespaces, oldest, newest, size)
+        return self._file.run(lambda connection: _stats(connection, self.path))
 
     def clear(self, *, older_than: float | None = None) -> int:
         """Delete entries of every namespace, and give their space back to the disk.

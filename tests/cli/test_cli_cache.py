@@ -174,6 +174,58 @@ def test_stats_and_clear(cli: RunCLI, tmp_path: Path, env: dict[str, str]) -> No
     assert lingodoc.SQLiteCache(cache).stats().entries == 0
 
 
+def stored_cache(path: Path, entries: int = 3) -> bytes:
+    """A cache of ``entries`` at ``path``, closed, readable by others (0644); its bytes."""
+    cache = lingodoc.SQLiteCache(path)
+    cache.set_many({f"{n:064x}": f"t{n}" for n in range(entries)})
+    cache.close()
+    path.chmod(0o644)
+    return path.read_bytes()
+
+
+def test_stats_only_reads_the_file_and_leaves_its_mode(cli: RunCLI, tmp_path: Path) -> None:
+    cache = tmp_path / "cache.db"
+    content = stored_cache(cache)
+    run = cli("cache", "stats", str(cache), env=child_env())
+    assert run.out.splitlines()[:2] == [str(cache), "  entries     3"], run.err
+    assert (cache.read_bytes(), cache.stat().st_mode & 0o777) == (content, 0o644)
+
+
+def test_stats_of_a_damaged_cache_says_so_and_leaves_it_as_it_is(
+    cli: RunCLI, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache.db"
+    content = bytearray(stored_cache(cache, 300))
+    content[4096:] = b"\xff" * (len(content) - 4096)  # every page but the first
+    cache.write_bytes(bytes(content))
+    run = cli("cache", "stats", str(cache), env=child_env())
+    assert run.code == 2
+    assert run.error.startswith(f"lingodoc: error: cannot read the cache {cache} (")
+    assert run.error.endswith(
+        "): it is left as it is; a `batch` run with it moves it aside and starts a new one"
+    )
+    assert (cache.read_bytes(), [p.name for p in tmp_path.iterdir() if "damaged" in p.name]) == (
+        bytes(content),
+        [],
+    )
+
+
+def test_stats_of_entries_edited_by_hand_shows_no_time_for_them(
+    cli: RunCLI, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache.db"
+    stored_cache(cache)
+    with contextlib.closing(sqlite3.connect(cache, isolation_level=None)) as connection:
+        connection.execute("UPDATE lingodoc_translations SET stored = 'abc'")
+    run = cli("cache", "stats", str(cache), env=child_env())
+    assert run.out.splitlines()[1:5] == [
+        "  entries     3",
+        "  namespaces  1",
+        "  oldest      -",
+        "  newest      -",
+    ], run.err
+
+
 def test_stats_of_a_missing_file_makes_none(cli: RunCLI, tmp_path: Path) -> None:
     run = cli("cache", "stats", str(tmp_path / "nothing.db"), env=child_env())
     assert run.code == 2

@@ -24,8 +24,8 @@ def cache_path(args: argparse.Namespace) -> str | None:
     return path
 
 
-def _existing(path: str) -> lingodoc.SQLiteCache:
-    """The cache at ``path``, which must be one: `stats` and `clear` never make one of a file."""
+def _existing(path: str) -> str:
+    """``path``, which must be a cache: `stats` and `clear` never make one of a file."""
     if not os.path.isfile(path):
         raise UsageError(f"no cache at {path}")
     with open(path, "rb") as file:  # no connection of ours yet: no lock of SQLite's to drop
@@ -38,13 +38,23 @@ def _existing(path: str) -> lingodoc.SQLiteCache:
             f"{path} is not a lingodoc cache (left as it is): give the file that "
             "`lingodoc batch --cache` made"
         )
-    return lingodoc.SQLiteCache(path)
+    return path
 
 
 def stats(args: argparse.Namespace) -> int:
     """``lingodoc cache stats FILE``: what the cache holds."""
-    with cache_errors(args.file), _existing(args.file) as cache:
-        held = cache.stats()
+    import sqlite3  # here: the command line loads it only with a cache
+
+    from lingodoc._sqlite_cache import read_stats
+
+    try:
+        with cache_errors(args.file):
+            held = read_stats(_existing(args.file))
+    except sqlite3.DatabaseError as exc:  # read, never moved aside here: `batch` would
+        raise UsageError(
+            f"cannot read the cache {args.file} ({exc}): it is left as it is; a `batch` run "
+            "with it moves it aside and starts a new one"
+        ) from exc
     if args.json:
         out(json.dumps({
             "path": args.file, "entries": held.entries, "namespaces": held.namespaces,
@@ -67,7 +77,7 @@ def stats(args: argparse.Namespace) -> int:
 def clear(args: argparse.Namespace) -> int:
     """``lingodoc cache clear FILE [--older-than DAYS]``: delete entries."""
     older_than = None if args.older_than is None else args.older_than * _DAY
-    with cache_errors(args.file), _existing(args.file) as cache:
+    with cache_errors(args.file), lingodoc.SQLiteCache(_existing(args.file)) as cache:
         deleted = cache.clear(older_than=older_than)
     if args.json:
         out(json.dumps({"path": args.file, "deleted": deleted}))
