@@ -726,6 +726,46 @@ def test_bad_settings_are_refused(tmp_path: Path, options: dict[str, object], er
         lingodoc.SQLiteCache(tmp_path / "cache.db", **options)  # type: ignore[arg-type]
 
 
+def test_a_log_left_without_its_database_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
+    path, wal = tmp_path / "cache.db", tmp_path / "cache.db-wal"
+    wal.write_bytes(b"the log of a deleted database")
+    with pytest.raises(lingodoc.ConfigurationError) as refused:
+        lingodoc.SQLiteCache(path)
+    assert refused.value.message == (
+        f"cannot make the cache {str(path)!r}: {str(wal)!r} is there without its database, "
+        "and SQLite would read it into the new one"
+    )
+    assert refused.value.hint == (
+        f"remove {str(wal)!r} if a cache there was deleted, or give the cache another path"
+    )
+    assert (os.listdir(tmp_path), wal.read_bytes()) == (
+        ["cache.db-wal"],
+        b"the log of a deleted database",
+    )
+
+
+@pytest.mark.parametrize(
+    "schema", ["CREATE VIEW v AS SELECT 1 AS x", "PRAGMA user_version = 7"], ids=["view", "version"]
+)
+def test_another_programs_database_without_tables_is_refused_and_left_as_it_is(
+    tmp_path: Path, schema: str
+) -> None:
+    path = tmp_path / "theirs.db"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as connection:
+        connection.execute(schema)
+    content = path.read_bytes()
+    with pytest.raises(lingodoc.ConfigurationError, match="another program's database"):
+        lingodoc.SQLiteCache(path)
+    assert (path.read_bytes(), os.listdir(tmp_path)) == (content, ["theirs.db"])
+
+
+@pytest.mark.parametrize("name", ["a\x00b.db", "new\ud800.db"], ids=["NUL", "surrogate"])
+def test_a_path_no_file_system_takes_is_a_configuration_error(tmp_path: Path, name: str) -> None:
+    with pytest.raises(lingodoc.ConfigurationError, match="cannot open the cache"):
+        lingodoc.SQLiteCache(os.path.join(tmp_path, name))
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_path_in_a_missing_folder_is_a_configuration_error_that_names_the_folder(
     tmp_path: Path,
 ) -> None:

@@ -145,7 +145,7 @@ class _File:
             except FileNotFoundError:
                 self._make()
                 self.check()  # what is at the path now, ours or put there meanwhile
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, sqlite3.Error, ValueError) as exc:  # ValueError: a NUL, a surrogate
             # An OSError's reason only: its file may be _make's temporary one, not the user's.
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             missing = isinstance(exc, FileNotFoundError)
@@ -163,9 +163,10 @@ class _File:
             # Read before anything is written: another program's file is left as it was.
             application_id = connection.execute("PRAGMA application_id").fetchone()[0]
             ours = application_id == CACHE_APPLICATION_ID
-            if not ours:
-                tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-                if application_id or any(name != _TABLE for (name,) in tables.fetchall()):
+            if not ours:  # a view, an index, a user_version: another program's too
+                names = connection.execute("SELECT name FROM sqlite_master").fetchall()
+                (version,) = connection.execute("PRAGMA user_version").fetchone()
+                if application_id or version or any(name != _TABLE for (name,) in names):
                     raise _refused(self.path, "another program's database")
             elif (checked := connection.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
                 # Damage SQLite would meet only on the pages it reads: looked for once a
@@ -223,6 +224,15 @@ class _File:
         locked"). An empty file at the path is set up in place: to replace a file others may
         have opened could pair their log files with another database.
         """
+        # A -wal or -shm left by a deleted database: SQLite would read it into the new one.
+        logs = [log for log in (self.path + "-wal", self.path + "-shm") if os.path.lexists(log)]
+        if logs and not os.path.lexists(self.path):  # looked at after them: else made meanwhile
+            raise ConfigurationError(
+                f"cannot make the cache {self.path!r}: {logs[0]!r} is there without its "
+                "database, and SQLite would read it into the new one",
+                hint=f"remove {' and '.join(map(repr, logs))} if a cache there was deleted, "
+                "or give the cache another path",
+            )
         folder, name = os.path.split(self.path)
         descriptor, temporary = tempfile.mkstemp(prefix=f"{name}.", suffix=".new", dir=folder)
         os.close(descriptor)  # made 0600, which its -wal and -shm files take
