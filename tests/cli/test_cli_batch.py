@@ -917,7 +917,9 @@ def test_an_output_it_cannot_make_is_refused_before_the_checkpoint_is_opened(
     ])  # fmt: skip
     printed = capsys.readouterr()
     assert (code, printed.out) == (2, "")
-    assert printed.err == f"lingodoc: error: cannot write {out}: No such file or directory\n"
+    assert printed.err == (
+        f"lingodoc: error: --output {out} is in a folder that does not exist: make {out.parent}\n"
+    )
     assert read(str(checkpoint), 1)[0]["input_sha256"] == header.input_sha256  # kept as it was
 
 
@@ -1134,6 +1136,23 @@ def test_a_full_disk_writing_the_output_exits_6_and_resume_writes_it_exactly(
     assert out.read_bytes() == expected
     assert emulator.sent() == []  # every text came from the checkpoint
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, out.name])
+
+
+@pytest.mark.parametrize("option", ["-o", "--checkpoint", "--cache"])
+def test_a_file_in_a_folder_that_is_not_there_is_refused_before_sending(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path, option: str
+) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("Hello\n", encoding="utf-8")
+    where = tmp_path / "nodir" / "file"
+    run = cli("batch", str(source), "--to", "de", option, str(where))
+    name = {"-o": "--output", "--checkpoint": "the checkpoint", "--cache": "the cache"}[option]
+    assert (run.code, run.error) == (
+        2,
+        f"lingodoc: error: {name} {where} is in a folder that does not exist: make {where.parent}",
+    )
+    assert emulator.sent() == []
+    assert sorted(tmp_path.iterdir()) == [source]
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="/dev/full: a disk always full")

@@ -221,7 +221,7 @@ def _same_file(first: str, second: str) -> bool:
 def _check_files(
     args: argparse.Namespace, output: str | None, checkpoint: str | None, cache: str | None
 ) -> None:
-    """Refuse files of a run that are one file, and an output or checkpoint not a file.
+    """Refuse files of a run that are one file, or not a file, or in a folder that is not there.
 
     The output is renamed over its path at the end, then the checkpoint and its lock file
     deleted: were they one file, the run would end with exit code 0 and no output (or no
@@ -235,6 +235,9 @@ def _check_files(
             ("the checkpoint", checkpoint),
             ("the checkpoint's lock file", None if checkpoint is None else lock_path(checkpoint)),
             ("the cache", cache),
+            # SQLite deletes them as the cache closes: an output there would go with them.
+            ("the cache's -wal file", None if cache is None else f"{cache}-wal"),
+            ("the cache's -shm file", None if cache is None else f"{cache}-shm"),
         )
         if path is not None
     ]
@@ -248,6 +251,9 @@ def _check_files(
     for name, path in named:
         if name != "the input":  # which may be a pipe: `lingodoc batch <(zcat corpus.gz)`
             refuse_special(name, path)
+            folder = os.path.dirname(path)
+            if folder and not os.path.isdir(folder):
+                raise UsageError(f"{name} {path} is in a folder that does not exist: make {folder}")
 
 
 def _check_options(args: argparse.Namespace, format: str) -> None:
