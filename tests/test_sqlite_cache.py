@@ -726,6 +726,32 @@ def test_bad_settings_are_refused(tmp_path: Path, options: dict[str, object], er
         lingodoc.SQLiteCache(tmp_path / "cache.db", **options)  # type: ignore[arg-type]
 
 
+@contextlib.contextmanager
+def unwritable(path: Path) -> Iterator[None]:
+    """``path`` may not be written while the block runs: immutable for root, else 0400."""
+    if os.geteuid() != 0:
+        path.chmod(0o400)
+        yield
+        return
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+        pytest.skip("root, on a file system without chattr +i: every file is writable")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_a_cache_that_may_not_be_written_is_refused_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "cache.db"
+    lingodoc.SQLiteCache(path).close()
+    with unwritable(path), pytest.raises(lingodoc.ConfigurationError) as refused:
+        lingodoc.SQLiteCache(path)
+    assert (
+        refused.value.message == f"cannot open the cache {str(path)!r}: the file may not be written"
+    )
+    assert isinstance(refused.value.__cause__, PermissionError)  # the CLI's exit code 2
+
+
 def test_a_log_left_without_its_database_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
     path, wal = tmp_path / "cache.db", tmp_path / "cache.db-wal"
     wal.write_bytes(b"the log of a deleted database")

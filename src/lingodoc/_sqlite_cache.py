@@ -9,6 +9,7 @@ closed in the child: SQLite forbids it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import sqlite3
@@ -215,6 +216,8 @@ class _File:
             if header[68:72] != CACHE_APPLICATION_ID.to_bytes(4, "big"):
                 return  # another program's or a damaged one, as SQLite finds: not touched here
         if change:
+            if not os.access(self.path, os.W_OK):  # else SQLite opens it read-only, unsaid
+                raise PermissionError(errno.EACCES, "the file may not be written", self.path)
             _private(self.path)
 
     def _make(self) -> None:

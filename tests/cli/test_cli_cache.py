@@ -19,6 +19,7 @@ from lingodoc.cli._errors import cache_failure
 from lingodoc.emulator import EmulatorServer, translate_text
 from tests.cli.conftest import RunCLI, child_env
 from tests.cli.test_cli_batch import Recorder, batch_in_process, checkpoint_lines, de, phrases
+from tests.test_sqlite_cache import unwritable
 
 
 @pytest.fixture
@@ -360,6 +361,20 @@ FAILURES = {  # what SQLite raises, the exit code, and what the line says
         "other process ends",
     ),
 }  # fmt: skip
+
+
+def test_batch_with_a_cache_it_may_not_write_exits_2_before_sending(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    cache, path = existing_cache(tmp_path), corpus(tmp_path, ["Hello"])
+    with unwritable(cache):  # else SQLite opens it read-only, and every store fails
+        run = cli("batch", str(path), "--to", "de", "--cache", str(cache))
+    assert (run.code, run.error) == (
+        2,
+        f"lingodoc: error: cannot use the cache {cache}: the file may not be written; check "
+        "that you may write to it and to its folder, on a file system that is not read-only",
+    )
+    assert emulator.requests == []
 
 
 @pytest.mark.parametrize("failure", FAILURES)
