@@ -752,6 +752,24 @@ def test_a_cache_that_may_not_be_written_is_refused_at_once(tmp_path: Path) -> N
     assert isinstance(refused.value.__cause__, PermissionError)  # the CLI's exit code 2
 
 
+def test_read_stats_reads_the_file_and_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "cache.db"
+    cache = lingodoc.SQLiteCache(path)
+    cache.set_many({f"{n:064x}": f"t{n}" for n in range(3)})
+    cache.close()
+    path.chmod(0o644)
+    content = path.read_bytes()
+    held = lingodoc.SQLiteCache.read_stats(path)
+    assert (held.entries, held.namespaces, held.size) == (3, 1, len(content))
+    assert (path.read_bytes(), path.stat().st_mode & 0o777) == (content, 0o644)
+    damaged = content[:4096] + b"\xff" * (len(content) - 4096)
+    path.write_bytes(damaged)
+    with pytest.raises(sqlite3.DatabaseError):
+        lingodoc.SQLiteCache.read_stats(path)
+    assert [name for name in os.listdir(tmp_path) if "damaged" in name] == []  # not moved aside
+    assert path.read_bytes() == damaged
+
+
 def test_a_log_left_without_its_database_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
     path, wal = tmp_path / "cache.db", tmp_path / "cache.db-wal"
     wal.write_bytes(b"the log of a deleted database")

@@ -291,19 +291,6 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
     os.register_at_fork(after_in_child=_forked)
 
 
-def read_stats(path: str) -> CacheStats:
-    """What the cache at ``path`` holds, read only: the file is left as it is, damaged or not.
-
-    Raises:
-        ConfigurationError: If a symbolic link, another user's file or not a regular file.
-        sqlite3.Error: If it cannot be read: damaged, or locked past the busy timeout.
-    """
-    _File(path, 0).check(change=False)
-    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
-    with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=10.0)) as connection:
-        return _stats(connection, path)
-
-
 def _stats(connection: sqlite3.Connection, path: str) -> CacheStats:
     counts = "count(*), count(DISTINCT namespace), min(stored), max(stored)"
     entries, namespaces, *stored = connection.execute(f"SELECT {counts} FROM {_TABLE}").fetchone()
@@ -497,6 +484,30 @@ class SQLiteCache:
                     entries -= connection.execute(_OLDEST, [excess]).rowcount
                 counted = connection, version, entries
         self._counted = counted  # once committed
+
+    @staticmethod
+    def read_stats(path: str | os.PathLike[str]) -> CacheStats:
+        """Return what the cache file at ``path`` holds, only reading it (``cache stats``).
+
+        Unlike opening an `SQLiteCache`, this never changes the file: a damaged cache is
+        not moved aside, nor is the file made private.
+
+        Args:
+            path: The cache file.
+
+        Returns:
+            Its entries, namespaces, oldest and newest entries, and size on disk.
+
+        Raises:
+            ConfigurationError: If the path is a symbolic link, another user's file or not
+                a regular file.
+            sqlite3.Error: If it cannot be read: damaged, not a cache, or locked too long.
+        """
+        path = os.fspath(path)
+        _File(path, 0).check(change=False)
+        uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=10.0)) as connection:
+            return _stats(connection, path)
 
     def stats(self) -> CacheStats:
         """Return what the file holds, every namespace included.

@@ -415,10 +415,12 @@ def test_clear_while_another_process_writes_exits_1_and_stats_still_reads(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     cache = existing_cache(tmp_path)
-    # The busy timeout cut from 10 s, where the command line makes its cache.
-    monkeypatch.setattr(
-        lingodoc, "SQLiteCache", functools.partial(lingodoc.SQLiteCache, timeout=0.01)
-    )
+
+    class Impatient(lingodoc.SQLiteCache):  # the busy timeout cut from 10 s, for the CLI's cache
+        def __init__(self, path: str) -> None:
+            super().__init__(path, timeout=0.01)
+
+    monkeypatch.setattr(lingodoc, "SQLiteCache", Impatient)
     with contextlib.closing(sqlite3.connect(cache, isolation_level=None)) as writer:
         writer.execute("BEGIN IMMEDIATE")  # the write lock, held
         assert main(["cache", "clear", str(cache)]) == 1

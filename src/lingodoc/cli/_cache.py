@@ -45,11 +45,9 @@ def stats(args: argparse.Namespace) -> int:
     """``lingodoc cache stats FILE``: what the cache holds."""
     import sqlite3  # here: the command line loads it only with a cache
 
-    from lingodoc._sqlite_cache import read_stats
-
     try:
         with cache_errors(args.file):
-            held = read_stats(_existing(args.file))
+            held = lingodoc.SQLiteCache.read_stats(_existing(args.file))
     except sqlite3.DatabaseError as exc:  # read, never moved aside here: `batch` would
         raise UsageError(
             f"cannot read the cache {args.file} ({exc}): it is left as it is; a `batch` run "
