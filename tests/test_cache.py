@@ -343,6 +343,34 @@ async def test_a_store_that_keeps_failing_is_warned_once_though_lookups_work(
     assert routes[0].call_count == 3
 
 
+class StoreOutage(DictCache):
+    """Lookups work; the first store fails; it asks to be left alone 10 s after a failure."""
+
+    retry_after = 10
+    failed = False
+
+    def set_many(self, items: Mapping[str, str]) -> None:
+        if not self.failed:
+            self.failed = True
+            raise ConnectionError("read-only replica")
+        super().set_many(items)
+
+
+async def test_a_failed_store_is_tried_again_after_retry_after_and_then_stores(
+    client_class: type[lingodoc.Client],
+    routes: tuple[respx.Route, respx.Route],
+    clock: FakeClock,
+) -> None:
+    store = StoreOutage()
+    client = client_class(API_KEY, base_url=BASE_URL, cache=store)
+    await call(client, "translate", "one", **LANGS)  # its store fails
+    clock.advance(10)
+    await call(client, "translate", "two", **LANGS)  # looked up, then stored
+    found = await call(client, "translate", "two", **LANGS)
+    await close(client)
+    assert (sorted(translations(store.data).values()), found.cached) == (["[de] two"], True)
+
+
 async def test_translate_many_looks_up_the_distinct_texts_and_sends_the_misses(
     cached: lingodoc.Client, routes: tuple[respx.Route, respx.Route]
 ) -> None:

@@ -762,6 +762,7 @@ def test_read_stats_reads_the_file_and_changes_nothing(tmp_path: Path) -> None:
     held = lingodoc.SQLiteCache.read_stats(path)
     assert (held.entries, held.namespaces, held.size) == (3, 1, len(content))
     assert (path.read_bytes(), path.stat().st_mode & 0o777) == (content, 0o644)
+    assert os.listdir(tmp_path) == ["cache.db"]  # no -wal or -shm left behind either
     damaged = content[:4096] + b"\xff" * (len(content) - 4096)
     path.write_bytes(damaged)
     with pytest.raises(sqlite3.DatabaseError):
@@ -770,9 +771,20 @@ def test_read_stats_reads_the_file_and_changes_nothing(tmp_path: Path) -> None:
     assert path.read_bytes() == damaged
 
 
+@pytest.mark.parametrize("name", [os.fsdecode(b"caf\xe9.db"), "a?b#c%20d.db"])
+def test_read_stats_reads_any_name_the_cache_opens(tmp_path: Path, name: str) -> None:
+    path = os.path.join(tmp_path, name)
+    cache = lingodoc.SQLiteCache(path)
+    cache.set_many({"a" * 64: "t"})
+    cache.close()
+    assert lingodoc.SQLiteCache.read_stats(path).entries == 1
+    with pytest.raises(lingodoc.ConfigurationError, match="No such file or directory"):
+        lingodoc.SQLiteCache.read_stats(path + ".missing")
+
+
 def test_a_log_left_without_its_database_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
     path, wal = tmp_path / "cache.db", tmp_path / "cache.db-wal"
-    wal.write_bytes(b"the log of a deleted database")
+    wal.write_bytes(b"the log of a deleted database, with pages past its header")
     with pytest.raises(lingodoc.ConfigurationError) as refused:
         lingodoc.SQLiteCache(path)
     assert refused.value.message == (
@@ -784,8 +796,18 @@ def test_a_log_left_without_its_database_is_refused_and_left_as_it_is(tmp_path: 
     )
     assert (os.listdir(tmp_path), wal.read_bytes()) == (
         ["cache.db-wal"],
-        b"the log of a deleted database",
+        b"the log of a deleted database, with pages past its header",
     )
+
+
+def test_an_empty_wal_or_a_lone_shm_left_at_the_path_is_no_obstacle(tmp_path: Path) -> None:
+    path = tmp_path / "cache.db"
+    (tmp_path / "cache.db-wal").write_bytes(b"")  # no page in it
+    (tmp_path / "cache.db-shm").write_bytes(b"\0" * 32)  # rebuilt by the first connection
+    cache = lingodoc.SQLiteCache(path)
+    cache.set_many({"a" * 64: "t"})
+    assert cache.get_many(["a" * 64]) == {"a" * 64: "t"}
+    cache.close()
 
 
 @pytest.mark.parametrize(

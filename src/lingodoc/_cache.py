@@ -267,8 +267,9 @@ class CacheUse:
         else:
             with self._lock:
                 ends = self._failing == what
+                self._retry_at = -math.inf  # the rest of the call may use it (its store)
                 if ends:
-                    self._failing, self._retry_at = None, -math.inf
+                    self._failing = None
             if ends:
                 logger.info("the cache works again: translations are looked up and stored")
 

@@ -17,7 +17,6 @@ import stat
 import tempfile
 import threading
 import time
-import urllib.parse
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
@@ -216,7 +215,8 @@ class _File:
             if header[68:72] != CACHE_APPLICATION_ID.to_bytes(4, "big"):
                 return  # another program's or a damaged one, as SQLite finds: not touched here
         if change:
-            if not os.access(self.path, os.W_OK):  # else SQLite opens it read-only, unsaid
+            effective = os.access in os.supports_effective_ids  # the ids the owner check uses
+            if not os.access(self.path, os.W_OK, effective_ids=effective):  # else read-only, unsaid
                 raise PermissionError(errno.EACCES, "the file may not be written", self.path)
             _private(self.path)
 
@@ -227,14 +227,14 @@ class _File:
         locked"). An empty file at the path is set up in place: to replace a file others may
         have opened could pair their log files with another database.
         """
-        # A -wal or -shm left by a deleted database: SQLite would read it into the new one.
-        logs = [log for log in (self.path + "-wal", self.path + "-shm") if os.path.lexists(log)]
-        if logs and not os.path.lexists(self.path):  # looked at after them: else made meanwhile
+        # A -wal with pages (past its 32-byte header) left by a deleted database: SQLite would
+        # read them into the new one. A -shm is rebuilt; an empty -wal holds nothing.
+        wal, log = self.path + "-wal", _status(self.path + "-wal")
+        if log and log.st_size > 32 and not os.path.lexists(self.path):  # else made meanwhile
             raise ConfigurationError(
-                f"cannot make the cache {self.path!r}: {logs[0]!r} is there without its "
-                "database, and SQLite would read it into the new one",
-                hint=f"remove {' and '.join(map(repr, logs))} if a cache there was deleted, "
-                "or give the cache another path",
+                f"cannot make the cache {self.path!r}: {wal!r} is there without its database, "
+                "and SQLite would read it into the new one",
+                hint=f"remove {wal!r} if a cache there was deleted, or give the cache another path",
             )
         folder, name = os.path.split(self.path)
         descriptor, temporary = tempfile.mkstemp(prefix=f"{name}.", suffix=".new", dir=folder)
@@ -499,14 +499,20 @@ class SQLiteCache:
             Its entries, namespaces, oldest and newest entries, and size on disk.
 
         Raises:
-            ConfigurationError: If the path is a symbolic link, another user's file or not
-                a regular file.
+            ConfigurationError: If there is no file, or it is a symbolic link, another
+                user's file or not a regular file.
             sqlite3.Error: If it cannot be read: damaged, not a cache, or locked too long.
         """
         path = os.fspath(path)
-        _File(path, 0).check(change=False)
-        uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
-        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=10.0)) as connection:
+        try:
+            _File(path, 0).check(change=False)
+        except (OSError, ValueError) as exc:  # none there, a NUL: as opening says them
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise ConfigurationError(f"cannot read the cache {path!r}: {reason}") from exc
+        # Not mode=ro, which leaves the -wal and -shm it makes: the last connection closed
+        # removes them. query_only: nothing of ours is written.
+        with contextlib.closing(sqlite3.connect(path, timeout=10.0)) as connection:
+            connection.execute("PRAGMA query_only = 1")
             return _stats(connection, path)
 
     def stats(self) -> CacheStats:

@@ -205,6 +205,7 @@ def test_stats_only_reads_the_file_and_leaves_its_mode(cli: RunCLI, tmp_path: Pa
     run = cli("cache", "stats", str(cache), env=child_env())
     assert run.out.splitlines()[:2] == [str(cache), "  entries     3"], run.err
     assert (cache.read_bytes(), cache.stat().st_mode & 0o777) == (content, 0o644)
+    assert sorted(tmp_path.iterdir()) == [cache]  # nor -wal or -shm left beside it
 
 
 def test_stats_of_a_damaged_cache_says_so_and_leaves_it_as_it_is(
@@ -223,6 +224,21 @@ def test_stats_of_a_damaged_cache_says_so_and_leaves_it_as_it_is(
     assert (cache.read_bytes(), [p.name for p in tmp_path.iterdir() if "damaged" in p.name]) == (
         bytes(content),
         [],
+    )
+
+
+def test_stats_of_a_cache_whose_table_was_dropped_says_it_cannot_be_read(
+    cli: RunCLI, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache.db"
+    stored_cache(cache)
+    with contextlib.closing(sqlite3.connect(cache, isolation_level=None)) as connection:
+        connection.execute("DROP TABLE lingodoc_translations")
+    run = cli("cache", "stats", str(cache), env=child_env())
+    assert (run.code, run.error) == (  # not damaged: no batch would move it aside
+        2,
+        f"lingodoc: error: cannot read the cache {cache} (no such table: "
+        "lingodoc_translations): it is left as it is",
     )
 
 

@@ -49,9 +49,10 @@ def stats(args: argparse.Namespace) -> int:
         with cache_errors(args.file):
             held = lingodoc.SQLiteCache.read_stats(_existing(args.file))
     except sqlite3.DatabaseError as exc:  # read, never moved aside here: `batch` would
+        damaged = type(exc) is sqlite3.DatabaseError  # what SQLiteCache moves aside
+        then = "; a `batch` run with it moves it aside and starts a new one" if damaged else ""
         raise UsageError(
-            f"cannot read the cache {args.file} ({exc}): it is left as it is; a `batch` run "
-            "with it moves it aside and starts a new one"
+            f"cannot read the cache {args.file} ({exc}): it is left as it is{then}"
         ) from exc
     if args.json:
         out(json.dumps({

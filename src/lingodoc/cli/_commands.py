@@ -252,8 +252,14 @@ def _check_files(
         if name != "the input":  # which may be a pipe: `lingodoc batch <(zcat corpus.gz)`
             refuse_special(name, path)
             folder = os.path.dirname(path)
-            if folder and not os.path.isdir(folder):
-                raise UsageError(f"{name} {path} is in a folder that does not exist: make {folder}")
+            try:
+                os.stat(folder or ".")
+            except (FileNotFoundError, NotADirectoryError):  # else the open says what it is
+                raise UsageError(
+                    f"{name} {path} is in a folder that does not exist: make {folder}"
+                ) from None
+            except OSError:
+                pass
 
 
 def _check_options(args: argparse.Namespace, format: str) -> None:
