@@ -27,6 +27,16 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def _as_option(message: str) -> str:
+    """The emulator's refusal of a setting, worded for the option that gave it (``--seats``)."""
+    name, _, rest = message.partition(" must ")
+    if name == "a key":
+        name = "api_key"
+    if not rest or not name.isidentifier():
+        return message
+    return f"argument --{name.replace('_', '-')}: must {rest}"
+
+
 def _latency(text: str) -> float:
     try:
         milliseconds = float(text)
@@ -165,7 +175,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
             api_key=args.api_key,
         )
     except (TypeError, ValueError) as exc:
-        parser.error(str(exc))
+        parser.error(_as_option(str(exc)))
     emulator.hold_and_fail(args.latency / 1000, args.fail, seed)
     stopping = False
 
