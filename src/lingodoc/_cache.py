@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 # Changed when what goes into a key changes: old entries are then misses, never wrong.
 _KEY_VERSION = "lingodoc-cache-2"
 SEAL = 16  # hex digits of its key at the start of each value stored
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 # Fields of the body that are the text itself, not its context.
 _TEXT_FIELDS = ("text", "texts")
 
@@ -116,7 +115,7 @@ class AsyncCache(Protocol):
 def service_of(base_url: str) -> str:
     """The service in a key: the base URL as httpx normalises it, its port always written."""
     url = httpx.URL(base_url)
-    port = url.port or _DEFAULT_PORTS.get(url.scheme, 0)
+    port = url.port or {"http": 80, "https": 443}.get(url.scheme, 0)
     return f"{url.scheme}://{url.host}:{port}{url.path}"
 
 
