@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 # Changed when what goes into a key changes: old entries are then misses, never wrong.
 _KEY_VERSION = "lingodoc-cache-2"
 SEAL = 16  # hex digits of its key at the start of each value stored
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 # Fields of the body that are the text itself, not its context.
 _TEXT_FIELDS = ("text", "texts")
 
@@ -116,7 +115,7 @@ class AsyncCache(Protocol):
 def service_of(base_url: str) -> str:
     """The service in a key: the base URL as httpx normalises it, its port always written."""
     url = httpx.URL(base_url)
-    port = url.port or _DEFAULT_PORTS.get(url.scheme, 0)
+    port = url.port or {"http": 80, "https": 443}.get(url.scheme, 0)
     return f"{url.scheme}://{url.host}:{port}{url.path}"
 
 
@@ -306,27 +305,21 @@ class Consulted:
 
     def result(self, result: Any) -> Any:
         """The call's result: the service's, the cache's, or the two merged (a batch)."""
-        if "text" in self.template.json:
-            return result if result is not None else self._text()
-        return self._batch(result)
-
-    def _text(self) -> TextTranslation:
-        body = self.template.json
-        found = _lazy.TextTranslation.model_construct(
-            translated_text=self._found[self._keys[0]],
-            source_language=body["source_language"],
-            target_language=body["target_language"],
-        )
-        _lazy.set_origin(found, _lazy.Origin(None, None, cache_hits=1))
-        return found
-
-    def _batch(self, result: BatchTranslation | None) -> BatchTranslation:
-        # In input order, found or sent; the origin is the request's for the texts missed.
-        hits = len(self._keys) - (0 if self.call is None else len(self.call.json["texts"]))
-        if result is not None and not hits:
-            return result
-        sent = iter(() if result is None else result.translations)
         found = self._found
+        hits = sum(key in found for key in self._keys)
+        if not hits:
+            return result  # every text sent
+        body = self.template.json
+        if "text" in body:  # the one text, found
+            text = _lazy.TextTranslation.model_construct(
+                translated_text=found[self._keys[0]],
+                source_language=body["source_language"],
+                target_language=body["target_language"],
+            )
+            _lazy.set_origin(text, _lazy.Origin(None, None, cache_hits=1))
+            return text
+        # In input order, found or sent; the origin is the request's for the texts missed.
+        sent = iter(() if result is None else result.translations)
         translations = [found[key] if key in found else next(sent) for key in self._keys]
         merged = _lazy.BatchTranslation.model_construct(translations=translations)
         origin = _lazy.Origin(None, None) if result is None else _lazy.origin_of(result)

@@ -192,10 +192,7 @@ class _File:
         return connection
 
     def check(self, *, change: bool = True) -> None:
-        """Refuse a file at the path that is not this user's SQLite file; make a cache private.
-
-        With ``change=False``, a cache is left as it is: only looked at.
-        """
+        """Refuse a file that is not this user's SQLite file; ``change``: make a cache private."""
         status = os.lstat(self.path)
         if not stat.S_ISREG(status.st_mode):  # /dev/null, a pipe: never read
             link = stat.S_ISLNK(status.st_mode)  # dangling or not: private, as ssh's keys are
