@@ -225,9 +225,7 @@ class BaseClient(Generic[HttpClientT]):
     ) -> None:
         """The one place that decides whether a call goes on; raises the error if not.
 
-        Called as a call starts (no ``call``: also binds it to this process and loop), in each
-        attempt's turn, and before a retry's wait (``failed``: the last error, raised once
-        ``stop`` is set). A closed client (or copy) sends nothing more, not even a retry.
+        ``failed``: a retry's last error, raised again once ``stop`` is set.
         """
         if self.is_closed:
             if call is None:
@@ -299,11 +297,7 @@ class BaseClient(Generic[HttpClientT]):
     def _attempt_timeout(
         self, call: Call[Any], request: httpx.Request, deadline: float | None
     ) -> tuple[float | None, str]:
-        """Set the timeouts of an attempt on ``request``; return its seconds and what they are.
-
-        The largest of the call's (else the client's) timeouts, cut to what is left before a
-        poll's ``deadline`` but at least ``MIN_ATTEMPT_TIME``; ``None``: no limit.
-        """
+        """Set the timeouts of an attempt on ``request``; return its seconds and what they are."""
         options = call.options
         timeout = options.timeout if options is not None and options.timeout else self.timeout
         cached = self._steps
@@ -336,11 +330,7 @@ class BaseClient(Generic[HttpClientT]):
         began: float,
         expired: str,
     ) -> LingodocError:
-        """The error for a failure of the http client, chained to a copy without the request.
-
-        ``exc``: httpx's, ``TimeoutError`` (the deadline, ``expired`` if it passed) or
-        ``RuntimeError`` (a closed http client, another event loop).
-        """
+        """The error for a failure of the http client, chained to a copy without the request."""
         detail = self._key_mask(str(exc)) or type(exc).__name__
         if expired:
             detail = f"the response took longer than {expired}"

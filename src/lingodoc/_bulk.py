@@ -97,10 +97,7 @@ def max_wait(value: object) -> float:
 
 
 class Bulk:
-    """The shared state of one ``translate_many``, its arguments checked, every text included.
-
-    ``rate_limit``: the client's last; ``awaits``: the client awaits what ``on_progress`` returns.
-    """
+    """The shared state of one ``translate_many``, its arguments checked, every text included."""
 
     def __init__(
         self,
@@ -160,7 +157,7 @@ class Bulk:
         self._error: BaseException | None = None
         # Set in the lock as a batch fails or `stop` is called: nothing more starts after it.
         self.stopping = threading.Event()  # a paused worker wakes at once
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # failed stops in its hold
         self._remaining: int | None = None
         self._reset_at = self._not_before = 0.0  # _not_before: after a 429, its wait's end
         # The window last heard by the workers, and as of the last batch stored (a report
@@ -288,9 +285,7 @@ class Bulk:
                     self._retry.append(batch)  # first: nothing below may lose it
                     self._announce(until)
                     return
-            if self._error is None:
-                self._error = error
-            self.stopping.set()  # in the same hold of the lock: no batch starts after it
+            self.stop(error)  # in the same hold of the lock: no batch starts after it
 
     def take(self, event: object) -> BulkProgress | None:
         """Take a worker's event; the progress to report, if any (in the order things happened)."""
@@ -299,7 +294,7 @@ class Bulk:
             return None
         return self.progress(event) if isinstance(event, Pause) else self.record_next()
 
-    def stop(self, error: Exception | None = None) -> None:
+    def stop(self, error: BaseException | None = None) -> None:
         """Hand out no further batch: the caller gives up, or a worker failed with ``error``."""
         with self._lock:
             if self._error is None:

@@ -34,10 +34,7 @@ MAX_UNKNOWN_STATES = 3
 
 
 class Waiter:
-    """One ``wait_for_translation``, its arguments checked: deadline, last status, next step.
-
-    ``call`` is one poll's request; ``awaits``: the client awaits ``on_progress``.
-    """
+    """One ``wait_for_translation``, its arguments checked: deadline, last status, next step."""
 
     def __init__(
         self,
