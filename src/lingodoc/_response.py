@@ -33,10 +33,8 @@ MAX_ERROR_BODY_BYTES = 64 * 1024  # enough to show its start: no megabytes of a 
 BODY_EXCERPT_CHARS = 500
 # All the SDK decodes, with zlib's output bounded: httpx would inflate each chunk whole.
 ACCEPT_ENCODING = "gzip, deflate"
-_READ_HEADERS = frozenset({
-    b"content-encoding", b"retry-after", b"x-request-id",
-    b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset",
-})  # fmt: skip
+_LIMIT_HEADERS = (b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset")
+_READ_HEADERS = frozenset({b"content-encoding", b"retry-after", b"x-request-id", *_LIMIT_HEADERS})
 
 
 def _read_headers(headers: httpx.Headers) -> dict[bytes, list[str]]:
@@ -132,12 +130,11 @@ class BodyReader:
 
 def rate_limit_of(headers: dict[bytes, list[str]], now: float) -> Reported | None:
     """The rate limit the headers report, lazily; ``None`` if missing, twice or not ints."""
-    limit = headers.get(b"x-ratelimit-limit", ())
-    remaining = headers.get(b"x-ratelimit-remaining", ())
-    reset = headers.get(b"x-ratelimit-reset", ())
-    if len(limit) == len(remaining) == len(reset) == 1:
+    found = [headers.get(name, []) for name in _LIMIT_HEADERS]
+    if all(len(values) == 1 for values in found):
         try:
-            return _lazy.Reported(int(limit[0]), int(remaining[0]), int(reset[0]), now)
+            limit, remaining, reset = (int(values[0]) for values in found)
+            return _lazy.Reported(limit, remaining, reset, now)
         except ValueError:
             pass
     return None
