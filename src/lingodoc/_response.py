@@ -54,8 +54,7 @@ def _read_headers(headers: httpx.Headers) -> dict[bytes, list[str]]:
 class BodyReader:
     """Collects one response body, up to a limit after decompression and before the deadline.
 
-    Raises:
-        httpx.DecodingError: An encoding the SDK did not ask for.
+    It raises httpx's errors: ``ReadTimeout`` past the deadline, ``DecodingError`` (bad encoding).
     """
 
     def __init__(self, response: httpx.Response) -> None:
@@ -86,12 +85,7 @@ class BodyReader:
             )
 
     def feed(self, raw: bytes) -> bool:
-        """Take the next chunk as received; ``True`` once past the limit (stop reading).
-
-        Raises:
-            httpx.ReadTimeout: Past the attempt's deadline.
-            httpx.DecodingError: The chunk is not validly encoded.
-        """
+        """Take the next chunk as received; ``True`` once past the limit (stop reading)."""
         if _deadline.left() == 0:
             raise httpx.ReadTimeout("the response took longer than the timeout of the attempt")
         self.raw.append(raw)
@@ -101,11 +95,7 @@ class BodyReader:
         return self.size > self.limit
 
     def body(self) -> bytes:
-        """Return the body: all of it, or the first bytes past the limit.
-
-        Raises:
-            httpx.DecodingError: The end of the body is not validly encoded.
-        """
+        """Return the body: all of it, or the first bytes past the limit."""
         if self.decoder is not None and self.size <= self.limit:
             try:
                 self.chunks.append(self.decoder.flush())
