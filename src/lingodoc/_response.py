@@ -141,11 +141,7 @@ def read(
     elapsed: float,
     redact: Callable[[str], str],
 ) -> T:
-    """The call's result from its response (``rate_limit``: the one it reported).
-
-    Raises:
-        APIError: What the response stands for, if not a result (the key masked).
-    """
+    """The call's result from its response, else the `APIError` it stands for (the key masked)."""
     headers, status_code = reader.headers, response.status_code
     request_id = ", ".join(headers[b"x-request-id"]) if b"x-request-id" in headers else None
     body = reader.body()
