@@ -194,14 +194,12 @@ def _unexpected(
 def _kept(
     response: httpx.Response, reader: BodyReader, request: httpx.Request, elapsed: float
 ) -> httpx.Response | tuple[Any, ...]:
-    """What makes a result's ``http_response``: the body read, and no connection.
-
-    The response if built in memory (a mock transport's), else one tuple that rebuilds it
-    on first use (results may be kept by the thousand: a closure is seven objects for the GC).
-    """
-    if reader.in_memory:
+    """What makes a result's ``http_response``: the body read, and no connection."""
+    if reader.in_memory:  # built in memory (a mock transport's): the response itself
         return response
     extensions = {k: v for k, v in response.extensions.items() if k != "network_stream"}
+    # Rebuilt on first use from a tuple: results may be kept by the thousand, and a closure is
+    # seven objects for the GC.
     return (_rebuilt, response.status_code, response.headers, b"".join(reader.raw), request,
             extensions, elapsed)  # fmt: skip
 
