@@ -33,10 +33,8 @@ MAX_ERROR_BODY_BYTES = 64 * 1024  # enough to show its start: no megabytes of a 
 BODY_EXCERPT_CHARS = 500
 # All the SDK decodes, with zlib's output bounded: httpx would inflate each chunk whole.
 ACCEPT_ENCODING = "gzip, deflate"
-_READ_HEADERS = frozenset({
-    b"content-encoding", b"retry-after", b"x-request-id",
-    b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset",
-})  # fmt: skip
+_LIMIT_HEADERS = (b"x-ratelimit-limit", b"x-ratelimit-remaining", b"x-ratelimit-reset")
+_READ_HEADERS = frozenset({b"content-encoding", b"retry-after", b"x-request-id", *_LIMIT_HEADERS})
 
 
 def _read_headers(headers: httpx.Headers) -> dict[bytes, list[str]]:
@@ -56,8 +54,7 @@ def _read_headers(headers: httpx.Headers) -> dict[bytes, list[str]]:
 class BodyReader:
     """Collects one response body, up to a limit after decompression and before the deadline.
 
-    Raises:
-        httpx.DecodingError: An encoding the SDK did not ask for.
+    It raises httpx's errors: ``ReadTimeout`` past the deadline, ``DecodingError`` (bad encoding).
     """
 
     def __init__(self, response: httpx.Response) -> None:
@@ -88,12 +85,7 @@ class BodyReader:
             )
 
     def feed(self, raw: bytes) -> bool:
-        """Take the next chunk as received; ``True`` once past the limit (stop reading).
-
-        Raises:
-            httpx.ReadTimeout: Past the attempt's deadline.
-            httpx.DecodingError: The chunk is not validly encoded.
-        """
+        """Take the next chunk as received; ``True`` once past the limit (stop reading)."""
         if _deadline.left() == 0:
             raise httpx.ReadTimeout("the response took longer than the timeout of the attempt")
         self.raw.append(raw)
@@ -103,11 +95,7 @@ class BodyReader:
         return self.size > self.limit
 
     def body(self) -> bytes:
-        """Return the body: all of it, or the first bytes past the limit.
-
-        Raises:
-            httpx.DecodingError: The end of the body is not validly encoded.
-        """
+        """Return the body: all of it, or the first bytes past the limit."""
         if self.decoder is not None and self.size <= self.limit:
             try:
                 self.chunks.append(self.decoder.flush())
@@ -132,12 +120,11 @@ class BodyReader:
 
 def rate_limit_of(headers: dict[bytes, list[str]], now: float) -> Reported | None:
     """The rate limit the headers report, lazily; ``None`` if missing, twice or not ints."""
-    limit = headers.get(b"x-ratelimit-limit", ())
-    remaining = headers.get(b"x-ratelimit-remaining", ())
-    reset = headers.get(b"x-ratelimit-reset", ())
-    if len(limit) == len(remaining) == len(reset) == 1:
+    found = [headers.get(name, []) for name in _LIMIT_HEADERS]
+    if all(len(values) == 1 for values in found):
         try:
-            return _lazy.Reported(int(limit[0]), int(remaining[0]), int(reset[0]), now)
+            limit, remaining, reset = (int(values[0]) for values in found)
+            return _lazy.Reported(limit, remaining, reset, now)
         except ValueError:
             pass
     return None
@@ -154,11 +141,7 @@ def read(
     elapsed: float,
     redact: Callable[[str], str],
 ) -> T:
-    """The call's result from its response (``rate_limit``: the one it reported).
-
-    Raises:
-        APIError: What the response stands for, if not a result (the key masked).
-    """
+    """The call's result from its response, else the `APIError` it stands for (the key masked)."""
     headers, status_code = reader.headers, response.status_code
     request_id = ", ".join(headers[b"x-request-id"]) if b"x-request-id" in headers else None
     body = reader.body()
@@ -211,14 +194,12 @@ def _unexpected(
 def _kept(
     response: httpx.Response, reader: BodyReader, request: httpx.Request, elapsed: float
 ) -> httpx.Response | tuple[Any, ...]:
-    """What makes a result's ``http_response``: the body read, and no connection.
-
-    The response if built in memory (a mock transport's), else one tuple that rebuilds it
-    on first use (results may be kept by the thousand: a closure is seven objects for the GC).
-    """
-    if reader.in_memory:
+    """What makes a result's ``http_response``: the body read, and no connection."""
+    if reader.in_memory:  # built in memory (a mock transport's): the response itself
         return response
     extensions = {k: v for k, v in response.extensions.items() if k != "network_stream"}
+    # Rebuilt on first use from a tuple: results may be kept by the thousand, and a closure is
+    # seven objects for the GC.
     return (_rebuilt, response.status_code, response.headers, b"".join(reader.raw), request,
             extensions, elapsed)  # fmt: skip
 
