@@ -102,7 +102,6 @@ class SharedHttp(Generic[HttpClientT]):
         self.drop_main()  # this process's copies of the parent's sockets (a Client's only)
         if self.new_transport is not None and not self.is_async:
             self.transport.drop()
-        self.main_in_use = self.main_dirty = False
         if closing or self.closed or self.new_transport is None:
             self.pool_closed = True  # the parent's pool is never closed here
         else:
@@ -209,13 +208,12 @@ class Turn:
 
     def __exit__(self, *exc_info: object) -> None:
         shared = self._shared
-        if self._main:
-            if shared.new_transport is not None:
-                # First, before any call (an interrupt can land at one): close() may now drop it.
-                shared.main_in_use = False
-                shared.main_dirty = not self.clean
-                if shared.closed:
-                    shared.drop_main()
+        if self._main:  # (with a caller's http client, there is no main transport to drop)
+            # First, before any call (an interrupt can land at one): close() may now drop it.
+            shared.main_in_use = False
+            shared.main_dirty = not self.clean
+            if shared.closed:
+                shared.drop_main()
             return
         try:
             if shared.leave():
