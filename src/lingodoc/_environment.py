@@ -6,6 +6,7 @@ As httpx reads them for a client made with ``trust_env=True``; an unusable setti
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
@@ -39,11 +40,9 @@ def ssl_context(trust_env: bool) -> ssl.SSLContext:
     values = tuple(os.environ.get(name, "") for name in _CERTIFICATE_ENV) if trust_env else ()
     key: tuple[object, ...] = values if any(values) else ()
     if key:
-        try:
+        with contextlib.suppress(OSError):  # building the context says what is wrong
             found = os.stat(values[0] or values[1])
             key += (found.st_dev, found.st_ino, found.st_ctime_ns, found.st_mtime_ns)
-        except OSError:  # building the context says what is wrong
-            pass
     try:  # two threads may both build it: either will do
         return _context(key)
     except OSError as exc:  # missing, or not certificates (ssl.SSLError)

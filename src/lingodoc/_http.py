@@ -55,9 +55,7 @@ class SharedHttp(Generic[HttpClientT]):
         # Whether responses come from httpcore's pool (the SDK's own, or an httpx client's).
         self.pooled = not aiohttp
         self.main: Any = None  # the main thread's own transport (Client)
-        # Set while the main thread sends: in_use always cleared after, dirty unless the
-        # attempt ended clean (its response read and closed, no exception came through).
-        self.main_in_use = self.main_dirty = False
+        self.main_in_use = self.main_dirty = False  # its flags: Turn sets them (see there)
         # Whether its connections belong to the event loop of its first use: no other may.
         self.loop_bound = self.is_async and self.owned is not None
         self.loop: object | None = None  # the loop of the last call (kept: never reused)
