@@ -188,7 +188,6 @@ class Transport(_tracing.Traced, httpx.AsyncBaseTransport):
                 ssl_context=verify,
                 proxy=proxy,
                 max_connections=connections,
-                max_keepalive_connections=connections,
                 keepalive_expiry=KEEPALIVE_EXPIRY,
                 network_backend=self.backend,
             )

@@ -6,6 +6,7 @@ As httpx reads them for a client made with ``trust_env=True``; an unusable setti
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
@@ -26,9 +27,12 @@ if TYPE_CHECKING:
 _CERTIFICATE_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 _PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
+
 # One context per certificate setting: the variables, and the file's identity (a bundle
 # replaced in place, even with its size and mtime kept, is read again).
-_contexts: dict[tuple[object, ...], ssl.SSLContext] = {}
+@functools.lru_cache(maxsize=8)  # a process that keeps changing SSL_CERT_FILE: the last few
+def _context(key: tuple[object, ...]) -> ssl.SSLContext:
+    return httpx.create_ssl_context(trust_env=bool(key))
 
 
 def ssl_context(trust_env: bool) -> ssl.SSLContext:
@@ -36,26 +40,17 @@ def ssl_context(trust_env: bool) -> ssl.SSLContext:
     values = tuple(os.environ.get(name, "") for name in _CERTIFICATE_ENV) if trust_env else ()
     key: tuple[object, ...] = values if any(values) else ()
     if key:
-        try:
+        with contextlib.suppress(OSError):  # building the context says what is wrong
             found = os.stat(values[0] or values[1])
             key += (found.st_dev, found.st_ino, found.st_ctime_ns, found.st_mtime_ns)
-        except OSError:  # building the context says what is wrong
-            pass
-    context = _contexts.get(key)
-    if context is not None:
-        return context
     try:  # two threads may both build it: either will do
-        context = httpx.create_ssl_context(trust_env=bool(key))
+        return _context(key)
     except OSError as exc:  # missing, or not certificates (ssl.SSLError)
         name = "SSL_CERT_FILE" if values[0] else "SSL_CERT_DIR"  # httpx reads one, in this order
         raise ConfigurationError(
             f"{name} in the environment cannot be used to build the HTTP client "
             f"({type(exc).__name__}: {exc}); fix or unset it, or pass an http_client"
         ) from None
-    while len(_contexts) >= 8:  # a process that keeps changing SSL_CERT_FILE: the last few
-        del _contexts[next(iter(_contexts))]
-    _contexts[key] = context
-    return context
 
 
 def named_proxy(url: httpx.URL, *, all_proxy: bool = True) -> str | None:

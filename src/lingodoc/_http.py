@@ -55,9 +55,7 @@ class SharedHttp(Generic[HttpClientT]):
         # Whether responses come from httpcore's pool (the SDK's own, or an httpx client's).
         self.pooled = not aiohttp
         self.main: Any = None  # the main thread's own transport (Client)
-        # Set while the main thread sends: in_use always cleared after, dirty unless the
-        # attempt ended clean (its response read and closed, no exception came through).
-        self.main_in_use = self.main_dirty = False
+        self.main_in_use = self.main_dirty = False  # its flags: Turn sets them (see there)
         # Whether its connections belong to the event loop of its first use: no other may.
         self.loop_bound = self.is_async and self.owned is not None
         self.loop: object | None = None  # the loop of the last call (kept: never reused)
@@ -102,7 +100,6 @@ class SharedHttp(Generic[HttpClientT]):
         self.drop_main()  # this process's copies of the parent's sockets (a Client's only)
         if self.new_transport is not None and not self.is_async:
             self.transport.drop()
-        self.main_in_use = self.main_dirty = False
         if closing or self.closed or self.new_transport is None:
             self.pool_closed = True  # the parent's pool is never closed here
         else:
@@ -209,13 +206,12 @@ class Turn:
 
     def __exit__(self, *exc_info: object) -> None:
         shared = self._shared
-        if self._main:
-            if shared.new_transport is not None:
-                # First, before any call (an interrupt can land at one): close() may now drop it.
-                shared.main_in_use = False
-                shared.main_dirty = not self.clean
-                if shared.closed:
-                    shared.drop_main()
+        if self._main:  # (with a caller's http client, there is no main transport to drop)
+            # First, before any call (an interrupt can land at one): close() may now drop it.
+            shared.main_in_use = False
+            shared.main_dirty = not self.clean
+            if shared.closed:
+                shared.drop_main()
             return
         try:
             if shared.leave():

@@ -56,10 +56,7 @@ def server_wait(asked: float | None, attempt: int) -> float:
 
 
 class Retries:
-    """One call's retry policy, as tenacity's ``retry``, ``stop`` and ``wait`` strategies.
-
-    Asked after each failure (`wait_after`); no wait passes ``deadline`` (SDK clock).
-    """
+    """One call's retry policy, as tenacity's ``retry``, ``stop`` and ``wait`` strategies."""
 
     __slots__ = ("_call", "_deadline", "_max_retries", "_state")
 

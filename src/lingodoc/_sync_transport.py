@@ -187,7 +187,6 @@ class Transport(_tracing.Traced, httpx.BaseTransport):
                 ssl_context=verify,
                 proxy=proxy,
                 max_connections=connections,
-                max_keepalive_connections=connections,
                 keepalive_expiry=KEEPALIVE_EXPIRY,
                 network_backend=self.backend,
             )

@@ -35,10 +35,7 @@ _NO_SPAN = contextlib.nullcontext()
 def call(
     name: str, body: Mapping[str, Any] | None = None, texts: Sequence[str] | None = None
 ) -> contextlib.AbstractContextManager[object]:
-    """The INTERNAL span of a call of the method ``name`` (its attempts' are the CLIENT spans).
-
-    ``body``: the JSON body of its requests (for the languages); ``texts``: the texts it translates.
-    """
+    """The INTERNAL span of a call of the method ``name`` (its attempts' are the CLIENT spans)."""
     trace = sys.modules.get(_API)
     if trace is None:
         return _NO_SPAN

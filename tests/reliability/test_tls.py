@@ -156,13 +156,20 @@ class _ConnectProxy(ThreadingHTTPServer):
 
 
 @pytest.fixture
-def trust_the_test_ca_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+def fresh_contexts() -> Iterator[None]:
+    """The SDK's shared contexts are built afresh in the test, and again after it."""
+    _environment._context.cache_clear()
+    yield
+    _environment._context.cache_clear()
+
+
+@pytest.fixture
+def trust_the_test_ca_by_default(monkeypatch: pytest.MonkeyPatch, fresh_contexts: None) -> None:
     """httpx's default authorities (certifi's) are the test authority, for this test.
 
     The SDK's shared contexts are built afresh, with the test authority.
     """
     monkeypatch.setattr(certifi, "where", lambda: CA)
-    monkeypatch.setattr(_environment, "_contexts", {})
 
 
 LANGUAGES = {"source_language": "en", "target_language": "de"}
@@ -210,8 +217,8 @@ async def test_clients_of_one_certificate_setting_share_its_context(
     builds: list[bool],
     monkeypatch: pytest.MonkeyPatch,
     variable: str,
+    fresh_contexts: None,
 ) -> None:
-    monkeypatch.setattr(_environment, "_contexts", {})
     monkeypatch.setenv(variable, CA if variable == "SSL_CERT_FILE" else str(HERE))
     clients = [client_class(API_KEY, base_url="https://api.lingodoc.test/v1") for _ in range(3)]
     assert builds == [True]  # when the first client is made: an unusable file is refused then
@@ -220,9 +227,8 @@ async def test_clients_of_one_certificate_setting_share_its_context(
 
 
 async def test_a_certificate_file_changed_or_replaced_is_read_again(
-    builds: list[bool], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    builds: list[bool], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fresh_contexts: None
 ) -> None:
-    monkeypatch.setattr(_environment, "_contexts", {})
     bundle, rotated = tmp_path / "bundle.pem", tmp_path / "rotated.pem"
     bundle.write_text(Path(CA).read_text())
     monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
