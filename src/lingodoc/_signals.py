@@ -1,4 +1,4 @@
-"""Ctrl-C held back around steps that must not be cut: ``translate_many``'s and the CLI's."""
+"""Ctrl-C and SIGTERM held back around steps that must not be cut (``translate_many``, the CLI)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 @contextmanager
 def ctrl_c_held() -> Iterator[None]:
-    """Hold Ctrl-C back in the main thread until the block ends, where it is raised.
+    """Hold Ctrl-C and SIGTERM back in the main thread until the block ends, where they land.
 
     A ``Thread.start`` it stops leaves a stray thread; a checkpoint it stops, a torn file.
     """
@@ -18,7 +18,7 @@ def ctrl_c_held() -> Iterator[None]:
     if not (main and hasattr(signal, "pthread_sigmask")):
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         yield
     finally:

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import pytest
 
-from lingodoc.cli import _checkpoint, _commands, main
+from lingodoc.cli import _checkpoint, _commands, _terminate, main
 from lingodoc.cli._checkpoint import Checkpoint, Finished, Header, read
 from lingodoc.cli._corpus import (
     CsvCorpus,
@@ -1371,11 +1371,11 @@ def test_an_append_the_disk_refuses_is_cut_off_and_stays_queued(
 class Interrupted:
     """``os`` for the checkpoint, where Ctrl-C comes as the next write has taken ``room`` bytes.
 
-    ``signal`` sends a real SIGINT (the command is stopped by one); otherwise the write
+    ``signal`` sends that real signal (the command is stopped by one); otherwise the write
     raises KeyboardInterrupt itself, as it would where Ctrl-C cannot be held back.
     """
 
-    def __init__(self, room: int, *, signal: bool) -> None:
+    def __init__(self, room: int, *, signal: signal.Signals | None) -> None:
         self.room, self.signal = room, signal
 
     def __getattr__(self, name: str) -> Any:
@@ -1383,27 +1383,30 @@ class Interrupted:
 
     def write(self, fd: int, data: memoryview) -> int:
         written = os.write(fd, data[: self.room])
-        if self.signal:
-            signal.raise_signal(signal.SIGINT)
+        if self.signal is not None:
+            signal.raise_signal(self.signal)
         else:
             raise KeyboardInterrupt
         return written
 
 
 @pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
-def test_ctrl_c_during_an_append_waits_until_it_is_whole_and_off_the_queue(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_or_sigterm_during_an_append_waits_until_it_is_whole_and_off_the_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop: signal.Signals
 ) -> None:
-    # Python's own Ctrl-C handler, even where this runs with SIGINT ignored (`pytest &`).
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    # A handler that raises, as the command's are, even where this runs with SIGINT ignored
+    # (`pytest &`): Python's own for Ctrl-C, and the command's for SIGTERM.
+    handler = signal.default_int_handler if stop == signal.SIGINT else _terminate
+    previous = signal.signal(stop, handler)
     path, checkpoint, finished = new_checkpoint(tmp_path)
-    monkeypatch.setattr(_checkpoint, "os", Interrupted(room=30, signal=True))
+    monkeypatch.setattr(_checkpoint, "os", Interrupted(room=30, signal=stop))
     finished[0], finished[1] = "Hallo", "eins"
     try:
         with pytest.raises(KeyboardInterrupt):
             finished.flush()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.signal(stop, previous)
         monkeypatch.undo()
     assert finished.kept() == 2
     finished.flush()  # as the command does after the interruption: nothing more to write
@@ -1416,7 +1419,7 @@ def test_ctrl_c_that_cuts_an_append_short_leaves_whole_lines_and_keeps_it_queued
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, checkpoint, finished = new_checkpoint(tmp_path, "Hallo")
-    monkeypatch.setattr(_checkpoint, "os", Interrupted(room=30, signal=False))
+    monkeypatch.setattr(_checkpoint, "os", Interrupted(room=30, signal=None))
     finished[1], finished[2] = "eins", "zwei"
     with pytest.raises(KeyboardInterrupt):
         finished.flush()
@@ -1643,11 +1646,25 @@ def test_a_second_run_on_the_checkpoint_by_another_name_is_refused(
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
-def test_ctrl_c_keeps_the_finished_texts_and_resume_sends_none_twice(
-    cli: RunCLI, emulator: Recorder, tmp_path: Path, start: Start
+@pytest.mark.parametrize(
+    ("stop", "code", "said"),
+    [
+        (signal.SIGINT, 130, "interrupted"),  # Ctrl-C
+        (signal.SIGTERM, 143, "stopped by SIGTERM"),  # docker stop, systemd
+    ],
+    ids=["SIGINT", "SIGTERM"],
+)
+def test_ctrl_c_or_sigterm_keeps_the_finished_texts_and_resume_sends_none_twice(
+    cli: RunCLI,
+    emulator: Recorder,
+    tmp_path: Path,
+    start: Start,
+    stop: signal.Signals,
+    code: int,
+    said: str,
 ) -> None:
-    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
-        pytest.skip("SIGINT is ignored in this process, and so would be in the command")
+    if signal.getsignal(stop) == signal.SIG_IGN:
+        pytest.skip(f"{stop.name} is ignored in this process, and so would be in the command")
     texts = phrases(100)
     source, out = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("\n".join(texts), encoding="utf-8")
@@ -1656,14 +1673,14 @@ def test_ctrl_c_keeps_the_finished_texts_and_resume_sends_none_twice(
     stopped = tmp_path / "stopped"
     process = start(*args, "--concurrency", "2", told=stopped)
     emulator.wait_for(5)  # 3 answered, 2 in flight and held
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     # The command takes the signal while both requests are still held (it hands out no
     # further batch), then they finish, as a slow answer would after Ctrl-C.
-    wait_until(stopped.exists, "the command took the Ctrl-C")
+    wait_until(stopped.exists, f"the command took the {stop.name}")
     assert process.poll() is None
     emulator.release.set()
     _, err = process.communicate(timeout=WAIT)
-    assert process.returncode == 130, err
+    assert process.returncode == code, err
     checkpoint = tmp_path / "out.txt.checkpoint"
     first = emulator.sent()
     done = checkpoint_lines(checkpoint)
@@ -1671,7 +1688,7 @@ def test_ctrl_c_keeps_the_finished_texts_and_resume_sends_none_twice(
     assert sorted(texts[i] for i in done) == sorted(first), emulator.received
     assert len(first) == 50, emulator.received
     assert err == (
-        f"lingodoc: interrupted; 50 of 100 texts are done, kept in {checkpoint}: add "
+        f"lingodoc: {said}; 50 of 100 texts are done, kept in {checkpoint}: add "
         "--resume to the same command to go on without sending them again\n"
     )
 

@@ -231,12 +231,22 @@ def test_the_lingodoc_console_script(env: dict[str, str]) -> None:
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
-def test_ctrl_c_while_waiting_exits_130_without_a_traceback(
-    emulator: Emulator, server: EmulatorServer, env: dict[str, str]
+@pytest.mark.parametrize(
+    ("stop", "code", "said"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "stopped by SIGTERM")],
+    ids=["SIGINT", "SIGTERM"],
+)
+def test_ctrl_c_or_sigterm_while_waiting_exits_without_a_traceback(
+    emulator: Emulator,
+    server: EmulatorServer,
+    env: dict[str, str],
+    stop: signal.Signals,
+    code: int,
+    said: str,
 ) -> None:
-    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    if signal.getsignal(stop) == signal.SIG_IGN:
         # As under `pytest &` in a script: the child would inherit it and never stop.
-        pytest.skip("SIGINT is ignored in this process, and so would be in the command")
+        pytest.skip(f"{stop.name} is ignored in this process, and so would be in the command")
     emulator.job_duration = 60
     translation_id = start_job(server)
     command = [sys.executable, "-m", "lingodoc", "wait", translation_id, "--interval", "0.05"]
@@ -244,11 +254,25 @@ def test_ctrl_c_while_waiting_exits_130_without_a_traceback(
         try:
             assert process.stderr is not None
             assert process.stderr.readline().startswith("processing")
-            process.send_signal(signal.SIGINT)
+            process.send_signal(stop)
             _, err = process.communicate(timeout=10)
         finally:
             process.kill()  # a no-op if it has stopped, as it should have
-    assert process.returncode == 130
+    assert process.returncode == code
     assert "Traceback" not in err
     resume = f"`lingodoc wait {translation_id}` resumes"
-    assert err.endswith(f"lingodoc: interrupted; the translation goes on: {resume}\n")
+    assert err.endswith(f"lingodoc: {said}; the translation goes on: {resume}\n")
+
+
+def test_a_command_run_in_process_gives_back_the_sigterm_handler_it_found(
+    tmp_path: Path,
+) -> None:
+    def mine(signum: int, frame: object) -> None:
+        raise AssertionError("not called")
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        assert main(["cache", "stats", str(tmp_path / "missing.db")]) == 2
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, previous)

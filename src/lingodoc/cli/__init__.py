@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
+import threading
 import traceback
 
 import lingodoc
@@ -20,11 +22,13 @@ from lingodoc.cli._demo import emulated_client, unset
 from lingodoc.cli._errors import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
     EXIT_USAGE,
     STDOUT,
     Explained,
     Kept,
     NoKey,
+    Terminated,
     WriteError,
     as_json,
     explain,
@@ -112,6 +116,10 @@ def _stdout_to_devnull() -> None:
         os.close(devnull)  # stdout's descriptor is a copy of it now
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def _print_json(exc: BaseException, explained: Explained) -> None:
     """With ``--json``: print the error on stdout too, where a script reads the result."""
     try:
@@ -132,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         usage or configuration (or a batch's Parquet input changed during the run), 3 the
         translation failed, 4 the wait timed out, 5 the rate limit stopped a batch, 6 a
         full disk stopped a command's output, a batch or a cache file, 130 interrupted,
-        141 stdout closed early.
+        141 stdout closed early, 143 stopped by SIGTERM (its work kept, as after Ctrl-C).
     """
     parser = build_parser()
     tokens = sys.argv[1:] if argv is None else argv
@@ -155,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_emulator(extra)
 
     base_url = args.base_url or os.environ.get(BASE_URL_ENV, "").strip()
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
     try:
         if args.command == "cache":  # a file of this machine: no key, no service
             return int(args.cache_command(args))
@@ -166,7 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         job = getattr(args, "translation_id", None) if args.command != "status" else None
         goes_on = f"the translation goes on: `lingodoc wait {job}` resumes" if job else ""
-        interrupted = Explained(EXIT_INTERRUPTED, "interrupted").also(goes_on)
+        if isinstance(exc, Terminated):
+            interrupted = Explained(EXIT_TERMINATED, "stopped by SIGTERM").also(goes_on)
+        else:
+            interrupted = Explained(EXIT_INTERRUPTED, "interrupted").also(goes_on)
         kept: Kept | None = getattr(args, "kept", None)
         if kept is not None:
             interrupted = interrupted.also(kept.sentence())
@@ -193,3 +206,6 @@ def main(argv: list[str] | None = None) -> int:
         line = " ".join(explained.line.split())  # one line: the server's line breaks as spaces
         print(f"lingodoc: error: {visible(line)}", file=sys.stderr)  # what it sent, inert
         return explained.exit_code
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

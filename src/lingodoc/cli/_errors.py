@@ -28,7 +28,11 @@ EXIT_RATE_LIMITED = 5
 # `lingodoc batch` stopped by a full disk: its work is kept, to finish once there is room.
 EXIT_DISK_FULL = 6
 # 128 + the signal, as shells report a process that a signal stopped.
-EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141
+EXIT_INTERRUPTED, EXIT_BROKEN_PIPE, EXIT_TERMINATED = 130, 141, 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``docker stop``, systemd, ``kill``), taken as Ctrl-C is: the work is kept."""
 
 
 class UsageError(Exception):

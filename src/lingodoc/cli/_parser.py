@@ -49,6 +49,7 @@ exit codes:
        (its finished texts are kept: --resume once space is freed), or a cache file
   130  interrupted (Ctrl-C)
   141  stdout was closed before the output was written (`| head`)
+  143  stopped by SIGTERM (`docker stop`, systemd), as by Ctrl-C
 """
 
 
