@@ -22,6 +22,7 @@ import respx
 
 import lingodoc
 import lingodoc.emulator
+from lingodoc import _aiohttp
 from lingodoc._config import environment_proxy
 from tests.conftest import (
     API_KEY,
@@ -400,7 +401,7 @@ async def test_a_default_aiohttp_client_for_the_named_host_takes_no_proxy_and_wa
     messages = warnings_of(caplog)
     assert len(messages) == 1
     assert "clear text" in messages[0]
-    assert http_client._handed.proxied is False  # its session will trust no proxy
+    assert _aiohttp._handed[http_client].proxied is False  # its session will trust no proxy
     await client.aclose()
 
 

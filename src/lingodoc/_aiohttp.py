@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import urllib.request
+import weakref
 from typing import Any, NoReturn
 
 import httpx
@@ -68,6 +69,9 @@ class _Transport(_tracing.Traced, httpx.AsyncBaseTransport):
         await self.transport.aclose()
 
 
+_handed: weakref.WeakKeyDictionary[DefaultAioHttpClient, _Transport] = weakref.WeakKeyDictionary()
+
+
 class DefaultAioHttpClient(httpx.AsyncClient):
     """An ``httpx.AsyncClient`` on aiohttp: ``AsyncClient(http_client=DefaultAioHttpClient())``.
 
@@ -124,7 +128,7 @@ class DefaultAioHttpClient(httpx.AsyncClient):
         kwargs.setdefault("transport", transport)
         super().__init__(**kwargs)
         transport.headers = self.headers.raw
-        self._handed = transport  # for hand_over
+        _handed[self] = transport
 
 
 def hand_over(
@@ -134,7 +138,7 @@ def hand_over(
 
     ``None``: through its ``send()``. Its proxies follow the SDK's rule: none for ``http://``.
     """
-    handed = http_client._handed
+    handed = _handed[http_client]
     if (  # settings made after it was made: its send() applies them
         http_client.headers.raw != handed.headers
         or http_client.cookies
