@@ -832,6 +832,36 @@ def test_a_path_no_file_system_takes_is_a_configuration_error(tmp_path: Path, na
     assert os.listdir(tmp_path) == []
 
 
+def test_a_relative_path_names_one_file_whatever_the_working_directory_becomes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "here").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    cache = lingodoc.SQLiteCache("cache.db")
+    cache.set_many({"key": "stored"})
+    monkeypatch.chdir(tmp_path / "elsewhere")  # as a daemon or a forked worker may
+    cache.close()  # the next use opens the file again, as a forked child does
+    assert cache.get_many(["key"]) == {"key": "stored"}
+    assert cache.path == str(tmp_path / "here" / "cache.db")
+    assert os.listdir(tmp_path / "elsewhere") == []
+
+
+def test_a_relative_path_in_a_deleted_working_directory_is_a_configuration_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(lingodoc.ConfigurationError) as refused:
+        lingodoc.SQLiteCache("cache.db")
+    assert refused.value.message == (
+        "cannot open the cache 'cache.db': the working directory is gone"
+    )
+    assert refused.value.hint == "give the cache an absolute path"
+
+
 def test_a_path_in_a_missing_folder_is_a_configuration_error_that_names_the_folder(
     tmp_path: Path,
 ) -> None:

@@ -379,8 +379,16 @@ class SQLiteCache:
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise _validation.wrong_type("path", "a str or os.PathLike", path)
-        self.path: str = os.fspath(path)
-        """The file."""
+        try:
+            # Absolute: a process that changes its directory later (a daemon, a forked worker)
+            # opens the same file again, not another one.
+            self.path: str = os.path.abspath(path)
+            """The file, as an absolute path."""
+        except FileNotFoundError:  # os.getcwd(): the working directory was deleted
+            raise ConfigurationError(
+                f"cannot open the cache {os.fspath(path)!r}: the working directory is gone",
+                hint="give the cache an absolute path",
+            ) from None
         self.namespace = _validation.optional(namespace, "namespace", str) or ""
         """The namespace of this cache's entries (``""``: none)."""
         self.max_age: float | None = None if max_age is None else _seconds(max_age, "max_age")
