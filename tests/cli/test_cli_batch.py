@@ -1371,20 +1371,20 @@ def test_an_append_the_disk_refuses_is_cut_off_and_stays_queued(
 class Interrupted:
     """``os`` for the checkpoint, where Ctrl-C comes as the next write has taken ``room`` bytes.
 
-    ``signal`` sends that real signal (the command is stopped by one); otherwise the write
+    ``stop`` sends that real signal (the command is stopped by one); otherwise the write
     raises KeyboardInterrupt itself, as it would where Ctrl-C cannot be held back.
     """
 
-    def __init__(self, room: int, *, signal: signal.Signals | None) -> None:
-        self.room, self.signal = room, signal
+    def __init__(self, room: int, *, stop: signal.Signals | None) -> None:
+        self.room, self.stop = room, stop
 
     def __getattr__(self, name: str) -> Any:
         return getattr(os, name)
 
     def write(self, fd: int, data: memoryview) -> int:
         written = os.write(fd, data[: self.room])
-        if self.signal is not None:
-            signal.raise_signal(self.signal)
+        if self.stop is not None:
+            signal.raise_signal(self.stop)
         else:
             raise KeyboardInterrupt
         return written
@@ -1400,7 +1400,7 @@ def test_ctrl_c_or_sigterm_during_an_append_waits_until_it_is_whole_and_off_the_
     handler = signal.default_int_handler if stop == signal.SIGINT else _terminate
     previous = signal.signal(stop, handler)
     path, checkpoint, finished = new_checkpoint(tmp_path)
-    monkeypatch.setattr(_checkpoint, "os", Interrupted(room=30, signal=stop))
+    monkeypatch.setattr(_checkpoint, "os", Interrupted(room=30, stop=stop))
     finished[0], finished[1] = "Hallo", "eins"
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -1419,7 +1419,7 @@ def test_ctrl_c_that_cuts_an_append_short_leaves_whole_lines_and_keeps_it_queued
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, checkpoint, finished = new_checkpoint(tmp_path, "Hallo")
-    monkeypatch.setattr(_checkpoint, "os", Interrupted(room=30, signal=None))
+    monkeypatch.setattr(_checkpoint, "os", Interrupted(room=30, stop=None))
     finished[1], finished[2] = "eins", "zwei"
     with pytest.raises(KeyboardInterrupt):
         finished.flush()
