@@ -894,6 +894,22 @@ def test_resume_takes_the_default_field_spelled_out_or_left_out_as_the_same(
     assert emulator.sent() == phrases(20)[10:]
 
 
+def test_a_run_stopped_before_any_text_is_translated_leaves_no_checkpoint(
+    cli: RunCLI, emulator: Recorder, tmp_path: Path
+) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("Hello\n\n \nWorld\n", encoding="utf-8")  # blank lines: done at once
+    for _ in range(2):  # the same mistake again: the same error, not "add --resume"
+        run = cli("batch", str(source), "--to", "xx", "-q")
+        assert run.code == 1
+        assert run.err.startswith("lingodoc: error: Field 'target_language': 'xx' is not a ")
+        assert "checkpoint" not in run.err
+        assert "--resume" not in run.err
+        assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt"]
+    run = cli("batch", str(source), "--to", "de", "-q")
+    assert (run.code, run.out, run.err) == (0, "Hallo\n\n \nWelt\n", "")
+
+
 def test_resume_without_a_checkpoint_starts_afresh_with_a_note(cli: RunCLI, tmp_path: Path) -> None:
     source = tmp_path / "in.txt"
     source.write_text("Hello\n", encoding="utf-8")

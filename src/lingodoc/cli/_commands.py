@@ -432,10 +432,13 @@ def _translate(
         kept_at, kept = None, len(finished)
         if checkpoint is not None:
             kept = finished.kept()
-            if kept:
+            # Nothing in it but blank texts (never sent): kept, it would only make the next
+            # run refuse to start, and a wrong --to leave it behind for good.
+            if kept and any(texts[index].strip() for index in finished):
                 kept_at = checkpoint.path
-            else:  # nothing in it: kept, it would only make the next run refuse to start
+            else:
                 checkpoint.delete()
+                kept = 0
         args.kept = Kept(kept, len(texts), kept_at)
         raise
     finally:
