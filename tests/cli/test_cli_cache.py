@@ -265,6 +265,21 @@ def test_stats_of_a_missing_file_makes_none(cli: RunCLI, tmp_path: Path) -> None
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", ["stats", "clear"])
+def test_stats_and_clear_of_a_directory_say_it_is_one(
+    cli: RunCLI, tmp_path: Path, command: str
+) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    run = cli("cache", command, str(folder), env=child_env())
+    assert run.code == 2
+    assert run.error == (
+        f"lingodoc: error: the cache {folder} is a directory, not a regular file: give another path"
+    )
+    assert [path.name for path in tmp_path.iterdir()] == ["folder"]
+    assert list(folder.iterdir()) == []
+
+
 def test_older_than_must_be_a_number_of_days(cli: RunCLI, tmp_path: Path) -> None:
     run = cli("cache", "clear", str(tmp_path / "c.db"), "--older-than", "soon", env=child_env())
     assert run.code == 2

@@ -9,6 +9,7 @@ import sys
 
 import lingodoc
 from lingodoc._constants import CACHE_APPLICATION_ID
+from lingodoc.cli._checkpoint import refuse_special
 from lingodoc.cli._errors import EXIT_OK, UsageError, cache_errors, out
 from lingodoc.cli._visible import visible
 
@@ -26,6 +27,7 @@ def cache_path(args: argparse.Namespace) -> str | None:
 
 def _existing(path: str) -> str:
     """``path``, which must be a cache: `stats` and `clear` never make one of a file."""
+    refuse_special("the cache", path)  # a directory, a pipe: said so, not "no cache"
     if not os.path.isfile(path):
         raise UsageError(f"no cache at {path}")
     with open(path, "rb") as file:  # no connection of ours yet: no lock of SQLite's to drop
