@@ -209,6 +209,22 @@ def test_usage_errors(
     assert message in err.splitlines()[-1]
 
 
+@pytest.mark.parametrize(
+    ("args", "prog", "unknown"),
+    [
+        (("batch", "in.txt", "--to", "de", "--ouput", "x.txt"), "lingodoc batch", "--ouput x.txt"),
+        (("cache", "stats", "c.db", "--jsn"), "lingodoc cache stats", "--jsn"),
+    ],
+)
+def test_an_unknown_option_is_refused_with_its_commands_usage(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], prog: str, unknown: str
+) -> None:
+    assert main(list(args)) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"usage: {prog} [-h]")
+    assert err[-1] == f"{prog}: error: unrecognized arguments: {unknown}"
+
+
 # -- the service: exit code 1 ------------------------------------------------------------------
 
 
@@ -490,7 +506,7 @@ def test_with_json_the_message_of_a_service_that_echoes_the_key_is_masked(
          "the following arguments are required: --to"),
         (["wait", "tr_1", "--wait-timeout", "0", "--json"], "lingodoc wait",
          "argument --wait-timeout: expected a positive number of seconds, or never, not '0'"),
-        (["--json", "translate", "hi", "--to", "de", "--bogus"], "lingodoc",
+        (["--json", "translate", "hi", "--to", "de", "--bogus"], "lingodoc translate",
          "unrecognized arguments: --bogus"),
         (["--json"], "lingodoc", "the following arguments are required: COMMAND"),
     ],

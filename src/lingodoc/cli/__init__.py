@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         args, extra = parser.parse_known_args(tokens)
         # Unknown options go on to the emulator; for any other command they are a mistake.
         if extra and args.command != "emulator":
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except Refused as exc:  # its usage printed; nothing parsed to ask, so --json is looked for
         if "--json" in (tokens[: tokens.index("--")] if "--" in tokens else tokens):
             _print_json(exc, Explained(EXIT_USAGE, str(exc)))

@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name: str, summary: str, handler: _commands.Handler, *, wait: bool = False) -> Any:
         # The environment and the exit codes are the same for every command: said once.
         sub = commands.add_parser(name, help=summary, description=summary, epilog=_SEE_TOP, **raw)
-        sub.set_defaults(handler=handler)
+        sub.set_defaults(handler=handler, command_parser=sub)  # its usage for its mistakes
         if wait:
             limit = "stop waiting after S seconds in all: exit code 4, and the translation "
             limit += "goes on (default: 600, as the SDK's; never: no limit)"
@@ -328,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("clear", "Delete the cache's entries, or the old ones.", _cache.clear),
     ):
         action = actions.add_parser(name, help=what, description=what, epilog=_SEE_TOP, **raw)
-        action.set_defaults(cache_command=handler)
+        action.set_defaults(cache_command=handler, command_parser=action)
         action.add_argument("file", metavar="FILE", help="the cache file")
         _add_global_options(action, after=True, waits=False)
     action.add_argument(
