@@ -21,7 +21,7 @@ default; CI (.ci/run) runs this session.
 `nox -s tests` runs the suite on every Python that pyproject.toml declares (its
 `Programming Language :: Python :: 3.X` classifiers) and skips, saying so, each one this machine
 does not have. `nox -s lowest` runs it with the lowest versions the package declares of
-httpx, httpcore, pydantic and tenacity (and the examples' fastapi and uvicorn), on the oldest
+httpx, httpcore, h11, pydantic and tenacity (and the examples' fastapi and uvicorn), on the oldest
 declared Python found. CI (.ci/run) runs both; see docs/contributing.md for what is tested where.
 """
 
@@ -184,9 +184,10 @@ def bench(session: nox.Session) -> None:
 
     Arguments after -- go to benchmarks/run.py, such as `--quick` for a smoke run, or a
     single benchmark's name (`sendpath`, `peers`, `first_result`, `gather`, `many`, `cache`,
-    `memory`, `waits`) to print its sections of the page, with `--write` to put them in it.
-    aiohttp and redis-py come with the package's `aiohttp` and `redis` extras (the cache
-    benchmark starts a `redis-server` if there is one); the peers are their newest releases.
+    `cache_size`, `memory`, `waits`) to print its sections of the page, with `--write` to put
+    them in it. aiohttp and redis-py come with the package's `aiohttp` and `redis` extras
+    (the cache benchmark starts a `redis-server` if there is one); the peers are their newest
+    releases.
     """
     session.install(".[aiohttp,redis]", "openai", "anthropic", "deepl")
     session.run("python", "benchmarks/run.py", *session.posargs)

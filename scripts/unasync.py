@@ -1,11 +1,11 @@
-"""Generate the blocking client from the async one: ``_async_client.py`` -> ``_sync_client.py``.
+"""Generate the blocking modules from the async ones: ``_async_X.py`` -> ``_sync_X.py``.
 
-The request path is written once, as ``AsyncClient``; ``Client`` is the same code
-with ``async``/``await`` taken out and the async names replaced by their blocking
-twins. Run it after editing ``src/lingodoc/_async_client.py``:
+The request path is written once, as ``AsyncClient`` (``_async_client``, ``_async_send``,
+``_async_transport``); ``Client``'s is the same code with ``async``/``await`` taken out and
+the async names replaced by their blocking twins. Run it after editing one of them:
 
-    python scripts/unasync.py          # rewrite src/lingodoc/_sync_client.py
-    python scripts/unasync.py --check  # exit 1 if the generated file is stale (CI)
+    python scripts/unasync.py          # rewrite the three src/lingodoc/_sync_*.py
+    python scripts/unasync.py --check  # exit 1 if a generated file is stale (CI)
 
 The rules are two lists. The phrases of each module replace whole phrases of its docstrings
 where the two flavours really differ (threads and tasks, Ctrl-C and cancellation); each must match
