@@ -298,7 +298,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub = command("document", "Translate a stored document.", _commands.document, wait=True)
-    sub.add_argument("document_id", type=_identifier, metavar="DOC_ID")
+    sub.add_argument(
+        "document_id", type=_identifier, metavar="DOC_ID", help="the id `lingodoc documents` lists"
+    )
     languages(sub, source=False)
     sub.add_argument("--style", help="such as formal or marketing")
     sub.add_argument(
@@ -308,13 +310,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("--wait", action="store_true", help="wait for it, showing progress")
 
+    started = "the id `lingodoc document` printed"
     sub = command("status", "Show the state of a document translation.", _commands.status)
-    sub.add_argument("translation_id", type=_identifier, metavar="TRANSLATION_ID")
+    sub.add_argument("translation_id", type=_identifier, metavar="TRANSLATION_ID", help=started)
 
     sub = command(
         "wait", "Wait for a document translation, showing progress.", _commands.wait, wait=True
     )
-    sub.add_argument("translation_id", type=_identifier, metavar="TRANSLATION_ID")
+    sub.add_argument("translation_id", type=_identifier, metavar="TRANSLATION_ID", help=started)
 
     command("documents", "List the stored documents.", _commands.documents)
 

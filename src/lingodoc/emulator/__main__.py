@@ -132,7 +132,9 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m lingodoc.emula
         help="X-RateLimit-Reset as the seconds until the window resets, or as the Unix time "
         "it resets at (default: seconds)",
     )
-    parser.add_argument("--job-duration", type=float, default=6.0, help="seconds per document")
+    parser.add_argument(
+        "--job-duration", type=float, default=6.0, help="seconds per document (default: 6)"
+    )
     parser.add_argument(
         "--queue-time", type=float, default=0.0, help="seconds a new job is pending (default: 0)"
     )
