@@ -9,7 +9,10 @@ holds back until the test has closed it (`Holding`), however slow the machine.
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import gc
+import pickle
 import random
 import threading
 import warnings
@@ -62,6 +65,28 @@ def closing_then(
         return answer
 
     return effect
+
+
+# A client in other processes.
+
+
+def for_a_pool(client: Any) -> bytes:
+    """Pickled as a process pool sends a call: a bound method in a partial."""
+    call = functools.partial(client.translate, source_language="en", target_language="de")
+    return pickle.dumps(call)
+
+
+@pytest.mark.parametrize("copy", [for_a_pool, copy.deepcopy, copy.copy])
+async def test_a_client_cannot_be_pickled_or_copied_and_says_what_to_do(
+    client: lingodoc.Client, copy: Callable[[object], object]
+) -> None:
+    with pytest.raises(TypeError) as refused:
+        copy(client)
+    assert str(refused.value) == (
+        f"a lingodoc.{type(client).__name__} cannot be pickled or copied: it holds this "
+        "process's connections. Make one in each process (a pool's initializer), or a copy "
+        "with with_options()"
+    )
 
 
 # Closing a client and its copies.

@@ -169,6 +169,14 @@ class BaseClient(Generic[HttpClientT]):
             shown += f", max_retries={self.max_retries!r}"
         return shown + ")"
 
+    def __reduce__(self) -> Any:
+        # Pickled for a process pool (a bound method in functools.partial), or deep-copied.
+        raise TypeError(
+            f"a lingodoc.{type(self).__name__} cannot be pickled or copied: it holds this "
+            "process's connections. Make one in each process (a pool's initializer), or a "
+            "copy with with_options()"
+        )
+
     def with_options(
         self: Self,
         *,
