@@ -193,6 +193,60 @@ def test_an_object_without_the_methods_is_refused(client_class: type[lingodoc.Cl
         client_class(API_KEY, base_url=BASE_URL, cache={})  # type: ignore[arg-type]
 
 
+def test_the_class_of_a_cache_is_refused_with_how_to_make_one(
+    client_class: type[lingodoc.Client],
+) -> None:
+    with pytest.raises(lingodoc.ConfigurationError) as refused:
+        client_class(API_KEY, base_url=BASE_URL, cache=lingodoc.SQLiteCache)  # type: ignore[arg-type]
+    assert refused.value.message.endswith(
+        'such as lingodoc.SQLiteCache("translations.db"), not the class SQLiteCache'
+    )
+
+
+class AsyncUnderPlainNames:
+    """Async methods under the names a client calls without awaiting."""
+
+    async def get_many(self, keys: Sequence[str]) -> Mapping[str, str]:
+        return {}
+
+    async def set_many(self, items: Mapping[str, str]) -> None:
+        pass
+
+
+def test_async_methods_under_the_plain_names_are_refused(
+    client_class: type[lingodoc.Client],
+) -> None:
+    with pytest.raises(lingodoc.ConfigurationError) as refused:
+        client_class(API_KEY, base_url=BASE_URL, cache=AsyncUnderPlainNames())  # type: ignore[arg-type]
+    assert refused.value.message == (
+        "the get_many and set_many of AsyncUnderPlainNames must not be async: name async ones "
+        "aget_many and aset_many, which an AsyncClient awaits"
+    )
+
+
+class ListingCache(DictCache):
+    """A store whose lookups answer a list, not a mapping."""
+
+    def get_many(self, keys: Sequence[str]) -> Any:
+        return list(super().get_many(keys).values())
+
+
+async def test_a_lookup_that_is_not_a_mapping_is_logged_as_such_and_the_texts_sent(
+    client_class: type[lingodoc.Client],
+    routes: tuple[respx.Route, respx.Route],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = client_class(API_KEY, base_url=BASE_URL, cache=ListingCache())
+    with caplog.at_level(logging.WARNING, logger="lingodoc"):
+        text = await call(client, "translate", "one", **LANGS)
+    await close(client)
+    assert text.translated_text == "[de] one"
+    assert [r.getMessage() for r in caplog.records] == [
+        "the cache's lookup failed (TypeError: get_many returned list, not a mapping of keys); "
+        "the translations are sent and returned without it"
+    ]
+
+
 class AwaitedCache(DictCache):
     """The async twins alone would do for an AsyncClient; these record that they ran."""
 

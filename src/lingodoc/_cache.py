@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 # Changed when what goes into a key changes: old entries are then misses, never wrong.
 _KEY_VERSION = "lingodoc-cache-2"
 SEAL = 16  # hex digits of its key at the start of each value stored
+PLAIN = ("get_many", "set_many")  # a Cache's methods, which a client calls (not awaits)
 # Fields of the body that are the text itself, not its context.
 _TEXT_FIELDS = ("text", "texts")
 
@@ -166,15 +167,25 @@ class CacheUse:
     """A client's cache: a failure is logged, and the store left alone for its ``retry_after``."""
 
     def __init__(self, cache: object, *, awaits: bool) -> None:
+        import inspect
+
         def has(*methods: str) -> bool:
             return all(callable(getattr(cache, method, None)) for method in methods)
 
         asynchronous = awaits and has("aget_many", "aset_many")
-        if not (asynchronous or has("get_many", "set_many")):
+        if isinstance(cache, type) or not (asynchronous or has(*PLAIN)):
             needs = "get_many and set_many" + (" (or aget_many and aset_many)" if awaits else "")
+            given = (
+                f"the class {cache.__name__}" if isinstance(cache, type) else type(cache).__name__
+            )
             raise ConfigurationError(
                 f"cache must be an object with the methods {needs}, such as "
-                f"lingodoc.SQLiteCache, not {type(cache).__name__}"
+                f'lingodoc.SQLiteCache("translations.db"), not {given}'
+            )
+        if not asynchronous and any(inspect.iscoroutinefunction(getattr(cache, m)) for m in PLAIN):
+            raise ConfigurationError(  # they would hand the client a coroutine, not translations
+                f"the get_many and set_many of {type(cache).__name__} must not be async: name "
+                "async ones aget_many and aset_many, which an AsyncClient awaits"
             )
         self.cache: Any = cache
         self._async = asynchronous
@@ -214,6 +225,8 @@ class CacheUse:
                 await self._awaited("set_many", _sealed(items))
 
     def _checked(self, keys: Sequence[str], found: Mapping[str, Any]) -> dict[str, str]:
+        if not isinstance(found, Mapping):  # said in the log, not as a missing .get
+            raise TypeError(f"get_many returned {type(found).__name__}, not a mapping of keys")
         # Only the keys asked for, with a str sealed with the key's digits: all else is a miss.
         hits = {
             key: value[SEAL:]
