@@ -832,6 +832,21 @@ def test_a_path_no_file_system_takes_is_a_configuration_error(tmp_path: Path, na
     assert os.listdir(tmp_path) == []
 
 
+def test_memory_is_refused_rather_than_made_a_file_of_that_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(lingodoc.ConfigurationError) as refused:
+        lingodoc.SQLiteCache(":memory:")
+    assert refused.value.message == (
+        "SQLiteCache keeps its translations in a file: give it a path, not ':memory:'"
+    )
+    assert refused.value.hint == (
+        "for a cache in memory, pass a store of your own: a dict (the caching guide)"
+    )
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_relative_path_names_one_file_whatever_the_working_directory_becomes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

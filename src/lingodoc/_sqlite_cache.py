@@ -379,6 +379,11 @@ class SQLiteCache:
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise _validation.wrong_type("path", "a str or os.PathLike", path)
+        if path == ":memory:":  # SQLite's name for a database in memory, a file name here
+            raise ConfigurationError(
+                "SQLiteCache keeps its translations in a file: give it a path, not ':memory:'",
+                hint="for a cache in memory, pass a store of your own: a dict (the caching guide)",
+            )
         try:
             # Absolute: a process that changes its directory later (a daemon, a forked worker)
             # opens the same file again, not another one.
