@@ -136,6 +136,22 @@ async def test_bad_ids_are_refused_locally(
     assert not any_route.called
 
 
+async def test_a_result_in_place_of_its_id_is_refused_with_which_field_to_pass(
+    client: lingodoc.Client, any_route: respx.Route
+) -> None:
+    job = lingodoc.TranslationJob(translation_id="tr_1", document_id="doc_1", status="processing")
+    with pytest.raises(lingodoc.InvalidArgumentType) as refused:
+        await call(client, "get_translation", job)
+    assert (refused.value.message, refused.value.hint) == (
+        "translation_id must be a str, not TranslationJob",
+        "pass its .translation_id",
+    )
+    with pytest.raises(lingodoc.InvalidArgumentType) as refused:
+        await call(client, "translate_document", job, target_language="de")
+    assert refused.value.hint == "pass its .document_id"
+    assert not any_route.called
+
+
 @pytest.mark.parametrize(
     "identifier", [".", "..", "../admin", "a/..", "a/../b", "./x", "..\\x", "a\\.", "..;x"]
 )

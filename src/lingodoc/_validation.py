@@ -86,7 +86,10 @@ def optional(value: object, argument: str, kind: type) -> object:
 def path_segment(value: object, argument: str) -> str:
     """Return an id percent-encoded as one path segment; refuse one a server reads as a step up."""
     if not isinstance(value, str):
-        raise wrong_type(argument, "a str", value)
+        error = wrong_type(argument, "a str", value)
+        if isinstance(getattr(value, argument, None), str):  # a result in place of its id
+            error.hint = f"pass its .{argument}"
+        raise error
     if not value:
         raise InvalidArgument(f"{argument} must not be empty")
     if has_dot_segment(value):
