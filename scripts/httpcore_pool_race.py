@@ -3,8 +3,8 @@
 httpcore's pool can close a connection it has just handed to another thread's request: a
 pass that finds the connection's keep-alive expired (or it idle and readable) closes it after
 the request has started on it, which then fails with ``[Errno 9] Bad file descriptor``. Any
-keep-alive expiry has the race; a tiny one makes it frequent. The stress tests of
-tests/reliability/test_interrupts.py make a call of another thread that meets it once more.
+keep-alive expiry has the race; a tiny one makes it frequent. The tests of
+tests/reliability/test_interrupts.py turn the expiry off, so that any such error is the SDK's.
 
     python scripts/httpcore_pool_race.py [SECONDS]
 """

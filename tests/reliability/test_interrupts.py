@@ -68,6 +68,7 @@ from types import FrameType
 import pytest
 
 import lingodoc
+from lingodoc import _sync_transport
 from lingodoc.emulator import Emulator, EmulatorServer
 from tests.reliability.sockets import client_connections, expected_for, text_for
 
@@ -172,24 +173,10 @@ def isolated(call: Callable[[], str]) -> str:
     return next(frame())
 
 
-# httpcore's pool can close a connection it has just handed to another thread's request
-# (encode/httpcore#1110): that call fails so, with raw httpx too (scripts/httpcore_pool_race.py).
-# No interrupt's doing: a call off the main thread that meets it is made once more.
-POOL_RACE = "[Errno 9] Bad file descriptor"
-
-
 def translate(client: lingodoc.Client, *ids: int) -> str:
-    call = functools.partial(
-        client.translate, text_for(*ids), source_language="en", target_language="de",
-        timeout=TIMEOUT,
-    )  # fmt: skip
-    try:
-        return call().translated_text
-    except lingodoc.APIConnectionError as exc:
-        on_main = threading.current_thread() is threading.main_thread()
-        if on_main or not exc.message.endswith(POOL_RACE):
-            raise
-    return call().translated_text
+    return client.translate(
+        text_for(*ids), source_language="en", target_language="de", timeout=TIMEOUT
+    ).translated_text
 
 
 def current_frames() -> dict[int, FrameType]:
@@ -375,8 +362,12 @@ def server(emulator: Emulator) -> Iterator[EmulatorServer]:
 
 
 @pytest.fixture
-def client(server: EmulatorServer) -> Iterator[lingodoc.Client]:
-    # No retries: a retry would hide a failure of the clean calls.
+def client(server: EmulatorServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[lingodoc.Client]:
+    # No retries: a retry would hide a failure of the clean calls. No keep-alive expiry:
+    # httpcore's pool may close an expired connection it has just handed to another thread's
+    # call (encode/httpcore#1110, scripts/httpcore_pool_race.py); without it, nothing closes
+    # a connection under a call but the SDK, which these tests are about.
+    monkeypatch.setattr(_sync_transport, "KEEPALIVE_EXPIRY", None)
     instance = lingodoc.Client(server.api_key, base_url=server.base_url, max_retries=0)
     yield instance
     # A wedged client may block in close() too: closed in a thread that is not waited out.
