@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -203,6 +203,35 @@ def test_the_class_of_a_cache_is_refused_with_how_to_make_one(
     )
 
 
+async def test_a_class_that_is_a_store_through_class_methods_is_used(
+    client_class: type[lingodoc.Client], routes: tuple[respx.Route, respx.Route]
+) -> None:
+    class ClassStore:  # made here: its data is this test's alone
+        data: ClassVar[dict[str, str]] = {}
+
+        @classmethod
+        def get_many(cls, keys: Sequence[str]) -> Mapping[str, str]:
+            return {key: cls.data[key] for key in keys if key in cls.data}
+
+        @classmethod
+        def set_many(cls, items: Mapping[str, str]) -> None:
+            cls.data.update(items)
+
+    client = client_class(API_KEY, base_url=BASE_URL, cache=ClassStore)
+    await call(client, "translate", "one", **LANGS)
+    again = await call(client, "translate", "one", **LANGS)
+    await close(client)
+    assert again.cached
+    assert routes[0].call_count == 1
+
+
+class AsyncCall:
+    """An object whose ``__call__`` is async: calling it makes a coroutine too."""
+
+    async def __call__(self, argument: object) -> dict[str, str]:
+        return {}
+
+
 class AsyncUnderPlainNames:
     """Async methods under the names a client calls without awaiting."""
 
@@ -213,13 +242,21 @@ class AsyncUnderPlainNames:
         pass
 
 
+class AsyncCallUnderPlainNames:
+    """The same with objects whose ``__call__`` is async."""
+
+    get_many = AsyncCall()
+    set_many = AsyncCall()
+
+
+@pytest.mark.parametrize("kind", [AsyncUnderPlainNames, AsyncCallUnderPlainNames])
 def test_async_methods_under_the_plain_names_are_refused(
-    client_class: type[lingodoc.Client],
+    client_class: type[lingodoc.Client], kind: type
 ) -> None:
     with pytest.raises(lingodoc.ConfigurationError) as refused:
-        client_class(API_KEY, base_url=BASE_URL, cache=AsyncUnderPlainNames())  # type: ignore[arg-type]
+        client_class(API_KEY, base_url=BASE_URL, cache=kind())
     assert refused.value.message == (
-        "the get_many and set_many of AsyncUnderPlainNames must not be async: name async ones "
+        f"the get_many and set_many of {kind.__name__} must not be async: name async ones "
         "aget_many and aset_many, which an AsyncClient awaits"
     )
 

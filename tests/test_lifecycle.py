@@ -76,12 +76,12 @@ def for_a_pool(client: Any) -> bytes:
     return pickle.dumps(call)
 
 
-@pytest.mark.parametrize("copy", [for_a_pool, copy.deepcopy, copy.copy])
+@pytest.mark.parametrize("copier", [for_a_pool, copy.deepcopy, copy.copy])
 async def test_a_client_cannot_be_pickled_or_copied_and_says_what_to_do(
-    client: lingodoc.Client, copy: Callable[[object], object]
+    client: lingodoc.Client, copier: Callable[[object], object]
 ) -> None:
     with pytest.raises(TypeError) as refused:
-        copy(client)
+        copier(client)
     assert str(refused.value) == (
         f"a lingodoc.{type(client).__name__} cannot be pickled or copied: it holds this "
         "process's connections. Make one in each process (a pool's initializer), or a copy "

@@ -836,14 +836,15 @@ def test_memory_is_refused_rather_than_made_a_file_of_that_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(lingodoc.ConfigurationError) as refused:
-        lingodoc.SQLiteCache(":memory:")
-    assert refused.value.message == (
-        "SQLiteCache keeps its translations in a file: give it a path, not ':memory:'"
-    )
-    assert refused.value.hint == (
-        "for a cache in memory, pass a store of your own: a dict (the caching guide)"
-    )
+    for memory in (":memory:", Path(":memory:")):
+        with pytest.raises(lingodoc.ConfigurationError) as refused:
+            lingodoc.SQLiteCache(memory)
+        assert refused.value.message == (
+            "SQLiteCache keeps its translations in a file: give it a path, not ':memory:'"
+        )
+        assert refused.value.hint == (
+            "for a cache in memory, pass a store of your own (DictCache, caching guide)"
+        )
     assert os.listdir(tmp_path) == []
 
 
@@ -860,6 +861,18 @@ def test_a_relative_path_names_one_file_whatever_the_working_directory_becomes(
     assert cache.get_many(["key"]) == {"key": "stored"}
     assert cache.path == str(tmp_path / "here" / "cache.db")
     assert os.listdir(tmp_path / "elsewhere") == []
+
+
+def test_a_relative_path_through_a_link_and_dot_dot_names_the_file_the_system_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "link").symlink_to(tmp_path / "real" / "sub")
+    monkeypatch.chdir(tmp_path / "here")
+    lingodoc.SQLiteCache("link/../cache.db").set_many({"key": "stored"})
+    assert (tmp_path / "real" / "cache.db").is_file()  # as open() would find it
+    assert sorted(os.listdir(tmp_path / "here")) == ["link"]
 
 
 def test_a_relative_path_in_a_deleted_working_directory_is_a_configuration_error(

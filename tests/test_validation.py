@@ -146,9 +146,11 @@ async def test_a_result_in_place_of_its_id_is_refused_with_which_field_to_pass(
         "translation_id must be a str, not TranslationJob",
         "pass its .translation_id",
     )
-    with pytest.raises(lingodoc.InvalidArgumentType) as refused:
-        await call(client, "translate_document", job, target_language="de")
-    assert refused.value.hint == "pass its .document_id"
+    document = lingodoc.Document(document_id="doc_1")
+    for result in (job, document):
+        with pytest.raises(lingodoc.InvalidArgumentType) as refused:
+            await call(client, "translate_document", result, target_language="de")
+        assert refused.value.hint == "pass its .document_id"
     assert not any_route.called
 
 

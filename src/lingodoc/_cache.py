@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
-from lingodoc import _clock, _endpoints, _lazy, _validation
+from lingodoc import _callbacks, _clock, _endpoints, _lazy, _validation
 from lingodoc._exceptions import ConfigurationError
 from lingodoc._logging import logger
 
@@ -173,16 +173,18 @@ class CacheUse:
             return all(callable(getattr(cache, method, None)) for method in methods)
 
         asynchronous = awaits and has("aget_many", "aset_many")
-        if isinstance(cache, type) or not (asynchronous or has(*PLAIN)):
+        # A class, not one made of it: its get_many is a function still to be given the cache.
+        a_class = isinstance(cache, type) and inspect.isfunction(getattr(cache, "get_many", None))
+        if a_class or not (asynchronous or has(*PLAIN)):
             needs = "get_many and set_many" + (" (or aget_many and aset_many)" if awaits else "")
             given = (
-                f"the class {cache.__name__}" if isinstance(cache, type) else type(cache).__name__
+                f"the class {getattr(cache, '__name__', '')}" if a_class else type(cache).__name__
             )
             raise ConfigurationError(
                 f"cache must be an object with the methods {needs}, such as "
                 f'lingodoc.SQLiteCache("translations.db"), not {given}'
             )
-        if not asynchronous and any(inspect.iscoroutinefunction(getattr(cache, m)) for m in PLAIN):
+        if not asynchronous and any(_callbacks.is_async(getattr(cache, m)) for m in PLAIN):
             raise ConfigurationError(  # they would hand the client a coroutine, not translations
                 f"the get_many and set_many of {type(cache).__name__} must not be async: name "
                 "async ones aget_many and aset_many, which an AsyncClient awaits"

@@ -13,12 +13,17 @@ T = TypeVar("T")
 _CANNOT_AWAIT = "which Client cannot await: pass a plain function, or use AsyncClient"
 
 
+def is_async(function: object) -> bool:
+    """Whether calling ``function`` makes a coroutine (``async def``, or an async ``__call__``)."""
+    call = getattr(function, "__call__", None)  # noqa: B004  # an object's async __call__
+    return any(map(inspect.iscoroutinefunction, (function, call)))
+
+
 def check(on_progress: object, *, awaits: bool) -> None:
     """Check an ``on_progress``: callable, and no ``async def`` unless the client awaits it."""
     if on_progress is not None and not callable(on_progress):
         raise InvalidArgumentType("on_progress must be callable")
-    call = getattr(on_progress, "__call__", None)  # noqa: B004  # an object's async __call__
-    if not awaits and any(map(inspect.iscoroutinefunction, (on_progress, call))):
+    if not awaits and is_async(on_progress):
         raise InvalidArgumentType(
             f"on_progress is a coroutine function (async def), {_CANNOT_AWAIT}"
         )

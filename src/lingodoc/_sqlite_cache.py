@@ -379,15 +379,16 @@ class SQLiteCache:
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise _validation.wrong_type("path", "a str or os.PathLike", path)
-        if path == ":memory:":  # SQLite's name for a database in memory, a file name here
+        if os.fspath(path) == ":memory:":  # SQLite's name for a database in memory
             raise ConfigurationError(
                 "SQLiteCache keeps its translations in a file: give it a path, not ':memory:'",
-                hint="for a cache in memory, pass a store of your own: a dict (the caching guide)",
+                hint="for a cache in memory, pass a store of your own (DictCache, caching guide)",
             )
         try:
             # Absolute: a process that changes its directory later (a daemon, a forked worker)
-            # opens the same file again, not another one.
-            self.path: str = os.path.abspath(path)
+            # opens the same file again, not another one. Joined, not normalised: "link/.."
+            # stays where the file system leads it.
+            self.path: str = os.path.join(os.getcwd(), path)
             """The file, as an absolute path."""
         except FileNotFoundError:  # os.getcwd(): the working directory was deleted
             raise ConfigurationError(
