@@ -888,6 +888,9 @@ def test_a_relative_path_in_a_deleted_working_directory_is_a_configuration_error
         "cannot open the cache 'cache.db': the working directory is gone"
     )
     assert refused.value.hint == "give the cache an absolute path"
+    # An absolute path needs no working directory.
+    lingodoc.SQLiteCache(tmp_path / "cache.db").set_many({"key": "stored"})
+    assert lingodoc.SQLiteCache(tmp_path / "cache.db").get_many(["key"]) == {"key": "stored"}
 
 
 def test_a_path_in_a_missing_folder_is_a_configuration_error_that_names_the_folder(

@@ -388,7 +388,9 @@ class SQLiteCache:
             # Absolute: a process that changes its directory later (a daemon, a forked worker)
             # opens the same file again, not another one. Joined, not normalised: "link/.."
             # stays where the file system leads it.
-            self.path: str = os.path.join(os.getcwd(), path)
+            self.path: str = (
+                os.fspath(path) if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+            )
             """The file, as an absolute path."""
         except FileNotFoundError:  # os.getcwd(): the working directory was deleted
             raise ConfigurationError(
