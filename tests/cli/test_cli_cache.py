@@ -190,6 +190,21 @@ def test_stats_and_clear(cli: RunCLI, tmp_path: Path, env: dict[str, str]) -> No
     assert lingodoc.SQLiteCache(cache).stats().entries == 0
 
 
+@pytest.mark.parametrize("action", ["stats", "clear"])
+def test_the_help_of_cache_lists_no_option_of_the_service(
+    action: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(["cache", action, "--help"]) == 0
+    text = capsys.readouterr().out
+    assert f"usage: lingodoc cache {action} [-h] [--json] [-v]" in text
+    for unused in ("--api-key", "--base-url", "--timeout", "--max-retries"):
+        assert unused not in text
+    # Still taken, as after any command: a shell alias may add them to every lingodoc line.
+    cache = tmp_path / "cache.db"
+    lingodoc.SQLiteCache(cache).close()
+    assert main(["cache", action, str(cache), "--api-key", "ld_x", "--timeout", "3"]) == 0
+
+
 def stored_cache(path: Path, entries: int = 3) -> bytes:
     """A cache of ``entries`` at ``path``, closed, readable by others (0644); its bytes."""
     cache = lingodoc.SQLiteCache(path)

@@ -132,13 +132,21 @@ def _positive(value: str) -> int:
 _TIMEOUT_AFTER_A_WAIT = "timeout_after_a_wait"
 
 
-def _add_global_options(parser: argparse.ArgumentParser, *, after: bool, waits: bool) -> None:
+def _add_global_options(
+    parser: argparse.ArgumentParser, *, after: bool, waits: bool, service: bool = True
+) -> None:
+    """``service=False``: a command that sends nothing takes the service's options unlisted."""
     group = parser.add_argument_group("global options (before or after the command)")
     # After the command the defaults are SUPPRESS: otherwise argparse would let the
     # command's defaults overwrite what was given before the command.
     add = functools.partial(group.add_argument, default=argparse.SUPPRESS if after else None)
-    add("--api-key", metavar="KEY", help=f"the API key (default: ${API_KEY_ENV})")
-    add("--base-url", metavar="URL", help=f"the address up to /v1 (default: ${BASE_URL_ENV})")
+
+    def shown(text: str) -> str:
+        return text if service else argparse.SUPPRESS
+
+    add("--api-key", metavar="KEY", help=shown(f"the API key (default: ${API_KEY_ENV})"))
+    where = f"the address up to /v1 (default: ${BASE_URL_ENV})"
+    add("--base-url", metavar="URL", help=shown(where))
     if waits:
         add(
             "--timeout",
@@ -150,8 +158,10 @@ def _add_global_options(parser: argparse.ArgumentParser, *, after: bool, waits: 
             "warning",
         )
     else:
-        add("--timeout", type=_seconds, metavar="S", help="seconds per request (default: 30)")
-    add("--max-retries", type=_count, metavar="N", help="retries of a failure (default: 2)")
+        per_request = shown("seconds per request (default: 30)")
+        add("--timeout", type=_seconds, metavar="S", help=per_request)
+    retries = shown("retries of a failure (default: 2)")
+    add("--max-retries", type=_count, metavar="N", help=retries)
     add("--json", action="store_true", help="print the result as JSON on stdout")
     add("-v", "--verbose", action="store_true", help="log requests; show tracebacks")
 
@@ -333,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         action = actions.add_parser(name, help=what, description=what, epilog=_SEE_TOP, **raw)
         action.set_defaults(cache_command=handler, command_parser=action)
         action.add_argument("file", metavar="FILE", help="the cache file")
-        _add_global_options(action, after=True, waits=False)
+        _add_global_options(action, after=True, waits=False, service=False)
     action.add_argument(
         "--older-than",
         type=_days,
