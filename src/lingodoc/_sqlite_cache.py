@@ -292,8 +292,7 @@ def _stats(connection: sqlite3.Connection, path: str) -> CacheStats:
     counts = "count(*), count(DISTINCT namespace), min(stored), max(stored)"
     entries, namespaces, *stored = connection.execute(f"SELECT {counts} FROM {_TABLE}").fetchone()
     oldest, newest = map(_moment, stored)
-    statuses = map(_status, (path, path + "-wal"))
-    size = sum(status.st_size for status in statuses if status)
+    size = sum(status.st_size for status in map(_status, (path, path + "-wal")) if status)
     return CacheStats(entries, namespaces, oldest, newest, size)
 
 
@@ -337,7 +336,7 @@ def _identity(path: str) -> tuple[int, int] | None:
     return None if status is None else (status.st_dev, status.st_ino)
 
 
-class SQLiteCache:
+class SQLiteCache(contextlib.AbstractContextManager["SQLiteCache", None]):
     """A translation cache in one SQLite file, for one machine: pass it as ``cache=``.
 
     Many threads and processes may use one file at once; a crash, even mid-write, leaves it
