@@ -420,9 +420,6 @@ class SQLiteCache(contextlib.AbstractContextManager["SQLiteCache", None]):
             f"max_age={self.max_age!r}, max_entries={self.max_entries!r})"
         )
 
-    def __enter__(self) -> SQLiteCache:
-        return self
-
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
