@@ -56,7 +56,6 @@ def _masked(url: str) -> tuple[str, list[str]]:
 
 
 def _positive(name: str, value: object, *, zero: bool = False) -> float:
-    """``value`` as a finite float above 0 (or at 0 with ``zero``); else a ConfigurationError."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigurationError(f"{name} must be a number of seconds, not {shown(value)}")
     number = float(value)
@@ -149,7 +148,6 @@ class RedisCache:
         return f"RedisCache(url={self._shown!r}, namespace={self._namespace!r}, ttl={self._ttl!r})"
 
     def _connect(self, kind: Any, retry: Any) -> Any:
-        """A redis-py client (``kind``); its error a ConfigurationError, the password masked."""
         from redis.backoff import NoBackoff
 
         try:
@@ -162,7 +160,6 @@ class RedisCache:
 
     @contextlib.contextmanager
     def _failing(self) -> Iterator[None]:
-        """Around a call to Redis: its failure a ConnectionError, redis-py's message masked."""
         try:
             yield
         except self._errors as error:
@@ -170,7 +167,6 @@ class RedisCache:
             raise ConnectionError(f"Redis at {self._shown} failed ({reason})") from None
 
     def _scrubbed(self, error: Exception) -> str:
-        """``Type: message`` of ``error`` (redis-py's), every password of the URL masked."""
         text = f"{type(error).__name__}: {error}"
         for secret in self._secrets:
             text = text.replace(secret, _MASK)
@@ -186,7 +182,6 @@ class RedisCache:
         return [self._prefix + key for key in keys]
 
     def _entries(self, items: Mapping[str, str]) -> dict[str, bytes]:
-        """The Redis keys and values of ``items``, each checked."""
         for key, value in items.items():
             if not isinstance(value, str):
                 raise InvalidArgument(f"the translation of {key} must be a str, not {shown(value)}")
