@@ -83,7 +83,6 @@ class _File:
             _FILES.add(self)
 
     def forked(self) -> None:
-        """In a child of fork: a new lock, and the parent's connection left alone."""
         self._lock = threading.Lock()  # the parent's may have been held at the fork
         if self._connection is not None:
             _INHERITED.append(self._connection)  # never used nor closed: SQLite forbids it
@@ -331,7 +330,6 @@ def _status(path: str) -> os.stat_result | None:
 
 
 def _identity(path: str) -> tuple[int, int] | None:
-    """The device and inode of the file at ``path``; ``None`` if there is none."""
     status = _status(path)
     return None if status is None else (status.st_dev, status.st_ino)
 
