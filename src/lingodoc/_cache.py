@@ -247,7 +247,6 @@ class CacheUse:
         return hits
 
     async def _awaited(self, method: str, argument: object) -> Any:
-        # The cache's async twin of ``method``, else ``method`` in a worker thread.
         if self._async:
             return await getattr(self.cache, f"a{method}")(argument)
         import anyio.to_thread
@@ -282,8 +281,7 @@ class CacheUse:
             with self._lock:
                 ends = self._failing == what
                 self._retry_at = -math.inf  # the rest of the call may use it (its store)
-                if ends:
-                    self._failing = None
+                self._failing = None if ends else self._failing
             if ends:
                 logger.info("the cache works again: translations are looked up and stored")
 
