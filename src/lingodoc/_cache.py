@@ -323,18 +323,17 @@ class Consulted:
         if not hits:
             return result  # every text sent
         body = self.template.json
-        if "text" in body:  # the one text, found
-            text = _lazy.TextTranslation.model_construct(
+        if "text" in body:  # the one text, found: nothing was sent
+            merged: TextTranslation | BatchTranslation = _lazy.TextTranslation.model_construct(
                 translated_text=found[self._keys[0]],
                 source_language=body["source_language"],
                 target_language=body["target_language"],
             )
-            _lazy.set_origin(text, _lazy.Origin(None, None, cache_hits=1))
-            return text
-        # In input order, found or sent; the origin is the request's for the texts missed.
-        sent = iter(() if result is None else result.translations)
-        translations = [found[key] if key in found else next(sent) for key in self._keys]
-        merged = _lazy.BatchTranslation.model_construct(translations=translations)
+        else:  # in input order, found or sent
+            sent = iter(() if result is None else result.translations)
+            translations = [found[key] if key in found else next(sent) for key in self._keys]
+            merged = _lazy.BatchTranslation.model_construct(translations=translations)
+        # The request's, for the texts missed; none if every text was found.
         origin = _lazy.Origin(None, None) if result is None else _lazy.origin_of(result)
         _lazy.set_origin(merged, origin.counted(hits))
         return merged
