@@ -240,7 +240,6 @@ class RedisCache:
         return pipe.execute()
 
     def _async_client(self) -> redis.asyncio.Redis | None:
-        """The running asyncio event loop's client (made on first use); ``None`` off asyncio."""
         loop = _running_loop()
         if loop is None:  # not asyncio, so trio: anyio runs on nothing else
             return None
