@@ -24,23 +24,21 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 _MASK = "****"
-# The user and password of a URL: from "//" to the last "@" before the query or fragment.
-# Wider than urllib.parse.urlsplit's (to the first "/"): a password with a "/" not
-# percent-encoded (base64 has them) is still masked, though redis-py refuses such a URL.
-_USERINFO = re.compile(r"^(?:[^:/?#]*:)?//(?P<userinfo>[^?#]*)@")
+# A URL's password: after the first ":" of its user info, from "//" to the last "@" before
+# the query or fragment. Wider than urllib.parse.urlsplit's (to the first "/"): a password
+# with a "/" not percent-encoded (base64 has them) is still masked, though redis-py refuses it.
+_PASSWORD = re.compile(r"^(?:[^:/?#]*:)?//[^?#:]*:(?P<password>[^?#]*)@")
 
 
 def _masked(url: str) -> tuple[str, list[str]]:
     """A Redis URL as it may be shown, every password in it masked; and those passwords."""
     secrets: set[str] = set()
-    userinfo = _USERINFO.match(url)
-    if userinfo is not None:
-        user, colon, password = userinfo["userinfo"].partition(":")
-        if colon and password:
-            # Before a "/", the password is what urllib takes for the port, and quotes.
-            secrets.update((password, unquote(password), password.partition("/")[0]))
-            start, end = userinfo.span("userinfo")
-            url = f"{url[:start]}{user}:{_MASK}{url[end:]}"
+    found = _PASSWORD.match(url)
+    if found is not None and (password := found["password"]):
+        # Before a "/", the password is what urllib takes for the port, and quotes.
+        secrets.update((password, unquote(password), password.partition("/")[0]))
+        start, end = found.span("password")
+        url = f"{url[:start]}{_MASK}{url[end:]}"
     base, mark, query = url.partition("?")
     query, sharp, fragment = query.partition("#")
     parameters = query.split("&")
