@@ -149,11 +149,9 @@ def raw(
 
 def merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, httpx.QueryParams]:
     """Move the query in ``path`` into ``params`` (which win), as httpx would drop it."""
-    route, mark, query = path.partition("?")
-    try:
-        merged = httpx.QueryParams(params)
-        if mark:
-            merged = httpx.QueryParams(query.partition("#")[0]).merge(merged)
+    route, _, query = path.partition("?")
+    try:  # a path without a query merges into an empty one
+        merged = httpx.QueryParams(query.partition("#")[0]).merge(params)
     except (TypeError, ValueError, AttributeError) as exc:
         problem = str(exc)
     else:
