@@ -31,6 +31,5 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from lingodoc import _models
 
-    value = getattr(_models, name)
-    globals()[name] = value
+    value = globals()[name] = getattr(_models, name)  # read once: later reads skip this
     return value
