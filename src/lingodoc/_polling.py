@@ -17,7 +17,6 @@ from lingodoc._exceptions import (
     APIError,
     InvalidArgument,
     InvalidArgumentType,
-    LingodocError,
     TranslationFailed,
     WaitTimeout,
     shown,
@@ -108,11 +107,9 @@ class Waiter:
         self.rate_limited += 1
         return self.delay(_retry.server_wait(wanted, self.rate_limited))
 
-    def after_failure(self, error: LingodocError) -> float:
+    def after_failure(self, error: APIError | APIConnectionError) -> float:
         """With a timeout, a poll's 5xx or network failure is ridden out; else raised again."""
-        transient = isinstance(error, APIConnectionError) or (
-            isinstance(error, APIError) and (error.status_code or 0) >= 500
-        )
+        transient = isinstance(error, APIConnectionError) or (error.status_code or 0) >= 500
         if self.deadline is None or not transient:
             raise error.with_traceback(None)
         try:
