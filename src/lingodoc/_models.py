@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
@@ -128,6 +129,7 @@ class Reported:
         return self._value
 
 
+@dataclass(slots=True, eq=False, repr=False)  # no repr: the id as sent may echo the key
 class Origin:
     """The response a result came in; a copy or pickle drops it (its request holds the key).
 
@@ -136,20 +138,11 @@ class Origin:
     cache held (none were sent).
     """
 
-    __slots__ = ("_rate_limit", "_request_id", "_response", "cache_hits")
-
-    def __init__(
-        self,
-        rate_limit: RateLimit | Reported | None,
-        request_id: str | tuple[str, Callable[[str], str]] | None,
-        response: httpx.Response | tuple[Any, ...] | None = None,
-        cache_hits: int = 0,
-    ) -> None:
-        self._rate_limit = rate_limit
-        self._request_id = request_id
-        # Or (a function making it, its arguments): few ask for it.
-        self._response = response
-        self.cache_hits = cache_hits
+    _rate_limit: RateLimit | Reported | None
+    _request_id: str | tuple[str, Callable[[str], str]] | None
+    # Or (a function making it, its arguments): few ask for it.
+    _response: httpx.Response | tuple[Any, ...] | None = None
+    cache_hits: int = 0
 
     @property
     def rate_limit(self) -> RateLimit | None:
