@@ -43,8 +43,7 @@ class TranslationState(str, Enum):
     COMPLETED = "completed"
     FAILED = "failed"
 
-    def __str__(self) -> str:
-        return self.value
+    __str__ = str.__str__  # its value: "pending", not "TranslationState.PENDING"
 
 
 def _fold_case(value: object) -> object:
@@ -133,16 +132,13 @@ class Reported:
 class Origin:
     """The response a result came in; a copy or pickle drops it (its request holds the key).
 
-    ``rate_limit`` may be `Reported`, and ``request_id`` the id as sent with what masks it:
-    each is read when first asked for. ``cache_hits``: the translations of the result the
-    cache held (none were sent).
+    Each of the first three may be kept as given and made when first read: few ask for them.
     """
 
     _rate_limit: RateLimit | Reported | None
-    _request_id: str | tuple[str, Callable[[str], str]] | None
-    # Or (a function making it, its arguments): few ask for it.
-    _response: httpx.Response | tuple[Any, ...] | None = None
-    cache_hits: int = 0
+    _request_id: str | tuple[str, Callable[[str], str]] | None  # or (as sent, what masks it)
+    _response: httpx.Response | tuple[Any, ...] | None = None  # or (what makes it, its arguments)
+    cache_hits: int = 0  # the translations of the result the cache held (none were sent)
 
     @property
     def rate_limit(self) -> RateLimit | None:
