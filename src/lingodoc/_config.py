@@ -24,6 +24,7 @@ from lingodoc._constants import (
 )
 from lingodoc._environment import named_proxy
 from lingodoc._exceptions import ConfigurationError, cut, shown
+from lingodoc._redaction import mask_password
 from lingodoc._response import ACCEPT_ENCODING
 
 # The environment variable each setting falls back to.
@@ -89,25 +90,11 @@ def _host_key(host: str) -> str:
     return host.lower().strip("[]")
 
 
-def _authority_start(raw: str) -> int:
-    return raw.find("://") + 3 if "://" in raw else 0
-
-
-def _shown_url(raw: str) -> str:
-    """``raw`` as an error message may quote it: a password before an ``@`` is masked."""
-    start = _authority_start(raw)
-    at = raw.rfind("@")
-    if at < start or ":" not in raw[start:at]:
-        return cut(raw)
-    user = raw[start:at].split(":", 1)[0]
-    return cut(f"{raw[:start]}{user}:****{raw[at:]}")
-
-
 def _base_url(
     raw: str, *, from_variable: bool, allowed_http_host: str | None
 ) -> str | ConfigurationError:
     """The base URL ``raw`` checked and normalised, or the error."""
-    address = _shown_url(raw)
+    address = cut(mask_password(raw))
     where = f"base_url {address!r}" + (f" (from {BASE_URL_ENV})" if from_variable else "")
     if "\\" in raw or not raw.isprintable() or any(c.isspace() for c in raw):
         # "https://api.example.com\\@evil.com" is evil.com to httpx, another host to others.
@@ -115,7 +102,7 @@ def _base_url(
             f"{where} holds a backslash, a space or a control character; "
             "write the address as a plain URL such as 'https://api.example.com/v1'"
         )
-    if "@" in raw[_authority_start(raw) :].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]:
+    if "@" in raw.split("://", 1)[-1].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]:
         # httpx would send it as Basic authentication, instead of the key.
         return ConfigurationError(
             f"{where} holds a user name or password (before '@'); remove it: "

@@ -10,7 +10,6 @@ import contextlib
 import functools
 import importlib.util
 import os
-import re
 import ssl
 import urllib.request
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from lingodoc._exceptions import ConfigurationError
+from lingodoc._redaction import mask_password
 
 if TYPE_CHECKING:
     import httpcore
@@ -94,8 +94,7 @@ def proxy_for(url: httpx.URL) -> httpcore.Proxy | ConfigurationError | None:
         )
     except (ImportError, ValueError, httpx.InvalidURL) as exc:
         # A proxy URL that cannot be used (socks5:// without socksio, ftp://, a bad port...).
-        masked = re.sub(r"(://[^/\s:@]*):[^/\s@]*@", r"\1:****@", str(exc))  # passwords
-        problem = f"{type(exc).__name__}: {masked}"
+        problem = f"{type(exc).__name__}: {mask_password(str(exc))}"
     names = [name for name, value in os.environ.items() if value and name.upper() in _PROXY_ENV]
     return ConfigurationError(
         f"{', '.join(sorted(names)) or 'the proxy settings'} in the environment cannot be used "

@@ -28,6 +28,15 @@ def mask(api_key: str) -> str:
     return f"****{api_key[-4:]}" if len(api_key) >= 12 else "****"
 
 
+def mask_password(text: str) -> str:
+    """``text`` with a URL password masked: from the first ``:`` past ``://`` to the last ``@``."""
+    start = text.find("://") + 3 if "://" in text else 0
+    at = text.rfind("@")
+    if at < start or ":" not in text[start:at]:
+        return text
+    return f"{text[:start]}{text[start:at].split(':', 1)[0]}:****{text[at:]}"
+
+
 class KeyMask:
     """Masks one key: any ``WINDOW`` characters of it in a row, in any case, as sent or escaped.
 
