@@ -59,6 +59,10 @@ class BaseClient(Generic[HttpClientT]):
     max_retries: int
     """Extra attempts after a failure that may pass."""
     _api_key: str
+    # The timeouts of an attempt (an httpx.Timeout, and what _attempt_timeout made of it).
+    _steps: tuple[httpx.Timeout, Mapping[str, float | None], float | None, str] | None
+    # A caller's http client's headers as last seen, and the SDK's over them (plain, JSON).
+    _merged_headers: tuple[list[tuple[bytes, bytes]], httpx.Headers, httpx.Headers] | None
 
     def __init__(
         self,
@@ -82,7 +86,8 @@ class BaseClient(Generic[HttpClientT]):
         self._api_key, self.base_url = settings
         del settings
         _config.http_client_kind(http_client, self._http_client_type)
-        host = httpx.URL(self.base_url).host
+        url = httpx.URL(self.base_url)
+        host = url.host
         clear_text = self.base_url.startswith("http://")
         aiohttp = isinstance(http_client, DefaultAioHttpClient)
         if clear_text and not is_loopback(host):
@@ -95,11 +100,9 @@ class BaseClient(Generic[HttpClientT]):
         self._headers["Authorization"] = f"Bearer {self._api_key}"
         # With the Host, and a JSON body's type, that httpx would add: _new_request copies them.
         self._request_headers = httpx.Headers(self._headers)
-        self._request_headers.setdefault("Host", httpx.URL(self.base_url).netloc.decode("ascii"))
+        self._request_headers.setdefault("Host", url.netloc.decode("ascii"))
         self._json_headers = _with_json_type(self._request_headers)
-        # The timeouts of an attempt (an httpx.Timeout, and what _attempt_timeout made of it).
-        self._steps: tuple[httpx.Timeout, Mapping[str, float | None], float | None, str] | None
-        self._steps = None
+        self._steps = self._merged_headers = None
         self._key_mask = KeyMask(self._api_key)
         # No proxy of the environment for http://: it would get the key in clear text.
         new_transport = direct = None
@@ -119,10 +122,6 @@ class BaseClient(Generic[HttpClientT]):
         self._view_closed = self._is_copy = False
         self._cache = self._use_cache(cache)
         self._service = _cache.service_of(self.base_url)  # in each cache key
-        # A caller's http client's headers as last seen, and the SDK's over them (plain, JSON).
-        self._merged_headers: (
-            tuple[list[tuple[bytes, bytes]], httpx.Headers, httpx.Headers] | None
-        ) = None
 
     def _check_clear_text(self, host: str, http_client: HttpClientT | None) -> None:
         """For ``http://`` to the host the opt-in names: warn, and refuse a proxy (clear text)."""
