@@ -81,6 +81,16 @@ def test_serve_yields_a_loopback_base_url_and_the_key() -> None:
     assert response.headers["x-request-id"].startswith("req_")
 
 
+def test_serve_outside_a_with_block_says_to_use_one() -> None:
+    serving = Emulator().serve()
+    with pytest.raises(AttributeError) as caught:
+        serving.base_url  # noqa: B018  # what a user who forgot `with` writes
+    assert "with emulator.serve() as server:" in str(caught.value)
+    assert "server.base_url" in str(caught.value)
+    with serving as server:  # the same object still serves, once entered
+        assert server.base_url.startswith("http://127.0.0.1:")
+
+
 def test_server_stops_on_exit() -> None:
     with Emulator().serve() as server:
         pass

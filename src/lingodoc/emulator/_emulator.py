@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -53,6 +53,26 @@ class EmulatorServer:
     host: str
     port: int
     emulator: Emulator
+
+
+class _Serving(AbstractContextManager[EmulatorServer]):
+    """What `Emulator.serve` returns: the server runs only in its ``with`` block."""
+
+    def __init__(self, serving: AbstractContextManager[EmulatorServer]) -> None:
+        self._serving = serving
+
+    def __enter__(self) -> EmulatorServer:
+        return self._serving.__enter__()
+
+    def __exit__(self, *exc_info: Any) -> bool | None:
+        return self._serving.__exit__(*exc_info)
+
+    def __getattr__(self, name: str) -> Any:
+        # server = emulator.serve(); server.base_url: say what to write instead.
+        raise AttributeError(
+            f"the server runs only inside a with block, which gives it its {name}: "
+            f"`with emulator.serve() as server:` then `server.{name}`"
+        )
 
 
 class Emulator:
@@ -317,7 +337,6 @@ class Emulator:
         """
         return EmulatorTransport(self)
 
-    @contextmanager
     def serve(
         self,
         host: str = "127.0.0.1",
@@ -325,10 +344,11 @@ class Emulator:
         *,
         log_requests: bool = False,
         allow_remote: bool = False,
-    ) -> Iterator[EmulatorServer]:
-        """Run the emulator as an HTTP/1.1 server in a background thread.
+    ) -> AbstractContextManager[EmulatorServer]:
+        """Run the emulator as an HTTP/1.1 server in a background thread, in a ``with`` block.
 
-        Leaving the ``with`` block stops it, ends open connections and waits for its threads.
+        Entering the block starts it; leaving stops it, ends open connections and waits for
+        its threads.
 
         Args:
             host: The address to listen on: a loopback one (``localhost``, ``127.0.0.0/8``,
@@ -338,15 +358,21 @@ class Emulator:
             allow_remote: Allow any other address (with a warning on stderr): the emulator
                 has no TLS and anyone who can reach it can use its keys.
 
-        Yields:
-            An [`EmulatorServer`][lingodoc.emulator.EmulatorServer] with ``base_url`` and
-            ``api_key``.
+        Returns:
+            What ``with`` makes an [`EmulatorServer`][lingodoc.emulator.EmulatorServer], with
+            ``base_url`` and ``api_key``.
 
         Raises:
             ValueError: On a port out of 0-65535, or a host not loopback without ``allow_remote``.
             TypeError: If ``port`` is not an int.
             OSError: If it cannot listen there, such as on a port already in use.
         """
+        return _Serving(self._serve(host, port, log_requests, allow_remote))
+
+    @contextmanager
+    def _serve(
+        self, host: str, port: int, log_requests: bool, allow_remote: bool
+    ) -> Iterator[EmulatorServer]:
         # Imported here: only those who serve need http.server and its threads.
         from lingodoc.emulator._server import start
 
