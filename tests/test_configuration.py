@@ -919,6 +919,16 @@ def test_an_unusable_environment_variable_is_a_configuration_error_naming_it(
     assert error.__suppress_context__ or error.__context__ is None
 
 
+def test_a_proxy_password_holding_an_at_sign_is_masked_whole(
+    client_class: type[lingodoc.Client], no_proxies: pytest.MonkeyPatch
+) -> None:
+    no_proxies.setenv("ALL_PROXY", "ftp://proxy:s3cret@half-of-it@proxy.example:21")
+    error = refusal(client_class, API_KEY, base_url=BASE_URL)
+    assert "proxy:****@proxy.example" in str(error)
+    assert "s3cret" not in shown(error)
+    assert "half-of-it" not in shown(error)
+
+
 async def test_a_loopback_http_client_reads_no_proxy_or_certificate_variable(
     client_class: type[lingodoc.Client], no_proxies: pytest.MonkeyPatch
 ) -> None:
