@@ -193,6 +193,21 @@ def test_an_object_without_the_methods_is_refused(client_class: type[lingodoc.Cl
         client_class(API_KEY, base_url=BASE_URL, cache={})  # type: ignore[arg-type]
 
 
+# 10**400: added to the clock at its first failure, an OverflowError out of the call.
+@pytest.mark.parametrize(
+    "retry_after", [10**400, float("nan"), "30", True], ids=["huge", "nan", "str", "bool"]
+)
+def test_a_cache_whose_retry_after_is_no_number_of_seconds_is_refused(
+    client_class: type[lingodoc.Client], retry_after: object
+) -> None:
+    store = FailingCache()
+    store.retry_after = retry_after  # type: ignore[attr-defined]
+    with pytest.raises(
+        lingodoc.ConfigurationError, match=r"^the cache's retry_after must be a finite number"
+    ):
+        client_class(API_KEY, base_url=BASE_URL, cache=store)
+
+
 def test_the_class_of_a_cache_is_refused_with_how_to_make_one(
     client_class: type[lingodoc.Client],
 ) -> None:

@@ -809,6 +809,19 @@ def test_a_timeout_that_is_not_a_limit_is_refused_pointing_at_httpx_timeout_none
         client.with_options(timeout=timeout)
 
 
+# Past it a socket raises OverflowError: each call of a Client did, not at its construction.
+def test_a_timeout_longer_than_python_can_wait_is_refused_at_once(
+    client_class: type[lingodoc.Client],
+) -> None:
+    timeout = 1e300
+    message = "^timeout must be a finite number of seconds, more than 0 and at most 9,223"
+    with pytest.raises(lingodoc.ConfigurationError, match=message):
+        client_class(API_KEY, base_url=BASE_URL, timeout=timeout)
+    client = client_class(API_KEY, base_url=BASE_URL)
+    with pytest.raises(lingodoc.ConfigurationError, match=message):
+        client.with_options(timeout=timeout)
+
+
 # with_options: copies with other settings, one pool ----------------------------------
 
 

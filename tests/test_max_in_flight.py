@@ -273,7 +273,7 @@ def test_closing_from_another_threads_loop_refuses_the_waiting_calls_in_their_ow
 def test_max_in_flight_must_be_a_positive_int_or_none(
     client_class: type[lingodoc.Client] | type[lingodoc.AsyncClient], bad: object
 ) -> None:
-    with pytest.raises(lingodoc.ConfigurationError, match="max_in_flight must be an int >= 1"):
+    with pytest.raises(lingodoc.ConfigurationError, match="max_in_flight must be an int, 1 or"):
         client_class(API_KEY, base_url=BASE_URL, max_in_flight=bad)  # type: ignore[arg-type]
 
 

@@ -174,9 +174,19 @@ async def test_a_call_timeout_beats_a_with_options_copys(
 async def test_a_bad_call_timeout_is_refused_before_sending(
     client: Client, api: respx.MockRouter, timeout: Any, error: type[Exception]
 ) -> None:
-    message = "timeout must be a positive number"
+    message = "timeout must be a finite number of seconds, more than 0"
     methods = ["translate", "translate_many"]
     await refused_before_sending(client, api, {"timeout": timeout}, error, message, methods)
+
+
+async def test_a_call_timeout_longer_than_python_can_wait_is_refused_before_sending(
+    client: Client, api: respx.MockRouter
+) -> None:
+    # Past the longest wait a socket raises OverflowError: a Client's call did, after checks.
+    message = "^timeout must be a finite number of seconds, more than 0 and at most 9,223"
+    methods = ["translate", "translate_many"]
+    error = lingodoc.InvalidArgument
+    await refused_before_sending(client, api, {"timeout": 1e300}, error, message, methods)
 
 
 # extra_headers= ---------------------------------------------------------------------------

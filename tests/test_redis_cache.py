@@ -219,8 +219,8 @@ def test_without_redis_py_the_error_names_the_extra_to_install(
         ({"ttl": -5}, "ttl must be a finite number of seconds, more than 0"),
         ({"ttl": float("inf")}, "ttl must be a finite number of seconds"),
         ({"ttl": 0.0001}, "ttl must be at least 0.001 seconds"),
-        ({"ttl": "60"}, "ttl must be a number of seconds, not '60'"),
-        ({"ttl": True}, "ttl must be a number of seconds, not True"),
+        ({"ttl": "60"}, "ttl must be a finite number of seconds, .*, not '60'"),
+        ({"ttl": True}, "ttl must be a finite number of seconds, .*, not True"),
         ({"socket_timeout": 0}, "socket_timeout must be a finite number of seconds, more than 0"),
         ({"socket_timeout": float("nan")}, "socket_timeout must be a finite number"),
         ({"retry_after": -1}, "retry_after must be a finite number of seconds, 0 or more"),
@@ -231,6 +231,22 @@ def test_without_redis_py_the_error_names_the_extra_to_install(
 )
 def test_options_out_of_range_are_refused(options: dict[str, Any], message: str) -> None:
     with pytest.raises(lingodoc.ConfigurationError, match=message.replace("(", r"\(")):
+        RedisCache(**options)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"ttl": 10**400},  # float() of it: OverflowError
+        {"socket_timeout": 10**400},
+        {"retry_after": 10**400},
+        {"ttl": 1e300},  # a PX Redis refuses: every store would fail
+        {"socket_timeout": 1e300},  # past what a socket waits: every call would fail
+    ],
+)
+def test_seconds_too_large_are_refused_as_configuration_errors(options: dict[str, Any]) -> None:
+    name = next(iter(options))
+    with pytest.raises(lingodoc.ConfigurationError, match=f"^{name} must be a finite number of"):
         RedisCache(**options)
 
 

@@ -726,6 +726,31 @@ def test_bad_settings_are_refused(tmp_path: Path, options: dict[str, object], er
         lingodoc.SQLiteCache(tmp_path / "cache.db", **options)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"max_age": 10**400},  # float() of it: OverflowError
+        {"max_age": float("inf")},
+        {"timeout": 10**400},
+        {"timeout": float("inf")},
+        {"timeout": 3_000_000.0},  # SQLite's busy timeout in int ms: it would become no wait
+    ],
+)
+def test_seconds_too_large_or_infinite_are_refused_with_the_sdks_error(
+    tmp_path: Path, options: dict[str, object]
+) -> None:
+    name = next(iter(options))
+    with pytest.raises(lingodoc.InvalidArgument, match=f"^{name} must be a finite number of"):
+        lingodoc.SQLiteCache(tmp_path / "cache.db", **options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("older_than", [10**400, float("inf")], ids=["huge", "inf"])
+def test_clear_refuses_an_age_too_large_or_infinite(tmp_path: Path, older_than: float) -> None:
+    cache = lingodoc.SQLiteCache(tmp_path / "cache.db")
+    with pytest.raises(lingodoc.InvalidArgument, match=r"^older_than must be a finite number"):
+        cache.clear(older_than=older_than)
+
+
 @contextlib.contextmanager
 def unwritable(path: Path) -> Iterator[None]:
     """``path`` may not be written while the block runs: immutable for root, else 0400."""

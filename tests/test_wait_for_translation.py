@@ -594,6 +594,28 @@ async def test_without_a_timeout_each_poll_has_the_clients_timeout(
     await close(client)
 
 
+async def test_a_wait_longer_than_python_can_wait_puts_no_deadline_on_the_polls(
+    client_class: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    # A poll cut to 1e300 s left: a socket past its longest wait raises OverflowError.
+    client = client_class(API_KEY, base_url=BASE_URL, timeout=httpx.Timeout(None))
+    seen = TimeoutsSeen(*polled(status("processing"), COMPLETED))
+    api.get(PATH).mock(side_effect=seen)
+    await call(client, "wait_for_translation", "tr_1", timeout=1e300)
+    assert (seen.read, seen.connect) == ([None, None], [None, None])
+    await close(client)
+
+
+async def test_a_poll_interval_longer_than_python_can_sleep_is_refused_before_any_request(
+    client: Any, api: respx.MockRouter, clock: FakeClock
+) -> None:
+    route = api.get(PATH).mock(side_effect=polled(status("processing"), COMPLETED))
+    with pytest.raises(lingodoc.InvalidArgument, match=r"^poll_interval must be a finite number"):
+        await call(client, "wait_for_translation", "tr_1", poll_interval=1e300)
+    assert not route.calls
+    assert clock.sleeps == []
+
+
 async def test_a_copy_with_a_timeout_bounds_each_poll_and_the_wait_keeps_its_own(
     client: Any, api: respx.MockRouter, clock: FakeClock
 ) -> None:

@@ -88,12 +88,8 @@ def max_wait(value: object) -> float:
     """The longest wait for a reset, in seconds, that ``wait_for_rate_limit`` (checked) allows."""
     if isinstance(value, bool):
         return math.inf if value else MAX_SERVER_WAIT
-    if not isinstance(value, (int, float)):
-        raise _validation.wrong_type("wait_for_rate_limit", "a bool or a number of seconds", value)
-    seconds = _validation.as_float(value)  # an int past the largest float: as long as it takes
-    if not seconds >= 0:  # also refuses NaN
-        raise InvalidArgument(f"wait_for_rate_limit must be >= 0 seconds, not {seconds!r}")
-    return seconds
+    hint = f"or a bool: True waits as long as the service says, False up to {MAX_SERVER_WAIT:g} s"
+    return _validation.seconds(value, "wait_for_rate_limit", zero=True, most=math.inf, hint=hint)
 
 
 class Bulk:
@@ -117,8 +113,8 @@ class Bulk:
         checked = _validation.texts(texts)
         source = _validation.language(source_language, "source_language")
         target = _validation.language(target_language, "target_language")
-        self._batch_size = _validation.positive_int(batch_size, "batch_size")
-        self._concurrency = _validation.positive_int(max_concurrency, "max_concurrency")
+        self._batch_size = _validation.count(batch_size, "batch_size")
+        self._concurrency = _validation.count(max_concurrency, "max_concurrency")
         self._max_wait = max_wait(wait_for_rate_limit)
         _callbacks.check(on_progress, awaits=awaits)
         if done is not None and not isinstance(done, MutableMapping):

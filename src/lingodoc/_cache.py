@@ -191,8 +191,10 @@ class CacheUse:
             )
         self.cache: Any = cache
         self._async = asynchronous
-        retry_after = getattr(cache, "retry_after", 0)
-        self._retry_after = retry_after if isinstance(retry_after, (int, float)) else 0
+        retry_after = getattr(cache, "retry_after", None)  # seconds added to a clock: checked
+        self._retry_after = _validation.seconds(
+            retry_after or 0, "the cache's retry_after", zero=True, error=ConfigurationError
+        )
         self._lock = threading.Lock()  # a client's threads share it
         # What failed ("lookup" or "store"), warned: quiet until that works again (a lookup
         # that works says nothing of a store that keeps failing on a full disk).

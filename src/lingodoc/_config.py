@@ -201,18 +201,15 @@ def timeout(value: object, http_client: httpx.Client | httpx.AsyncClient | None)
 
 def max_retries(value: object) -> int:
     """Return ``max_retries`` if an int of at least 0, else raise ``ConfigurationError``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigurationError(f"max_retries must be an int >= 0, not {shown(value)}")
-    return value
+    return _validation.count(value, "max_retries", least=0, error=ConfigurationError)
 
 
 def max_in_flight(value: object) -> int | None:
     """Return ``max_in_flight`` if ``None`` or an int of at least 1; else ``ConfigurationError``."""
-    if value is None or (not isinstance(value, bool) and isinstance(value, int) and value >= 1):
-        return value
-    raise ConfigurationError(
-        f"max_in_flight must be an int >= 1, or None for the default, not {shown(value)}"
-    )
+    if value is None:
+        return None
+    hint = "None for the default"
+    return _validation.count(value, "max_in_flight", error=ConfigurationError, hint=hint)
 
 
 def headers(default_headers: Mapping[str, str] | None, user_agent: str) -> httpx.Headers:

@@ -11,16 +11,9 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from lingodoc import _callbacks, _clock, _lazy, _retry, _validation
-from lingodoc._exceptions import (
-    APIConnectionError,
-    APIError,
-    InvalidArgument,
-    InvalidArgumentType,
-    TranslationFailed,
-    WaitTimeout,
-    shown,
-)
+from lingodoc import _callbacks, _clock, _lazy, _retry
+from lingodoc._exceptions import APIConnectionError, APIError, TranslationFailed, WaitTimeout
+from lingodoc._validation import LONGEST_WAIT, seconds
 
 if TYPE_CHECKING:
     from lingodoc._endpoints import Call
@@ -45,23 +38,20 @@ class Waiter:
         redact: Callable[[str], str],
         awaits: bool,
     ) -> None:
-        interval = _validation.as_float(poll_interval)  # NaN if no number
-        if not (math.isfinite(interval) and interval > 0):
-            kind = InvalidArgument if _validation.is_number(poll_interval) else InvalidArgumentType
-            raise kind(f"poll_interval must be a positive number, not {shown(poll_interval)}")
-        limit = None if timeout is None else _validation.as_float(timeout)
-        if limit is not None and not limit >= 0:  # also refuses NaN
-            kind = InvalidArgument if _validation.is_number(timeout) else InvalidArgumentType
-            raise kind(f"timeout must be None or >= 0 seconds, not {shown(timeout)}")
+        interval = seconds(poll_interval, "poll_interval", most=LONGEST_WAIT)
+        hint = "None waits as long as it takes"
+        limit = (
+            math.inf
+            if timeout is None
+            else seconds(timeout, "timeout", zero=True, most=math.inf, hint=hint)
+        )
         _callbacks.check(on_progress, awaits=awaits)
         self.call, self.poll_interval = call, interval
         self.timeout = cast("float | None", timeout)  # as given: WaitTimeout shows 3 s, not 3.0
         self.on_progress, self.redact = on_progress, redact
         self.last: TranslationStatus | None = None
-        # An infinite timeout (or an int too large for a float) waits as None does.
-        self.deadline = (
-            None if limit is None or math.isinf(limit) else _clock.current().monotonic() + limit
-        )
+        # A timeout past the longest wait (an infinite one) waits as None does.
+        self.deadline = None if limit > LONGEST_WAIT else _clock.current().monotonic() + limit
         self.unknown_states = self.rate_limited = 0  # polls in a row with either
 
     def after_status(self, status: TranslationStatus) -> float | None:

@@ -6,7 +6,7 @@ redis-py (the ``redis`` extra) is imported when a cache is made, never on ``impo
 from __future__ import annotations
 
 import contextlib
-import math
+import functools
 import re
 import threading
 import weakref
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, unquote_plus
 
 from lingodoc._exceptions import ConfigurationError, InvalidArgument, shown
+from lingodoc._validation import LONGEST_WAIT, seconds
 
 if TYPE_CHECKING:
     import asyncio
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 _MASK = "****"
+_TTL = 9_223_372_036  # seconds (292 years): Redis refuses a PX past its 64-bit clock
 # A URL's password: after the first ":" of its user info, from "//" to the last "@" before
 # the query or fragment. Wider than urllib.parse.urlsplit's (to the first "/"): a password
 # with a "/" not percent-encoded (base64 has them) is still masked, though redis-py refuses it.
@@ -51,16 +53,6 @@ def _masked(url: str) -> tuple[str, list[str]]:
     url = f"{base}{mark}{'&'.join(parameters)}{sharp}{fragment}"
     # The longest first: a password may hold another (its decoded form, say).
     return url, sorted(filter(None, secrets), key=len, reverse=True)
-
-
-def _positive(name: str, value: object, *, zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigurationError(f"{name} must be a number of seconds, not {shown(value)}")
-    number = float(value)
-    if not math.isfinite(number) or number < 0 or (number == 0 and not zero):
-        least = "0 or more" if zero else "more than 0"
-        raise ConfigurationError(f"{name} must be a finite number of seconds, {least}: {value!r}")
-    return number
 
 
 class RedisCache:
@@ -114,12 +106,13 @@ class RedisCache:
             raise ConfigurationError("namespace must not be empty: give None for no namespace")
         self._namespace = namespace
         self._prefix = "lingodoc:" if namespace is None else f"lingodoc:{namespace}:"
-        self._ttl = None if ttl is None else _positive("ttl", ttl)
+        checked = functools.partial(seconds, error=ConfigurationError)
+        self._ttl = None if ttl is None else checked(ttl, "ttl", most=_TTL)
         if self._ttl is not None and self._ttl < 0.001:
             raise ConfigurationError(f"ttl must be at least 0.001 seconds (1 ms): {ttl!r}")
         self._px = None if self._ttl is None else round(self._ttl * 1000)  # 1 or more
-        timeout = _positive("socket_timeout", socket_timeout)
-        self.retry_after: float = _positive("retry_after", retry_after, zero=True)
+        wait = checked(socket_timeout, "socket_timeout", most=LONGEST_WAIT)
+        self.retry_after = checked(retry_after, "retry_after", zero=True)
         """Seconds after a failure during which a client does not ask Redis."""
         import asyncio  # here: ``import lingodoc`` does not import it (redis-py does)
 
@@ -133,7 +126,7 @@ class RedisCache:
         # asyncio's own timeout is no OSError before Python 3.11 (redis-py imports asyncio).
         self._errors = (redis.RedisError, OSError, asyncio.TimeoutError)
         self._raw_url = url
-        self._options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+        self._options = {"socket_timeout": wait, "socket_connect_timeout": wait}
         self._client: redis.Redis = self._connect(redis.Redis, Retry)
         self._lock = threading.Lock()
         # The asyncio clients, one an event loop: redis.asyncio's connections belong to the

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from lingodoc import _clock, _validation
 from lingodoc._constants import CACHE_APPLICATION_ID
-from lingodoc._exceptions import ConfigurationError, InvalidArgument
+from lingodoc._exceptions import ConfigurationError
 from lingodoc._logging import logger
 
 T = TypeVar("T")
@@ -49,6 +49,7 @@ _INDEX = f"CREATE INDEX IF NOT EXISTS lingodoc_stored ON {_TABLE} (stored)"
 _OLDEST = _SWEEP_OLDEST.format("")
 # Rows a sweep deletes at most, beyond as many as the store brings: bounded work per store.
 _SWEEP = 200
+_BUSY_WAIT = 2_147_483  # seconds, 24 days: SQLite's int of ms; past it, no wait at all
 
 
 class CacheStats(NamedTuple):
@@ -362,7 +363,8 @@ class SQLiteCache(contextlib.AbstractContextManager["SQLiteCache", None]):
             or cannot be opened or created (then its ``__cause__``, an ``OSError`` or
             ``sqlite3.Error``, says why: a full disk, a lock held too long...).
         InvalidArgumentType: If an argument has the wrong type.
-        InvalidArgument: If ``max_age``, ``max_entries`` or ``timeout`` is not positive.
+        InvalidArgument: If ``max_age``, ``max_entries`` or ``timeout`` is not positive, or
+            is infinite (``timeout``: longer than 2,147,483 seconds, SQLite's longest wait).
     """
 
     def __init__(
@@ -396,16 +398,16 @@ class SQLiteCache(contextlib.AbstractContextManager["SQLiteCache", None]):
             ) from None
         self.namespace = _validation.optional(namespace, "namespace", str) or ""
         """The namespace of this cache's entries (``""``: none)."""
-        self.max_age: float | None = None if max_age is None else _seconds(max_age, "max_age")
+        self.max_age = None if max_age is None else _validation.seconds(max_age, "max_age")
         """Seconds after which an entry is a miss; ``None``: never."""
         self.max_entries: int | None = (
-            None if max_entries is None else _validation.positive_int(max_entries, "max_entries")
+            None if max_entries is None else _validation.count(max_entries, "max_entries")
         )
         """Entries the file keeps at most; ``None``: no limit."""
         # The entries when this process last stored, with its connection and PRAGMA
         # data_version then: while they hold, no other connection has written since.
         self._counted: tuple[sqlite3.Connection, int, int] | None = None
-        self._file = _File(self.path, _seconds(timeout, "timeout"))
+        self._file = _File(self.path, _validation.seconds(timeout, "timeout", most=_BUSY_WAIT))
         weakref.finalize(self, self._file.close)
         try:
             self._file.run(lambda connection: self._store(connection, []))  # and sweep
@@ -544,12 +546,13 @@ class SQLiteCache(contextlib.AbstractContextManager["SQLiteCache", None]):
 
         Raises:
             InvalidArgumentType: If ``older_than`` is not a number.
-            InvalidArgument: If ``older_than`` is negative.
+            InvalidArgument: If ``older_than`` is negative or infinite.
             sqlite3.Error: If the file cannot be written.
         """
         since = math.inf
         if older_than is not None:
-            since = _clock.current().time() - _seconds(older_than, "older_than", zero=True)
+            age = _validation.seconds(older_than, "older_than", zero=True)
+            since = _clock.current().time() - age
 
         def delete(connection: sqlite3.Connection) -> int:
             self._counted = None  # a write of its own, which data_version does not show
@@ -568,12 +571,3 @@ def _transaction(connection: sqlite3.Connection) -> Iterator[None]:
     connection.execute("BEGIN IMMEDIATE")
     with connection:  # COMMIT, or ROLLBACK on any exception, an interrupt included
         yield
-
-
-def _seconds(value: object, name: str, *, zero: bool = False) -> float:
-    """``value`` as seconds, above 0 (or ``zero``: at least 0); NaN refused."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _validation.wrong_type(name, "a number of seconds", value)
-    if not (value >= 0 if zero else value > 0):
-        raise InvalidArgument(f"{name} must be {'>=' if zero else '>'} 0 seconds, not {value!r}")
-    return float(value)

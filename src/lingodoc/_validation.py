@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+import threading
 from collections.abc import Sequence
 from urllib.parse import quote, unquote
 
@@ -105,43 +107,61 @@ def path_segment(value: object, argument: str) -> str:
         ) from None
 
 
-def positive_int(value: object, argument: str) -> int:
-    """Return ``value``: ``InvalidArgumentType`` unless an int, ``InvalidArgument`` below 1."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise wrong_type(argument, "an int", value)
-    if value < 1:
-        raise InvalidArgument(f"{argument} must be at least 1, not {shown(value)}")
-    return value
+# The longest wait of Python's sockets, locks and sleeps (292 years on Linux): past it, they
+# raise OverflowError mid-call, so a timeout or an interval past it is refused up front.
+LONGEST_WAIT = threading.TIMEOUT_MAX
+_LARGEST = sys.float_info.max
+_UNSET = "give seconds or an httpx.Timeout; None leaves it unset, httpx.Timeout(None) no limit"
 
 
-def is_number(value: object) -> bool:
-    """Whether ``value`` is an int or a float (not a bool)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def count(
+    value: object,
+    argument: str,
+    *,
+    least: int = 1,
+    error: type[LingodocError] = InvalidArgument,
+    hint: str | None = None,
+) -> int:
+    """Return ``value``, an int of at least ``least``; else ``error`` (no int: ...Type)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value >= least:
+            return value
+    elif error is InvalidArgument:
+        error = InvalidArgumentType
+    raise error(f"{argument} must be an int, {least} or more, not {shown(value)}", hint=hint)
 
 
-def as_float(value: object) -> float:
-    """``value`` as a float: NaN if it is not a number, infinite if too large for one."""
-    if not is_number(value):
-        return math.nan
-    try:
-        return float(value)  # type: ignore[arg-type]  # a number
-    except OverflowError:  # an int past the largest float
-        return math.inf if value > 0 else -math.inf  # type: ignore[operator]
+def seconds(
+    value: object,
+    argument: str,
+    *,
+    zero: bool = False,
+    most: float = _LARGEST,
+    error: type[LingodocError] = InvalidArgument,
+    hint: str | None = None,
+) -> float:
+    """Return ``value``, seconds as an int or a float, as a float; else raise ``error``.
+
+    More than 0 (``zero``: or 0), finite or at most ``most`` (``math.inf``: an int too large
+    for a float is infinite); not a number (a bool, a str) is ``InvalidArgumentType``.
+    """
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if (value >= 0 if zero else value > 0) and value <= most:
+            return float(value) if value <= _LARGEST else math.inf
+    elif error is InvalidArgument:
+        error = InvalidArgumentType
+    bounds = "0 or more" if zero else "more than 0"
+    if most < _LARGEST:
+        bounds += f" and at most {most:,.0f}"
+    kind = "a number" if most == math.inf else "a finite number"
+    raise error(f"{argument} must be {kind} of seconds, {bounds}, not {shown(value)}", hint=hint)
 
 
 def timeout(value: object, error: type[LingodocError] = InvalidArgument) -> httpx.Timeout:
     """Return an ``httpx.Timeout``, given as one or as positive seconds; else raise ``error``."""
     if isinstance(value, httpx.Timeout):
         return value
-    seconds = as_float(value)
-    if math.isfinite(seconds) and seconds > 0:
-        return httpx.Timeout(seconds)
-    if error is InvalidArgument and not is_number(value):
-        error = InvalidArgumentType
-    raise error(
-        f"timeout must be a positive number of seconds or an httpx.Timeout, not {shown(value)} "
-        "(None leaves it unset; for no limit at all pass httpx.Timeout(None))"
-    )
+    return httpx.Timeout(seconds(value, "timeout", most=LONGEST_WAIT, error=error, hint=_UNSET))
 
 
 # RFC 9110: a name is a token, a value printable ASCII with inner blanks (a CR or LF ends it).
