@@ -112,7 +112,7 @@ class RedisCache:
             raise ConfigurationError(f"ttl must be at least 0.001 seconds (1 ms): {ttl!r}")
         self._px = None if self._ttl is None else round(self._ttl * 1000)  # 1 or more
         wait = checked(socket_timeout, "socket_timeout", most=LONGEST_WAIT)
-        self.retry_after = checked(retry_after, "retry_after", zero=True)
+        self.retry_after: float = checked(retry_after, "retry_after", zero=True)
         """Seconds after a failure during which a client does not ask Redis."""
         import asyncio  # here: ``import lingodoc`` does not import it (redis-py does)
 

@@ -398,7 +398,9 @@ class SQLiteCache(contextlib.AbstractContextManager["SQLiteCache", None]):
             ) from None
         self.namespace = _validation.optional(namespace, "namespace", str) or ""
         """The namespace of this cache's entries (``""``: none)."""
-        self.max_age = None if max_age is None else _validation.seconds(max_age, "max_age")
+        self.max_age: float | None = (
+            None if max_age is None else _validation.seconds(max_age, "max_age")
+        )
         """Seconds after which an entry is a miss; ``None``: never."""
         self.max_entries: int | None = (
             None if max_entries is None else _validation.count(max_entries, "max_entries")
