@@ -283,7 +283,8 @@ class CacheUse:
             with self._lock:
                 ends = self._failing == what
                 self._retry_at = -math.inf  # the rest of the call may use it (its store)
-                self._failing = None if ends else self._failing
+                if ends:
+                    self._failing = None
             if ends:
                 logger.info("the cache works again: translations are looked up and stored")
 
