@@ -78,10 +78,9 @@ def _extra_query(extra_query: object) -> httpx.QueryParams:
 
 def _extra_body(extra_body: object) -> dict[str, Any]:
     body = dict(_mapping(extra_body, "extra_body", "JSON field names"))  # a copy
-    # A list, not next(..., None): a None key (sent as "null") must be found too.
-    bad = [name for name in body if not isinstance(name, str)]
-    if bad:
-        raise _validation.wrong_type("extra_body's field names", "str", bad[0])
+    for name in body:
+        if not isinstance(name, str):
+            raise _validation.wrong_type("extra_body's field names", "str", name)
     try:
         json.dumps(body, allow_nan=False)  # as httpx encodes a body
     except (TypeError, ValueError, RecursionError) as exc:
