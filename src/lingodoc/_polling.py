@@ -39,12 +39,10 @@ class Waiter:
         awaits: bool,
     ) -> None:
         interval = seconds(poll_interval, "poll_interval", most=LONGEST_WAIT)
-        hint = "None waits as long as it takes"
-        limit = (
-            math.inf
-            if timeout is None
-            else seconds(timeout, "timeout", zero=True, most=math.inf, hint=hint)
-        )
+        limit = math.inf
+        if timeout is not None:
+            hint = "None waits as long as it takes"
+            limit = seconds(timeout, "timeout", zero=True, most=math.inf, hint=hint)
         _callbacks.check(on_progress, awaits=awaits)
         self.call, self.poll_interval = call, interval
         self.timeout = cast("float | None", timeout)  # as given: WaitTimeout shows 3 s, not 3.0
