@@ -243,11 +243,10 @@ class BaseClient(Generic[HttpClientT]):
                 raise APIConnectionError(
                     f"{call.description} was not sent: client closed", request_sent=False
                 )
-            sent = not isinstance(failed, APIConnectionError) or failed.request_sent
             raise APIConnectionError(
                 f"{call.description} was not retried: client closed "
                 f"(the last attempt failed with {type(failed).__name__})",
-                request_sent=sent,
+                request_sent=not isinstance(failed, APIConnectionError) or failed.request_sent,
             ) from failed.with_traceback(None)
         if failed is not None and stop is not None and stop.is_set():
             raise failed.with_traceback(None)
