@@ -471,8 +471,7 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
         Raises:
             LingodocError: As every method (see the class).
         """
-        options = call_options(timeout, extra_headers, extra_query)
-        call = _endpoints.list_documents(options)
+        call = _endpoints.list_documents(call_options(timeout, extra_headers, extra_query))
         with _tracing.call("list_documents"):
             return await self._send(call)
 
@@ -506,7 +505,6 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
         Raises:
             LingodocError: As every method (see the class).
         """
-        options = call_options(timeout, extra_headers)
-        call = _endpoints.raw(method, path, json, params, options)
+        call = _endpoints.raw(method, path, json, params, call_options(timeout, extra_headers))
         with _tracing.call("request"):
             return await self._send(call)

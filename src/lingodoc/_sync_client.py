@@ -467,8 +467,7 @@ class Client(Sending, BaseClient[httpx.Client]):
         Raises:
             LingodocError: As every method (see the class).
         """
-        options = call_options(timeout, extra_headers, extra_query)
-        call = _endpoints.list_documents(options)
+        call = _endpoints.list_documents(call_options(timeout, extra_headers, extra_query))
         with _tracing.call("list_documents"):
             return self._send(call)
 
@@ -502,7 +501,6 @@ class Client(Sending, BaseClient[httpx.Client]):
         Raises:
             LingodocError: As every method (see the class).
         """
-        options = call_options(timeout, extra_headers)
-        call = _endpoints.raw(method, path, json, params, options)
+        call = _endpoints.raw(method, path, json, params, call_options(timeout, extra_headers))
         with _tracing.call("request"):
             return self._send(call)
