@@ -77,9 +77,8 @@ class Waiter:
 
     def delay(self, wanted: float | None = None) -> float:
         """Seconds to sleep before the next poll: the interval, or ``wanted`` (a 429's reset)."""
-        if wanted is None:
-            delay = self.poll_interval
-        else:
+        delay = self.poll_interval
+        if wanted is not None:
             # A short reset must not turn into a tight loop of refused polls.
             delay = min(max(wanted, min(MIN_RATE_LIMIT_WAIT, self.poll_interval)), MAX_POLL_WAIT)
         if self.deadline is None:
