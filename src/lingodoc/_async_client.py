@@ -8,7 +8,7 @@ checks that the generated file is current).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import httpx
 
@@ -208,8 +208,7 @@ class AsyncClient(AsyncSending, BaseClient[httpx.AsyncClient]):
         result = None if consulted.call is None else await self._send(consulted.call)
         if result is not None:
             await cache.async_keep(consulted.entries(result))
-        answer: T = consulted.result(result)
-        return answer
+        return cast("T", consulted.result(result))
 
     async def translate_many(
         self,

@@ -7,7 +7,7 @@ that this file is current.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import httpx
 
@@ -202,8 +202,7 @@ class Client(Sending, BaseClient[httpx.Client]):
         result = None if consulted.call is None else self._send(consulted.call)
         if result is not None:
             cache.keep(consulted.entries(result))
-        answer: T = consulted.result(result)
-        return answer
+        return cast("T", consulted.result(result))
 
     def translate_many(
         self,
