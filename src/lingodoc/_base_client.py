@@ -41,7 +41,6 @@ Self = TypeVar("Self", bound="BaseClient[Any]")
 # A poll's attempt at its deadline still gets this long: a last look, not a certain timeout.
 MIN_ATTEMPT_TIME = 1.0
 
-
 USER_AGENT = (
     f"lingodoc-python/{__version__} httpx/{httpx.__version__} "
     f"python/{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}"
@@ -329,12 +328,7 @@ class BaseClient(Generic[HttpClientT]):
         return seconds, what
 
     def _connection_error(
-        self,
-        call: Call[Any],
-        exc: Exception,
-        number: int,
-        began: float,
-        expired: str,
+        self, call: Call[Any], exc: Exception, number: int, began: float, expired: str
     ) -> LingodocError:
         """The error for a failure of the http client, chained to a copy without the request."""
         detail = self._key_mask(str(exc)) or type(exc).__name__

@@ -11,16 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import httpx
 
-from lingodoc import (
-    _bulk,
-    _cache,
-    _callbacks,
-    _clock,
-    _endpoints,
-    _lazy,
-    _tracing,
-    _workers,
-)
+from lingodoc import _bulk, _cache, _callbacks, _clock, _endpoints, _lazy, _tracing, _workers
 from lingodoc._base_client import BaseClient
 from lingodoc._exceptions import APIConnectionError, APIError, LingodocError, RateLimited
 from lingodoc._options import call_options
