@@ -16,15 +16,6 @@ from lingodoc._options import Options
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from lingodoc._models import (
-        BatchTranslation,
-        Document,
-        Origin,
-        TextTranslation,
-        TranslationJob,
-        TranslationStatus,
-    )
-
 T = TypeVar("T")
 ModelT = TypeVar("ModelT", bound="BaseModel")
 
@@ -35,7 +26,7 @@ class Call(Generic[T]):
 
     method: str
     path: str
-    parse: Callable[[Any, Origin], T]  # the envelope's data to the result, or ShapeError
+    parse: Callable[[Any, _lazy.Origin], T]  # the envelope's data to the result, or ShapeError
     _: KW_ONLY
     json: Any = None
     params: Mapping[str, Any] | None = None
@@ -61,7 +52,7 @@ class ShapeError(ValueError):
 
 def translate(
     text: str, source: str, target: str, style: str | None, options: Options | None
-) -> Call[TextTranslation]:
+) -> Call[_lazy.TextTranslation]:
     """``POST /translate``."""
     body = {
         "text": _validation.text(text),
@@ -75,7 +66,7 @@ def translate(
 
 def translate_batch(
     texts: Sequence[str], source: str, target: str, options: Options | None
-) -> Call[BatchTranslation]:
+) -> Call[_lazy.BatchTranslation]:
     """``POST /translate/batch``."""
     return batch(
         _validation.texts(texts),
@@ -87,7 +78,7 @@ def translate_batch(
 
 def batch(
     texts: list[str], source: str, target: str, options: Options | None
-) -> Call[BatchTranslation]:
+) -> Call[_lazy.BatchTranslation]:
     """``POST /translate/batch`` from arguments already checked (``translate_many``'s batches)."""
     body = {"texts": texts, "source_language": source, "target_language": target}
     # Pairing the texts with a short list would silently lose some.
@@ -102,7 +93,7 @@ def translate_document(
     style: str | None,
     use_translation_memory: bool | None,
     options: Options | None,
-) -> Call[TranslationJob]:
+) -> Call[_lazy.TranslationJob]:
     """``POST /documents/{document_id}/translate``: starts a job, so it is not idempotent."""
     path = f"/documents/{_validation.path_segment(document_id, 'document_id')}/translate"
     body: dict[str, Any] = {"target_language": _validation.language(target, "target_language")}
@@ -116,7 +107,7 @@ def translate_document(
     return Call("POST", path, parse, json=body, idempotent=False, options=options)
 
 
-def get_translation(translation_id: str, options: Options | None) -> Call[TranslationStatus]:
+def get_translation(translation_id: str, options: Options | None) -> Call[_lazy.TranslationStatus]:
     """``GET /translations/{translation_id}``."""
     path = f"/translations/{_validation.path_segment(translation_id, 'translation_id')}"
     # Another job's status (a cache or a proxy mixing up answers) would pass for ours.
@@ -125,7 +116,7 @@ def get_translation(translation_id: str, options: Options | None) -> Call[Transl
     return Call("GET", path, parse, options=options)
 
 
-def list_documents(options: Options | None) -> Call[list[Document]]:
+def list_documents(options: Options | None) -> Call[list[_lazy.Document]]:
     """``GET /documents``: the listing as a list, or an object holding one as ``documents``."""
     return Call("GET", "/documents", _parse_documents, options=options)
 
@@ -161,11 +152,11 @@ def merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, httpx.QueryP
 
 
 @functools.cache  # one per model: calls waiting by the thousand hold no parser of their own
-def _model(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
+def _model(cls: type[ModelT]) -> Callable[[Any, _lazy.Origin], ModelT]:
     """Return a parser that validates ``data`` as ``cls`` and attaches its ``Origin``."""
     from pydantic import ValidationError
 
-    def parse(data: Any, origin: Origin) -> ModelT:
+    def parse(data: Any, origin: _lazy.Origin) -> ModelT:
         try:
             result = cls.model_validate(data)
         except ValidationError as exc:
@@ -182,11 +173,11 @@ def _model(cls: type[ModelT]) -> Callable[[Any, Origin], ModelT]:
 
 def _only(
     cls: type[ModelT], found: Callable[[ModelT], object], want: object, says: str
-) -> Callable[[Any, Origin], ModelT]:
+) -> Callable[[Any, _lazy.Origin], ModelT]:
     """A parser of ``cls`` refusing a result of which ``found`` is not ``want`` (``says`` why)."""
-    parse: Callable[[Any, Origin], ModelT] = _model(cls)
+    parse: Callable[[Any, _lazy.Origin], ModelT] = _model(cls)
 
-    def parse_only(data: Any, origin: Origin) -> ModelT:
+    def parse_only(data: Any, origin: _lazy.Origin) -> ModelT:
         result = parse(data, origin)
         value = found(result)
         if value != want:
@@ -196,7 +187,7 @@ def _only(
     return parse_only
 
 
-def _parse_documents(data: Any, origin: Origin) -> list[Document]:
+def _parse_documents(data: Any, origin: _lazy.Origin) -> list[_lazy.Document]:
     items = data.get("documents") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise ShapeError(
