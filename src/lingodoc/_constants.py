@@ -5,6 +5,8 @@ Standard library only, so any module (the emulator's too) can import it without 
 
 from __future__ import annotations
 
+import ipaddress
+
 # The environment variables the SDK reads (its command line reads one more, LINGODOC_CACHE).
 API_KEY_ENV = "LINGODOC_API_KEY"
 BASE_URL_ENV = "LINGODOC_BASE_URL"
@@ -58,11 +60,7 @@ MAX_SERVER_WAIT = 60.0
 def is_loopback(host: str) -> bool:
     """Whether ``host`` is ``localhost``, in 127.0.0.0/8 or ``::1``: ``http://`` may go there."""
     host = host.strip("[]").lower()
-    if host == "localhost":
-        return True
-    import ipaddress  # here: clients are made far more rarely than lingodoc is imported
-
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
