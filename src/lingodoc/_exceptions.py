@@ -30,10 +30,9 @@ def shown(value: object) -> str:
     if isinstance(value, str) and len(value) > QUOTE_LIMIT:
         return f"{value[:QUOTE_LIMIT]!r}... ({len(value):,} characters)"
     try:
-        text = repr(value)
+        return cut(repr(value))
     except Exception:  # an int past sys.get_int_max_str_digits(), a broken __repr__
         return f"<{type(value).__name__} too long to show>"
-    return cut(text)
 
 
 class LingodocError(Exception):
@@ -305,7 +304,5 @@ _CLASS_BY_STATUS = {400: BadRequest, 401: Unauthorized, 404: NotFound, 429: Rate
 
 def error_class(code: str | None, status_code: int) -> type[APIError]:
     """Choose the exception class for an error response: code first, then status."""
-    cls = _CLASS_BY_CODE.get(code) or _CLASS_BY_STATUS.get(status_code)
-    if cls is None and status_code >= 400:
-        cls = BadRequest if status_code < 500 else ServerError
-    return cls or APIError
+    fallback = ServerError if status_code >= 500 else BadRequest if status_code >= 400 else APIError
+    return _CLASS_BY_CODE.get(code) or _CLASS_BY_STATUS.get(status_code, fallback)
