@@ -131,8 +131,7 @@ def _base_url(
         if allowed_http_host != _host_key(url.host):
             return ConfigurationError(
                 f"{clear}, but the opt-in (allow_http_host or {ALLOW_HTTP_HOST_ENV}) names "
-                f"the host {shown(allowed_http_host)}, not "
-                f"{shown(url.host)})"
+                f"the host {shown(allowed_http_host)}, not {shown(url.host)})"
             )
     if "?" in raw or "#" in raw:
         return ConfigurationError(f"{where} must not have a query or fragment")
