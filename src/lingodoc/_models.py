@@ -46,10 +46,6 @@ class TranslationState(str, Enum):
     __str__ = str.__str__  # its value: "pending", not "TranslationState.PENDING"
 
 
-def _fold_case(value: object) -> object:
-    return value.lower() if isinstance(value, str) else value
-
-
 def _whole_percent(value: object) -> int:
     if value is None:
         return 0
@@ -66,7 +62,9 @@ def _integer_id(value: object) -> object:
 
 # Known states (in any case) become TranslationState members; unknown ones stay strings.
 State = Annotated[
-    TranslationState | StrictStr, Field(union_mode="left_to_right"), BeforeValidator(_fold_case)
+    TranslationState | StrictStr,
+    Field(union_mode="left_to_right"),
+    BeforeValidator(lambda value: value.lower() if isinstance(value, str) else value),
 ]
 Percent = Annotated[int, BeforeValidator(_whole_percent)]
 Id = Annotated[StrictStr, BeforeValidator(_integer_id)]
