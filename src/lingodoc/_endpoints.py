@@ -142,11 +142,9 @@ def merge_query(path: str, params: Mapping[str, Any]) -> tuple[str, httpx.QueryP
     """Move the query in ``path`` into ``params`` (which win), as httpx would drop it."""
     route, _, query = path.partition("?")
     try:  # a path without a query merges into an empty one
-        merged = httpx.QueryParams(query.partition("#")[0]).merge(params)
+        return route, httpx.QueryParams(query.partition("#")[0]).merge(params)
     except (TypeError, ValueError, AttributeError) as exc:
         problem = str(exc)
-    else:
-        return route, merged
     # Raised outside the except block: no chained httpx frames.
     raise InvalidArgumentType(f"params cannot be sent as query parameters: {cut(problem)}")
 
