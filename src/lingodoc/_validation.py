@@ -176,7 +176,6 @@ _TRANSPORT_HEADERS = frozenset({
 
 def headers(value: object, argument: str, error: type[LingodocError]) -> httpx.Headers:
     """Return headers to send, or raise ``error`` for one that cannot or must not be sent."""
-    problem: str | None
     try:
         checked = httpx.Headers(value)  # type: ignore[arg-type]  # checked below
     except (TypeError, ValueError, AttributeError) as exc:
@@ -186,13 +185,13 @@ def headers(value: object, argument: str, error: type[LingodocError]) -> httpx.H
         problem = str(exc)
     else:
         problem = _header_problem(checked)
-        if problem is None:
+        if not problem:
             return checked
     # Raised outside the except block, so that no chained context keeps httpx's frames.
     raise error(f"{argument} cannot be sent as HTTP headers: {problem}")
 
 
-def _header_problem(checked: httpx.Headers) -> str | None:
+def _header_problem(checked: httpx.Headers) -> str:
     for raw_name, raw_value in checked.raw:
         name = raw_name.decode("ascii", "replace")
         if not _HEADER_NAME.fullmatch(name):
@@ -207,7 +206,7 @@ def _header_problem(checked: httpx.Headers) -> str | None:
                 f"the value of {name!r} holds a line break or another control character, "
                 "or starts or ends with a space"
             )
-    return None
+    return ""
 
 
 def relative_path(path: object) -> str:
