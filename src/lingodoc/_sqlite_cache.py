@@ -153,6 +153,10 @@ class _File:
                 f"cannot open the cache {self.path!r}: {reason}",
                 hint=f"make its folder {os.path.dirname(self.path)!r} first" if missing else None,
             ) from exc
+        return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        """Connect to the file, checked already: a lingodoc cache, or an empty file made one."""
         # Used by one thread at a time (the lock), whichever it is.
         connection = sqlite3.connect(
             self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
@@ -237,11 +241,7 @@ class _File:
         descriptor, temporary = tempfile.mkstemp(prefix=f"{name}.", suffix=".new", dir=folder)
         os.close(descriptor)  # made 0600, which its -wal and -shm files take
         try:
-            with contextlib.closing(sqlite3.connect(temporary, isolation_level=None)) as connection:
-                connection.execute("PRAGMA journal_mode = WAL")
-                with _transaction(connection):
-                    connection.execute(_SCHEMA)
-                    connection.execute(f"PRAGMA application_id = {CACHE_APPLICATION_ID}")
+            _File(temporary, self._timeout)._connect().close()  # set up as any cache is
             try:
                 os.link(temporary, self.path)
             except FileExistsError:
