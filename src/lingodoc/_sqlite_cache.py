@@ -90,7 +90,6 @@ class _File:
             self._connection = None
 
     def close(self) -> None:
-        """Close the connection; the next use opens it again."""
         with self._lock:
             self._drop()
 
@@ -106,7 +105,6 @@ class _File:
             return step(self._connected())
 
     def rows(self, query: str, values: list[Any]) -> list[Any]:
-        """The rows of ``query``, run as `run` runs a step."""
         return self.run(lambda connection: connection.execute(query, values).fetchall())
 
     def _drop(self) -> None:
@@ -470,8 +468,7 @@ class SQLiteCache(contextlib.AbstractContextManager["SQLiteCache", None]):
 
     def _store(self, connection: sqlite3.Connection, rows: list[Any]) -> None:
         """Store ``rows``, and delete up to a few hundred of the oldest entries past a limit."""
-        limited = self.max_age is not None or self.max_entries is not None
-        if not (rows or limited):
+        if not rows and self.max_age is None and self.max_entries is None:
             return  # opening, with nothing to write
         counted = None
         with _transaction(connection):
