@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import json
 import math
 import threading
@@ -128,8 +129,7 @@ def keys_of(service: str, call: Call[Any], params: httpx.QueryParams | None) -> 
     """The keys of ``call``'s texts (``params``: the http client's); ``None``: sent uncached."""
     body = {name: value for name, value in call.json.items() if name not in _TEXT_FIELDS}
     query = list(params.multi_items()) if params else []
-    options = call.options
-    if options is not None:
+    if (options := call.options) is not None:
         if options.body is not None:
             if any(name in options.body for name in _TEXT_FIELDS):
                 return None  # what is translated is not the text asked for
@@ -167,8 +167,6 @@ class CacheUse:
     """A client's cache: a failure is logged, and the store left alone for its ``retry_after``."""
 
     def __init__(self, cache: object, *, awaits: bool) -> None:
-        import inspect
-
         def has(*methods: str) -> bool:
             return all(callable(getattr(cache, method, None)) for method in methods)
 
