@@ -146,10 +146,8 @@ async def async_run_workers(
                 failure = exc
             finally:
                 bulk.stop()
-                try:
-                    bulk.drain()
-                finally:
-                    group.cancel_scope.cancel()  # the workers, at once
+                group.cancel_scope.cancel()  # the workers, at once: drain() never yields to them
+                bulk.drain()
         # Cancelled from outside, the workers may all end before the coordinator's wait is
         # (asyncio keeps a wait that has its result): never a result then.
         await anyio.lowlevel.checkpoint_if_cancelled()
