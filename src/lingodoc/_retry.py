@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from lingodoc._endpoints import Call
 
-_RETRIED_STATUSES = frozenset({500, 502, 503, 504})
+_RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})  # for a call safe to resend
 # The server did not act on the request: even a call that starts something may be resent.
 _NOT_STARTED_STATUSES = frozenset({429, 503})
 # A wait the server asks for below this is no reason to resend sooner than the backoff:
@@ -33,9 +33,7 @@ def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
     if isinstance(error, APIError):
         if error.retry_after is not None and error.retry_after > MAX_SERVER_WAIT:
             return False
-        if error.status_code in _NOT_STARTED_STATUSES:
-            return True
-        return idempotent and error.status_code in _RETRIED_STATUSES
+        return error.status_code in (_RETRIED_STATUSES if idempotent else _NOT_STARTED_STATUSES)
     if isinstance(error, APIConnectionError):
         return idempotent or not error.request_sent
     return False
