@@ -76,7 +76,6 @@ def proxy_for(url: httpx.URL) -> httpcore.Proxy | ConfigurationError | None:
     import httpcore
 
     try:
-        # httpx.Proxy refuses a scheme it cannot use (ValueError).
         proxy = httpx.Proxy(named if "://" in named else f"http://{named}")
         if proxy.url.scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
             # httpcore imports it at the first connection: say so now.
@@ -88,9 +87,7 @@ def proxy_for(url: httpx.URL) -> httpcore.Proxy | ConfigurationError | None:
                 port=proxy.url.port,
                 target=proxy.url.raw_path,
             ),
-            auth=proxy.raw_auth,
-            headers=proxy.headers.raw,
-            ssl_context=proxy.ssl_context,
+            auth=proxy.raw_auth,  # the Proxy made from a URL has no headers nor SSL context
         )
     except (ImportError, ValueError, httpx.InvalidURL) as exc:
         # A proxy URL that cannot be used (socks5:// without socksio, ftp://, a bad port...).
