@@ -48,13 +48,12 @@ def call(
     if texts is not None:
         attributes["lingodoc.texts"] = len(texts)
         attributes["lingodoc.characters"] = sum(map(len, texts))
-    return _span(trace, f"lingodoc.{name}", attributes)
+    return _span(f"lingodoc.{name}", attributes, trace.SpanKind.INTERNAL)
 
 
 @contextlib.contextmanager
-def _span(trace: Any, name: str, attributes: dict[str, Any]) -> Iterator[object]:
+def _span(name: str, attributes: dict[str, Any], kind: Any) -> Iterator[object]:
     attempts = itertools.count()
-    kind = trace.SpanKind.INTERNAL
     with _tracer.start_as_current_span(name, kind=kind, attributes=attributes) as span:
         token = _attempts.set(attempts)
         try:
