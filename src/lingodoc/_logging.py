@@ -14,10 +14,9 @@ logger = logging.getLogger("lingodoc")
 def configure_from_env() -> None:
     """Apply ``LINGODOC_LOG=debug|info``: the level, and a stderr handler if no logger has one."""
     name = os.environ.get(LOG_ENV, "").strip().lower()
-    level = {"debug": logging.DEBUG, "info": logging.INFO}.get(name)
-    if level is None:
+    if name not in ("debug", "info"):
         return
-    logger.setLevel(level)
+    logger.setLevel(name.upper())
     if not logger.handlers and not logging.getLogger().handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
