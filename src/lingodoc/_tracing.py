@@ -80,8 +80,6 @@ def http_on() -> bool:
 class _Masked:
     """What the instrumentation's transport wraps (and records the errors of): ``send``, masked."""
 
-    __slots__ = ("send",)
-
     def __init__(self, send: Any) -> None:
         self.send = send
 
