@@ -1,8 +1,7 @@
 """The retry policy, shared by Client and AsyncClient, as tenacity's strategies.
 
-Which failures are retried, for which calls, is the table of docs/retries.md; `is_retryable`
-is that table. Waits: the one the response asks for (``Retry-After``, a 429's reset), else
-capped backoff; an ask under half a second gets the backoff at least (`server_wait`).
+Which failures are retried, for which calls: the table of docs/retries.md, `is_retryable`.
+Waits: `server_wait`'s, the response's ask (``Retry-After``, a 429's reset) or backoff.
 """
 
 from __future__ import annotations
