@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 
 from lingodoc._constants import LOG_ENV
 
@@ -18,6 +17,6 @@ def configure_from_env() -> None:
         return
     logger.setLevel(name.upper())
     if not logger.handlers and not logging.getLogger().handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = logging.StreamHandler()  # to sys.stderr
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
         logger.addHandler(handler)
