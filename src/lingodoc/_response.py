@@ -120,14 +120,11 @@ class BodyReader:
 
 def rate_limit_of(headers: dict[bytes, list[str]], now: float) -> Reported | None:
     """The rate limit the headers report, lazily; ``None`` if missing, twice or not ints."""
-    found = [headers.get(name, []) for name in _LIMIT_HEADERS]
-    if all(len(values) == 1 for values in found):
-        try:
-            limit, remaining, reset = (int(values[0]) for values in found)
-            return _lazy.Reported(limit, remaining, reset, now)
-        except ValueError:
-            pass
-    return None
+    try:
+        (limit,), (remaining,), (reset,) = (headers[name] for name in _LIMIT_HEADERS)
+        return _lazy.Reported(int(limit), int(remaining), int(reset), now)
+    except (KeyError, ValueError):  # ValueError: a header sent twice, or not an int
+        return None
 
 
 def read(
