@@ -53,9 +53,15 @@ def credentials(
         return key
     if isinstance(raw, ConfigurationError):
         return raw
-    absent = [name for name, value in (("api_key", key), ("base_url", raw)) if value is None]
     if key is None or raw is None:
-        return _missing_error(absent)
+        absent = [name for name, value in (("api_key", key), ("base_url", raw)) if value is None]
+        nouns = " and no ".join(argument.replace("_", " ") for argument in absent)
+        where = ", and ".join(
+            f"pass {argument}=... or set the {_VARIABLES[argument]} environment variable"
+            for argument in absent
+        )
+        hint = "; ".join([*(_WHERE_FROM[argument] for argument in absent), TRY_THE_EMULATOR])
+        return ConfigurationError(f"no {nouns} given: {where}", hint=hint)
     if not _validation.sendable_key(key):
         return ConfigurationError(
             f"api_key (or {API_KEY_ENV}) holds spaces or characters that cannot be "
@@ -72,17 +78,6 @@ def credentials(
     allowed = allowed and _host_key(allowed)
     url = _base_url(raw, from_variable=base_url is None, allowed_http_host=allowed)
     return url if isinstance(url, ConfigurationError) else (key, url)
-
-
-def _missing_error(absent: list[str]) -> ConfigurationError:
-    """The error for the settings ``absent``: their variables, where to get them, the emulator."""
-    nouns = " and no ".join(argument.replace("_", " ") for argument in absent)
-    where = ", and ".join(
-        f"pass {argument}=... or set the {_VARIABLES[argument]} environment variable"
-        for argument in absent
-    )
-    hint = "; ".join([*(_WHERE_FROM[argument] for argument in absent), TRY_THE_EMULATOR])
-    return ConfigurationError(f"no {nouns} given: {where}", hint=hint)
 
 
 def _host_key(host: str) -> str:
