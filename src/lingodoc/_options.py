@@ -83,8 +83,7 @@ def _extra_body(extra_body: object) -> dict[str, Any]:
             raise _validation.wrong_type("extra_body's field names", "str", name)
     try:
         json.dumps(body, allow_nan=False)  # as httpx encodes a body
+        return body
     except (TypeError, ValueError, RecursionError) as exc:
         problem = str(exc)
-    else:
-        return body
     raise InvalidArgumentType(f"extra_body cannot be sent as JSON: {cut(problem)}")
