@@ -10,6 +10,7 @@
 ``lingodoc.emulator`` runs a local stand-in for the service.
 """
 
+import importlib as _importlib
 import typing as _typing
 
 from lingodoc import _lazy
@@ -80,9 +81,7 @@ _CACHES = {"RedisCache": "lingodoc._redis_cache", "SQLiteCache": "lingodoc._sqli
 def __getattr__(name: str) -> object:
     """Import the models on first use: ``import lingodoc`` does not load pydantic's machinery."""
     if name in _CACHES:
-        import importlib
-
-        value = getattr(importlib.import_module(_CACHES[name]), name)
+        value = getattr(_importlib.import_module(_CACHES[name]), name)
         value.__module__ = __name__
     elif name in __all__:  # a model: the other public names are imported above
         value = getattr(_lazy, name)
