@@ -29,18 +29,18 @@ def check(on_progress: object, *, awaits: bool) -> None:
         )
 
 
-def report(on_progress: Callable[[T], object] | None, value: T | None) -> None:
-    """Call ``on_progress`` with ``value``, if both are set; refuse a coroutine it returns."""
-    if on_progress is not None and value is not None:
+def report(on_progress: Callable[[T], object] | None, value: T) -> None:
+    """Call ``on_progress`` with ``value``, if it is set; refuse a coroutine it returns."""
+    if on_progress is not None:
         result = on_progress(value)
         if inspect.iscoroutine(result):  # closed, so never awaited
             result.close()
             raise InvalidArgumentType(f"on_progress returned a coroutine, {_CANNOT_AWAIT}")
 
 
-async def async_report(on_progress: Callable[[T], object] | None, value: T | None) -> None:
-    """Call ``on_progress`` with ``value``, if both are set, awaiting what it returns."""
-    if on_progress is not None and value is not None:
+async def async_report(on_progress: Callable[[T], object] | None, value: T) -> None:
+    """Call ``on_progress`` with ``value``, if it is set, awaiting what it returns."""
+    if on_progress is not None:
         result = on_progress(value)
         if inspect.isawaitable(result):
             await result

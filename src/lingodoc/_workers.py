@@ -66,8 +66,8 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
                 progress = bulk.take(bulk.events.get(timeout=0.2))
             except queue.Empty:
                 continue
-            report(bulk.on_progress, progress)
             if progress is not None:  # None: a worker ended (not the run: keep(None) stores all)
+                report(bulk.on_progress, progress)
                 keep(bulk, progress)
         while (progress := bulk.record_next()) is not None:  # stopped: those answered before
             report(bulk.on_progress, progress)
@@ -137,8 +137,8 @@ async def async_run_workers(
             try:
                 while bulk.running and not bulk.stopping.is_set():  # a failed batch stops the rest
                     progress = bulk.take(await events.get())
-                    await async_report(bulk.on_progress, progress)
                     if progress is not None:  # None: a worker ended, not the run
+                        await async_report(bulk.on_progress, progress)
                         await async_keep(bulk, progress)
                 while (progress := bulk.record_next()) is not None:
                     await async_report(bulk.on_progress, progress)
