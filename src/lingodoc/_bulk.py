@@ -190,9 +190,8 @@ class Bulk:
         for uid, key in zip(uids, keys, strict=True):
             self._results[uid] = found.get(key)
 
-    def unstored(self, progress: BulkProgress | None) -> dict[str, str]:
-        """What the coordinator stores in the cache after ``progress`` (``None`` at the end)."""
-        every = progress is None or progress.waiting_until is not None
+    def unstored(self, every: bool) -> dict[str, str]:
+        """What the coordinator caches now: all if ``every`` (a pause, the end), else a full lot."""
         if not every and len(self._unstored) < STORE_AT_ONCE:
             return {}
         items, self._unstored = self._unstored, {}

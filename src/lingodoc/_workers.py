@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from lingodoc._bulk import Bulk, BulkProgress
+from lingodoc._bulk import Bulk
 from lingodoc._callbacks import async_report, report
 from lingodoc._signals import ctrl_c_held
 
@@ -28,16 +28,16 @@ async def async_hand_over(bulk: Bulk) -> None:
     await bulk.events.handed_over()
 
 
-def keep(bulk: Bulk, progress: BulkProgress | None) -> None:
-    """Store in the cache what `Bulk.unstored` hands over after ``progress``."""
-    items = bulk.unstored(progress)
+def keep(bulk: Bulk, every: bool) -> None:
+    """Store in the cache what `Bulk.unstored` hands over (``every``: a pause, or the end)."""
+    items = bulk.unstored(every)
     if items and bulk.cache is not None:
         bulk.cache.keep(items)
 
 
-async def async_keep(bulk: Bulk, progress: BulkProgress | None) -> None:
+async def async_keep(bulk: Bulk, every: bool) -> None:
     """`keep`, awaited."""
-    items = bulk.unstored(progress)
+    items = bulk.unstored(every)
     if items and bulk.cache is not None:
         await bulk.cache.async_keep(items)
 
@@ -66,9 +66,9 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
                 progress = bulk.take(bulk.events.get(timeout=0.2))
             except queue.Empty:
                 continue
-            if progress is not None:  # None: a worker ended (not the run: keep(None) stores all)
+            if progress is not None:  # None: a worker ended, not the run
                 report(bulk.on_progress, progress)
-                keep(bulk, progress)
+                keep(bulk, every=progress.waiting_until is not None)
         while (progress := bulk.record_next()) is not None:  # stopped: those answered before
             report(bulk.on_progress, progress)
     finally:
@@ -79,7 +79,7 @@ def run_workers(worker: Callable[[Bulk], None], bulk: Bulk) -> None:
             pool.shutdown(wait=True)  # the batches in flight finish
         finally:
             bulk.drain()  # and are kept, even if a second Ctrl-C ends the wait for them
-            keep(bulk, None)
+            keep(bulk, every=True)
 
 
 class TaskEvents:
@@ -139,7 +139,7 @@ async def async_run_workers(
                     progress = bulk.take(await events.get())
                     if progress is not None:  # None: a worker ended, not the run
                         await async_report(bulk.on_progress, progress)
-                        await async_keep(bulk, progress)
+                        await async_keep(bulk, every=progress.waiting_until is not None)
                 while (progress := bulk.record_next()) is not None:
                     await async_report(bulk.on_progress, progress)
             except Exception as exc:  # from on_progress: raised below, outside the group
@@ -154,6 +154,6 @@ async def async_run_workers(
     finally:
         bulk.drain()
         with anyio.CancelScope(shield=True):  # paid for: stored even when cancelled
-            await async_keep(bulk, None)
+            await async_keep(bulk, every=True)
     if failure is not None:
         raise failure
