@@ -147,8 +147,8 @@ class Bulk:
         self._keys: Keys | None = None
         self._unstored: dict[str, str] = {}  # translations recorded, not yet in the cache
         self._plan()
-        # Counted by the coordinator as it stores answered batches, so that a report
-        # agrees with itself and with what ``done`` holds.
+        # _answered, _translated: counted by the coordinator as it stores answered batches, so
+        # that a report agrees with itself and with what ``done`` holds; it alone: no lock.
         self._answered = self._translated = self._in_flight = 0
         self._error: BaseException | None = None
         # Set in the lock as a batch fails or `stop` is called: nothing more starts after it.
@@ -316,12 +316,11 @@ class Bulk:
     def progress(self, pause: Pause | None = None) -> BulkProgress:
         """Return the progress now; with ``pause``, as the call starts that pause."""
         waiting_until, rate_limit = pause or Pause()
-        with self._lock:
-            return BulkProgress(
-                self._translated, self.total, self._answered, self._batches - self._answered,
-                rate_limit or self._reported_rate_limit, waiting_until,
-                self.cache_hits, self.cache_misses,
-            )  # fmt: skip
+        return BulkProgress(
+            self._translated, self.total, self._answered, self._batches - self._answered,
+            rate_limit or self._reported_rate_limit, waiting_until,
+            self.cache_hits, self.cache_misses,
+        )  # fmt: skip
 
     def record_next(self) -> BulkProgress | None:
         """Store the oldest answered batch into ``done``; return the progress, or None if none."""
@@ -338,10 +337,10 @@ class Bulk:
             self._unstored.update((keys(texts[uid]), results[uid]) for uid in batch.uids)  # type: ignore[misc]
         with self._lock:
             self._unrecorded.popleft()  # only now: after Ctrl-C in between, stored again
-            self._translated += sum(self._weight(uid) for uid in batch.uids)
-            self._answered += 1
-            if rate_limit is not None:
-                self._reported_rate_limit = rate_limit
+        self._translated += sum(self._weight(uid) for uid in batch.uids)
+        self._answered += 1
+        if rate_limit is not None:
+            self._reported_rate_limit = rate_limit
         return self.progress()
 
     def start(self) -> BulkProgress:
