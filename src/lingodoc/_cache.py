@@ -301,10 +301,9 @@ class Consulted:
     ) -> None:
         self.template, self._keys, self._found = template, keys, found
         missing = [text for text, key in zip(texts, keys, strict=True) if key not in found]
-        self.call: Call[Any] | None = None
-        if len(missing) == len(texts):
-            self.call = template
-        elif missing:
+        # found holds the keys asked for alone (CacheUse._checked): none found, all sent.
+        self.call: Call[Any] | None = None if found else template
+        if found and missing:
             body = template.json
             self.call = _endpoints.batch(
                 missing, body["source_language"], body["target_language"], template.options
@@ -320,8 +319,7 @@ class Consulted:
     def result(self, result: Any) -> Any:
         """The call's result: the service's, the cache's, or the two merged (a batch)."""
         found = self._found
-        hits = sum(key in found for key in self._keys)
-        if not hits:
+        if not found:
             return result  # every text sent
         body = self.template.json
         if "text" in body:  # the one text, found: nothing was sent
@@ -336,5 +334,5 @@ class Consulted:
             merged = _lazy.BatchTranslation.model_construct(translations=translations)
         # The request's, for the texts missed; none if every text was found.
         origin = _lazy.Origin(None, None) if result is None else _lazy.origin_of(result)
-        _lazy.set_origin(merged, origin.counted(hits))
+        _lazy.set_origin(merged, origin.counted(sum(key in found for key in self._keys)))
         return merged
