@@ -110,7 +110,6 @@ class RedisCache:
         self._ttl = None if ttl is None else checked(ttl, "ttl", most=_TTL)
         if self._ttl is not None and self._ttl < 0.001:
             raise ConfigurationError(f"ttl must be at least 0.001 seconds (1 ms): {ttl!r}")
-        self._px = None if self._ttl is None else round(self._ttl * 1000)  # 1 or more
         wait = checked(socket_timeout, "socket_timeout", most=LONGEST_WAIT)
         self.retry_after: float = checked(retry_after, "retry_after", zero=True)
         """Seconds after a failure during which a client does not ask Redis."""
@@ -223,11 +222,11 @@ class RedisCache:
 
     def _store(self, client: Any, entries: dict[str, bytes]) -> Any:
         """``MSET``, or with ``ttl`` a pipeline of ``SET ... PX`` (awaitable on redis.asyncio)."""
-        if self._px is None:
+        if self._ttl is None:
             return client.mset(entries)
         pipe = client.pipeline(transaction=False)  # reset by execute, failed or not
         for name, value in entries.items():
-            pipe.set(name, value, px=self._px)
+            pipe.set(name, value, px=round(self._ttl * 1000))  # 1 or more
         return pipe.execute()
 
     def _async_client(self) -> redis.asyncio.Redis | None:
