@@ -141,7 +141,7 @@ NAMES = {
     "aclose": "close",
     "aiter_raw": "iter_raw",
     "asynccontextmanager": "contextmanager",
-    "async_limit": "limit",
+    "async_limit": "Limit",
     "async_shield": "shield",
     "async_turn": "turn",
     "async_sleep": "sleep",

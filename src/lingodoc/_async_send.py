@@ -80,7 +80,7 @@ class AsyncSending(BaseClient[httpx.AsyncClient]):
         failure = None
         closed = False
         try:
-            async with _deadline.Limit(seconds, self._shared.cancel):
+            async with _deadline.async_limit(seconds, self._shared.cancel):
                 response = await turn.send(request)
                 reader = _response.BodyReader(response)
                 if not reader.in_memory:

@@ -18,13 +18,13 @@ class Limit:
     """Give the attempt run inside the block ``seconds`` in all (``None``: no limit).
 
     ``with`` sets the deadline that the SDK's own streams and the body reader keep to;
-    ``async with`` also cancels the attempt at the deadline (``TimeoutError``) if ``cancel``
-    is ``"asyncio"`` (``asyncio.timeout`` where it exists) or ``"anyio"`` (``fail_after``).
+    ``async with`` also cancels the attempt at the deadline (``TimeoutError``) with anyio's
+    ``fail_after`` if ``cancel`` (see `async_limit`).
     """
 
     __slots__ = ("_cancel", "_scope", "_seconds", "_token")
 
-    def __init__(self, seconds: float | None, cancel: str | None) -> None:
+    def __init__(self, seconds: float | None, cancel: str | None = None) -> None:
         self._seconds = seconds
         self._cancel = None if seconds is None else cancel
         self._scope: Any = None
@@ -39,12 +39,7 @@ class Limit:
 
     async def __aenter__(self) -> None:
         self.__enter__()
-        if self._cancel == "asyncio" and sys.version_info >= (3, 11):
-            import asyncio
-
-            self._scope = asyncio.timeout(self._seconds)
-            await self._scope.__aenter__()
-        elif self._cancel:
+        if self._cancel:
             import anyio  # here: a program that never awaits should not import it
 
             self._scope = anyio.fail_after(self._seconds)
@@ -54,14 +49,24 @@ class Limit:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
         try:
-            scope, self._scope = self._scope, None
-            if scope is None:
-                return None
-            if hasattr(scope, "__aexit__"):
-                return await scope.__aexit__(kind, exc, tb)  # type: ignore[no-any-return]
-            return scope.__exit__(kind, exc, tb)  # type: ignore[no-any-return]
+            return None if self._scope is None else self._scope.__exit__(kind, exc, tb)
         finally:
             self.__exit__()
+
+
+def async_limit(
+    seconds: float | None, cancel: str | None
+) -> contextlib.AbstractAsyncContextManager[Any]:
+    """The `Limit` of an `AsyncClient`'s attempt; ``cancel``: how it cancels it, if it does.
+
+    ``"asyncio"``: ``asyncio.timeout``, the cheapest public scope, where it exists (the
+    attempt needs no deadline of the SDK's: only the SDK's own streams read it).
+    """
+    if cancel == "asyncio" and seconds is not None and sys.version_info >= (3, 11):
+        import asyncio
+
+        return asyncio.timeout(seconds)
+    return Limit(seconds, cancel)
 
 
 def shield(pooled: bool) -> contextlib.AbstractContextManager[Any]:
