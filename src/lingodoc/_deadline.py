@@ -69,24 +69,6 @@ def async_limit(
     return Limit(seconds, cancel)
 
 
-def shield(pooled: bool) -> contextlib.AbstractContextManager[Any]:
-    """Nothing to shield in a thread: it cannot be cancelled (the twin of `async_shield`)."""
-    return contextlib.nullcontext()
-
-
-def async_shield(pooled: bool) -> contextlib.AbstractContextManager[Any]:
-    """Shield closing a response of httpcore's pool (``pooled``) from cancellation.
-
-    A cancellation there can leave a connection busy for good (encode/httpcore#1093);
-    closing never waits on I/O. aiohttp gives the connection back before it awaits.
-    """
-    if not pooled:
-        return contextlib.nullcontext()
-    import anyio
-
-    return anyio.CancelScope(shield=True)
-
-
 def left() -> float | None:
     """Seconds left before the current attempt's deadline (0 once past); ``None``: no limit."""
     deadline = _deadline.get()
