@@ -129,14 +129,17 @@ class SharedHttp(Generic[HttpClientT]):
             lane.drop()
 
     def enter(self) -> Send:
-        """Count an attempt in flight; return what sends it."""
-        with self.lock:
-            self.in_flight += 1
-            self.used = True
-            return self.send
+        """Count an attempt in flight (if the client owns what it sends with); return its sender."""
+        self.used = True
+        if self.owned is not None:  # else nothing waits for the last attempt to close it
+            with self.lock:
+                self.in_flight += 1
+        return self.send
 
     def leave(self) -> bool:
         """End an attempt; ``True`` if the caller must now close what the client owns (last out)."""
+        if self.owned is None:
+            return False
         with self.lock:
             self.in_flight -= 1
             return self._take_close()

@@ -121,7 +121,7 @@ class BodyReader:
 def rate_limit_of(headers: dict[bytes, list[str]], now: float) -> Reported | None:
     """The rate limit the headers report, lazily; ``None`` if missing, twice or not ints."""
     try:
-        (limit,), (remaining,), (reset,) = (headers[name] for name in _LIMIT_HEADERS)
+        (limit,), (remaining,), (reset,) = map(headers.__getitem__, _LIMIT_HEADERS)
         return _lazy.Reported(int(limit), int(remaining), int(reset), now)
     except (KeyError, ValueError):  # ValueError: a header sent twice, or not an int
         return None
