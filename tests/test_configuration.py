@@ -514,6 +514,14 @@ def test_invalid_settings_are_refused(
         client_class(API_KEY, base_url=BASE_URL, **kwargs)  # type: ignore[arg-type]
 
 
+def test_a_default_header_whose_value_is_not_a_str_is_named(
+    client_class: type[lingodoc.Client],
+) -> None:
+    expected = "default_headers cannot be sent as HTTP headers: the value of 'X-Tenant' must be"
+    with pytest.raises(lingodoc.ConfigurationError, match=expected + " a str, not int"):
+        client_class(API_KEY, base_url=BASE_URL, default_headers={"X-Tenant": 5})  # type: ignore[dict-item]
+
+
 @pytest.mark.parametrize(
     ("argument", "value"),
     [

@@ -6,7 +6,7 @@ import math
 import re
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from urllib.parse import quote, unquote
 
 import httpx
@@ -183,6 +183,11 @@ def headers(value: object, argument: str, error: type[LingodocError]) -> httpx.H
         if error is InvalidArgument and not isinstance(exc, UnicodeEncodeError):
             error = InvalidArgumentType
         problem = str(exc)
+        if isinstance(value, Mapping):  # httpx's message names no header: name it
+            for name, header in value.items():
+                if not isinstance(header, (str, bytes)):
+                    problem = f"the value of {name!r} must be a str, not {type(header).__name__}"
+                    break
     else:
         problem = _header_problem(checked)
         if not problem:
