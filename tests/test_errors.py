@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import pickle
+import re
 import traceback
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timezone
@@ -674,6 +675,33 @@ def test_tree_and_pickle_cases_cover_every_exported_exception() -> None:
     }  # fmt: skip
     assert LingodocError.__bases__ == (Exception,)
     assert {child for child, _ in TREE} | {LingodocError} == exported == {type(e) for e in BUILT}
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def drawn_tree(text: str) -> dict[str, str | None]:
+    """Each class of the exception tree drawn in ``text``, and the one drawn above it."""
+    start = text.index("LingodocError\n")
+    line_start = text.rfind("\n", 0, start) + 1
+    column = start - line_start  # the tree's indentation
+    parents: dict[str, str | None] = {}
+    path: list[str] = []
+    for line in text[line_start:].splitlines():
+        name = re.search(r"[A-Za-z]+", line[column:])
+        if name is None:  # the tree's end: a blank line, or the fence of docs/errors.md
+            break
+        depth = name.start() // 4
+        path[depth:] = [name.group()]
+        parents[name.group()] = path[-2] if depth else None
+    return parents
+
+
+@pytest.mark.parametrize("where", ["src/lingodoc/_exceptions.py", "docs/errors.md"])
+def test_the_tree_drawn_in_the_code_and_the_docs_is_the_class_tree(where: str) -> None:
+    text = (ROOT / where).read_text(encoding="utf-8")
+    expected = {child.__name__: child.__bases__[0].__name__ for child, _ in TREE}
+    assert drawn_tree(text) == {"LingodocError": None, **expected}
 
 
 # str(TranslationFailed): the service's reason ------------------------------------------
