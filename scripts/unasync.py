@@ -142,6 +142,7 @@ NAMES = {
     "aiter_raw": "iter_raw",
     "asynccontextmanager": "contextmanager",
     "async_limit": "Limit",
+    "async_shield": "shield",
     "async_turn": "turn",
     "async_sleep": "sleep",
     "async_wait": "wait",

@@ -95,13 +95,12 @@ class AsyncSending(BaseClient[httpx.AsyncClient]):
             # An interrupt, a cancellation or a signal handler's exception goes on as it came,
             # never replaced by what closing the response it cut short may raise.
             if response is not None:
-                with contextlib.suppress(Exception):
+                with _deadline.async_shield(self._shared.theirs), contextlib.suppress(Exception):
                     await response.aclose()
             raise
         if response is not None and not response.is_closed:  # (one built in memory is)
             # Read, or given up: the http client's failure to close it is not the call's.
-            # No cancel scope cuts it short: httpcore's pool shields its own close (1.0.9 on).
-            with contextlib.suppress(httpx.HTTPError):
+            with _deadline.async_shield(self._shared.theirs), contextlib.suppress(httpx.HTTPError):
                 await response.aclose()
                 closed = True
         if failure is not None:  # raised here, not in the except block, which holds the key

@@ -372,7 +372,7 @@ class BaseClient(Generic[HttpClientT]):
             error = APIConnectionError(f"{to} failed{after}: {detail}", request_sent=sent)
         # The httpx exception holds the request, and so the Authorization header: chain a
         # copy of the same type and message without it. The attempt's deadline, passed
-        # (TimeoutError of anyio.fail_after), reads as httpx's: the request may have gone.
+        # (TimeoutError of its cancel scope), reads as httpx's: the request may have gone.
         kind = httpx.ReadTimeout if type(exc) is TimeoutError else type(exc)
         try:
             cause: BaseException = kind(detail)

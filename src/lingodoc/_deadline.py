@@ -59,14 +59,32 @@ def async_limit(
 ) -> contextlib.AbstractAsyncContextManager[Any]:
     """The `Limit` of an `AsyncClient`'s attempt; ``cancel``: how it cancels it, if it does.
 
-    ``"asyncio"``: ``asyncio.timeout``, the cheapest public scope, where it exists (the
-    attempt needs no deadline of the SDK's: only the SDK's own streams read it).
+    ``"asyncio"``: ``asyncio.timeout``, the cheapest public scope, where it exists: it
+    cancels the attempt at its end, so the attempt needs no deadline of the SDK's.
     """
     if cancel == "asyncio" and seconds is not None and sys.version_info >= (3, 11):
         import asyncio
 
         return asyncio.timeout(seconds)
     return Limit(seconds, cancel)
+
+
+def shield(theirs: bool) -> contextlib.AbstractContextManager[Any]:
+    """Nothing to shield in a thread: it cannot be cancelled (the twin of `async_shield`)."""
+    return contextlib.nullcontext()
+
+
+def async_shield(theirs: bool) -> contextlib.AbstractContextManager[Any]:
+    """Shield closing a response of a caller's http client (``theirs``) from cancel scopes.
+
+    Its transport may await before it hands the connection back, and a cancellation there
+    can leave the connection busy for good; httpcore's pool shields its own close.
+    """
+    if not theirs:
+        return contextlib.nullcontext()
+    import anyio
+
+    return anyio.CancelScope(shield=True)
 
 
 def left() -> float | None:

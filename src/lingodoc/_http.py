@@ -51,6 +51,7 @@ class SharedHttp(Generic[HttpClientT]):
         self.transport = direct if new_transport is None else new_transport(self.max_in_flight)
         # What is closed with the client: the SDK's own transport, or a DefaultAioHttpClient.
         self.owned: Any = http_client if aiohttp else (self.transport if new_transport else None)
+        self.theirs = self.owned is None  # a caller's httpx client, its transport unknown
         self.send: Send = self._sender()
         # Whether responses come from httpcore's pool (the SDK's own, or an httpx client's).
         self.pooled = not aiohttp
@@ -59,7 +60,7 @@ class SharedHttp(Generic[HttpClientT]):
         # Whether its connections belong to the event loop of its first use: no other may.
         self.loop_bound = self.is_async and self.owned is not None
         self.loop: object | None = None  # the loop of the last call (kept: never reused)
-        self.cancel: str | None = None  # how an AsyncClient's Limit cancels an attempt
+        self.cancel: str | None = None  # how an AsyncClient's attempt is cancelled (async_limit)
         self.turns = self._new_turns()
         self.closed = self.pool_closed = self.used = False
         self.in_flight = 0
@@ -119,7 +120,7 @@ class SharedHttp(Generic[HttpClientT]):
         import asyncio
 
         self.loop, self.turns = loop, self._new_turns()
-        if self.new_transport is None:  # not the SDK's streams: the attempt's Limit cancels it
+        if self.new_transport is None:  # not the SDK's streams: async_limit cancels the attempt
             self.cancel = "asyncio" if isinstance(loop, asyncio.AbstractEventLoop) else "anyio"
 
     def drop_main(self) -> None:
@@ -131,14 +132,14 @@ class SharedHttp(Generic[HttpClientT]):
     def enter(self) -> Send:
         """Count an attempt in flight (if the client owns what it sends with); return its sender."""
         self.used = True
-        if self.owned is not None:  # else nothing waits for the last attempt to close it
+        if not self.theirs:  # else nothing waits for the last attempt to close it
             with self.lock:
                 self.in_flight += 1
         return self.send
 
     def leave(self) -> bool:
         """End an attempt; ``True`` if the caller must now close what the client owns (last out)."""
-        if self.owned is None:
+        if self.theirs:
             return False
         with self.lock:
             self.in_flight -= 1
