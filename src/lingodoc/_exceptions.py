@@ -1,24 +1,25 @@
 """The exceptions lingodoc raises; ``LingodocError`` catches all.
 
-The tree (docs/errors.md says when each is raised)::
-
-    LingodocError
-    ├── ConfigurationError        bad arguments or environment at construction
-    ├── InvalidArgument           an argument refused before sending; a ValueError
-    ├── InvalidArgumentType       an argument of the wrong type; a TypeError
-    ├── APIConnectionError        network failure after retries (cause chained)
-    │   └── APITimeoutError
-    ├── APIError                  .status_code .code .message .request_id ...
-    │   ├── BadRequest            400, and any 4xx with no better class
-    │   │   ├── InvalidLanguage   INVALID_LANGUAGE (or local: status_code None)
-    │   │   └── TextTooLong       TEXT_TOO_LONG (or local: status_code None)
-    │   ├── Unauthorized          401 / UNAUTHORIZED
-    │   ├── NotFound              404
-    │   ├── RateLimited           429; .retry_after seconds
-    │   ├── ServerError           5xx
-    │   └── UnexpectedResponse    not the service's envelope; .body excerpt
-    ├── TranslationFailed         .status (the last TranslationStatus)
-    └── WaitTimeout               .status (the last one, or None) .timeout
+The tree (docs/errors.md says when each is raised):
+```text
+LingodocError
+├── ConfigurationError        bad arguments or environment at construction
+├── InvalidArgument           an argument refused before sending; a ValueError
+├── InvalidArgumentType       an argument of the wrong type; a TypeError
+├── APIConnectionError        network failure after retries (cause chained)
+│   └── APITimeoutError
+├── APIError                  .status_code .code .message .request_id ...
+│   ├── BadRequest            400, and any 4xx with no better class
+│   │   ├── InvalidLanguage   INVALID_LANGUAGE (or local: status_code None)
+│   │   └── TextTooLong       TEXT_TOO_LONG (or local: status_code None)
+│   ├── Unauthorized          401 / UNAUTHORIZED
+│   ├── NotFound              404
+│   ├── RateLimited           429; .retry_after seconds
+│   ├── ServerError           5xx
+│   └── UnexpectedResponse    not the service's envelope; .body excerpt
+├── TranslationFailed         .status (the last TranslationStatus)
+└── WaitTimeout               .status (the last one, or None) .timeout
+```
 
 Every exception pickles with its fields, and its repr shows those that are set; none holds
 the API key (messages arrive redacted, hints are the SDK's own words).
