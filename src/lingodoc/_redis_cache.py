@@ -39,8 +39,7 @@ def _masked(url: str) -> tuple[str, list[str]]:
     if found is not None and (password := found["password"]):
         # Before a "/", the password is what urllib takes for the port, and quotes.
         secrets.update((password, unquote(password), password.partition("/")[0]))
-        start, end = found.span("password")
-        url = f"{url[:start]}{_MASK}{url[end:]}"
+        url = url[: found.start("password")] + _MASK + url[found.end("password") :]
     base, mark, query = url.partition("?")
     query, sharp, fragment = query.partition("#")
     parameters = query.split("&")
