@@ -48,10 +48,8 @@ class Limit:
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        try:
-            return None if self._scope is None else self._scope.__exit__(kind, exc, tb)
-        finally:
-            self.__exit__()
+        self.__exit__()  # first: the scope's own exit may raise (TimeoutError)
+        return None if self._scope is None else self._scope.__exit__(kind, exc, tb)
 
 
 def async_limit(
