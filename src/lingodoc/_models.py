@@ -112,8 +112,7 @@ class Reported:
     @property
     def value(self) -> RateLimit | None:
         """The rate limit; ``None`` if its reset is a time no ``datetime`` holds."""
-        raw = self._raw
-        if raw is not None:  # two threads may both build it: either will do
+        if (raw := self._raw) is not None:  # two threads may both build it: either will do
             limit, remaining, reset, now = raw
             at = reset if reset > _UNIX_TIME_THRESHOLD else now + max(reset, 0)
             with contextlib.suppress(OverflowError, OSError, ValueError):  # else None
