@@ -177,8 +177,7 @@ def _only(
 
     def parse_only(data: Any, origin: _lazy.Origin) -> ModelT:
         result = parse(data, origin)
-        value = found(result)
-        if value != want:
+        if (value := found(result)) != want:
             raise ShapeError(says.format(shown(value), shown(want)), data)
         return result
 
