@@ -155,8 +155,7 @@ def destination(
     own = http_client is None or aiohttp
     if (http_client is not None and not http_client.trust_env) or (own and target.scheme == "http"):
         return where, SERVICE_UNREACHABLE
-    named = named_proxy(target, all_proxy=not aiohttp)
-    if named is None:
+    if (named := named_proxy(target, all_proxy=not aiohttp)) is None:
         return where, SERVICE_UNREACHABLE
     try:
         proxy = _origin(httpx.URL(named if "://" in named else f"http://{named}"))  # as httpx
