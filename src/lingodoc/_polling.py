@@ -129,8 +129,7 @@ def _redact_json(value: object, redact: Callable[[str], str]) -> object:
         text = value if isinstance(value, str) else json.dumps(value)
     except (ValueError, RecursionError):  # deeper than this stack can write: never shown
         return "(too deeply nested to show)"
-    masked = redact(text)
-    if masked == text:
+    if (masked := redact(text)) == text:
         return value
     try:
         return masked if isinstance(value, str) else json.loads(masked)
