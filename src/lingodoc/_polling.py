@@ -110,8 +110,7 @@ class Waiter:
         if error.status is not None:
             changes = {}
             for name, value in error.status:  # an unknown field (``error``) may be an object
-                masked = _redact_json(value, self.redact)
-                if masked is not value:
+                if (masked := _redact_json(value, self.redact)) is not value:
                     changes[name] = masked
             # A copy keeps the request id and rate limit, not the response (with the key).
             error.status = error.status.model_copy(update=changes)
