@@ -30,15 +30,13 @@ async def async_hand_over(bulk: Bulk) -> None:
 
 def keep(bulk: Bulk, every: bool) -> None:
     """Store in the cache what `Bulk.unstored` hands over (``every``: a pause, or the end)."""
-    items = bulk.unstored(every)
-    if items and bulk.cache is not None:
+    if (items := bulk.unstored(every)) and bulk.cache is not None:
         bulk.cache.keep(items)
 
 
 async def async_keep(bulk: Bulk, every: bool) -> None:
     """`keep`, awaited."""
-    items = bulk.unstored(every)
-    if items and bulk.cache is not None:
+    if (items := bulk.unstored(every)) and bulk.cache is not None:
         await bulk.cache.async_keep(items)
 
 
