@@ -37,8 +37,7 @@ MAX_REFUSALS = 3
 # never only in a queue (taking an item and keeping it are two steps; Ctrl-C may come between).
 ANSWERED = "answered"
 EXITED = "exited"
-# Translations stored in the cache at once (by the coordinator: a worker never waits for it),
-# at most, except at a pause and at the end.
+# The coordinator caches translations once this many wait (a worker never waits for the cache).
 STORE_AT_ONCE = 1_000
 # Keys looked up in the cache at once, before the first request: few round trips to a store.
 LOOK_UP_AT_ONCE = 1_000
