@@ -186,7 +186,8 @@ def headers(value: object, argument: str, error: type[LingodocError]) -> httpx.H
         if isinstance(value, Mapping):  # httpx's message names no header: name it
             for name, header in value.items():
                 if not isinstance(header, (str, bytes)):
-                    problem = f"the value of {name!r} must be a str, not {type(header).__name__}"
+                    kind = type(header).__name__
+                    problem = f"the value of {shown(name)} must be a str, not {kind}"
                     break
     else:
         problem = _header_problem(checked)
