@@ -24,7 +24,7 @@ class Limit:
 
     __slots__ = ("_cancel", "_scope", "_seconds", "_token")
 
-    def __init__(self, seconds: float | None, cancel: str | None = None) -> None:
+    def __init__(self, seconds: float | None, cancel: str | None) -> None:
         self._seconds = seconds
         self._cancel = None if seconds is None else cancel
         self._scope: Any = None
